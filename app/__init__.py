@@ -1,0 +1,1 @@
+"""attention-viz web app: the JSON API and the pages, over attention_core."""

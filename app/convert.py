@@ -1,0 +1,220 @@
+"""Translate between the API's pydantic bodies and attention_core's dataclasses.
+
+Traces go out as numpy float32 arrays, serialized by orjson: each number is
+written as the shortest decimal that reads back to the same float32, and the
+−inf of masked scores becomes ``null``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, replace
+from typing import Any
+
+import numpy as np
+
+from attention_core import (
+    AttentionSpec,
+    AttentionTrace,
+    Comparison,
+    ExplicitEmbedding,
+    ExplicitProjection,
+    HashedEmbedding,
+    IdentityProjection,
+    Preset,
+    SeededLinearProjection,
+    SeededRandomEmbedding,
+    SeededRandProjection,
+    VocabularyEmbedding,
+)
+from attention_core.embeddings import EmbeddingSpec
+from attention_core.projections import ProjectionSpec
+
+from .schemas.attention import (
+    STEP_NAMES,
+    AttentionOptions,
+    AttentionRequest,
+    EmbeddingIn,
+    ExplicitEmbeddingIn,
+    ExplicitProjectionIn,
+    HashedEmbeddingIn,
+    IdentityProjectionIn,
+    ProjectionIn,
+    SeededLinearProjectionIn,
+    SeededRandomEmbeddingIn,
+    SeededRandProjectionIn,
+    VocabularyEmbeddingIn,
+)
+
+HEAD_STEPS = (
+    "q",
+    "k",
+    "v",
+    "attn_scores",
+    "scaled_scores",
+    "masked_scores",
+    "attn_weights",
+    "context_vec",
+)
+
+
+def _rows(matrix: Iterable[Iterable[float]]) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(row) for row in matrix)
+
+
+def embedding_to_core(e: EmbeddingIn) -> EmbeddingSpec:
+    if isinstance(e, VocabularyEmbeddingIn):
+        return VocabularyEmbedding(extra={w: tuple(v) for w, v in e.extra.items()})
+    if isinstance(e, ExplicitEmbeddingIn):
+        return ExplicitEmbedding(_rows(e.vectors))
+    if isinstance(e, SeededRandomEmbeddingIn):
+        return SeededRandomEmbedding(
+            dim=e.dim, seed=e.seed, batch=e.batch, batch_index=e.batch_index
+        )
+    return HashedEmbedding(dim=e.dim, seed=e.seed)
+
+
+def projection_to_core(p: ProjectionIn) -> ProjectionSpec:
+    if isinstance(p, IdentityProjectionIn):
+        return IdentityProjection()
+    if isinstance(p, ExplicitProjectionIn):
+        return ExplicitProjection(
+            W_query=_rows(p.W_query),
+            W_key=_rows(p.W_key),
+            W_value=_rows(p.W_value),
+            W_out=None if p.W_out is None else _rows(p.W_out),
+        )
+    kind = SeededRandProjection if isinstance(p, SeededRandProjectionIn) else SeededLinearProjection
+    return kind(d_out=p.d_out, seed=p.seed, order=tuple(p.order))
+
+
+def spec_from_options(options: AttentionOptions, tokens: list[str]) -> AttentionSpec:
+    return AttentionSpec(
+        tokens=tuple(tokens),
+        embedding=embedding_to_core(options.embedding),
+        projection=projection_to_core(options.projection),
+        num_heads=options.num_heads,
+        causal=options.causal,
+        scale=options.scale,
+        mode=options.mode,
+    )
+
+
+def spec_from_request(body: AttentionRequest) -> AttentionSpec:
+    spec = spec_from_options(body, body.tokens)
+    if body.source_tokens is None:
+        return spec
+    source_embedding = (
+        None if body.source_embedding is None else embedding_to_core(body.source_embedding)
+    )
+    return replace(spec, source_tokens=tuple(body.source_tokens), source_embedding=source_embedding)
+
+
+def embedding_from_core(e: EmbeddingSpec) -> EmbeddingIn:
+    if isinstance(e, VocabularyEmbedding):
+        return VocabularyEmbeddingIn(extra={w: list(v) for w, v in e.extra.items()})
+    if isinstance(e, ExplicitEmbedding):
+        return ExplicitEmbeddingIn(vectors=[list(r) for r in e.vectors])
+    if isinstance(e, SeededRandomEmbedding):
+        return SeededRandomEmbeddingIn(
+            dim=e.dim, seed=e.seed, batch=e.batch, batch_index=e.batch_index
+        )
+    return HashedEmbeddingIn(dim=e.dim, seed=e.seed)
+
+
+def projection_from_core(p: ProjectionSpec) -> ProjectionIn:
+    if isinstance(p, IdentityProjection):
+        return IdentityProjectionIn()
+    if isinstance(p, ExplicitProjection):
+        return ExplicitProjectionIn(
+            W_query=[list(r) for r in p.W_query],
+            W_key=[list(r) for r in p.W_key],
+            W_value=[list(r) for r in p.W_value],
+            W_out=None if p.W_out is None else [list(r) for r in p.W_out],
+        )
+    if isinstance(p, SeededRandProjection):
+        return SeededRandProjectionIn(d_out=p.d_out, seed=p.seed, order=list(p.order))
+    return SeededLinearProjectionIn(d_out=p.d_out, seed=p.seed, order=list(p.order))
+
+
+def request_from_spec(spec: AttentionSpec) -> AttentionRequest:
+    """The API body that describes ``spec`` (for GET /api/presets/{name})."""
+    return AttentionRequest(
+        tokens=list(spec.tokens),
+        embedding=embedding_from_core(spec.embedding),
+        projection=projection_from_core(spec.projection),
+        num_heads=spec.num_heads,
+        causal=spec.causal,
+        scale=spec.scale,
+        mode=spec.mode,
+        source_tokens=None if spec.source_tokens is None else list(spec.source_tokens),
+        source_embedding=None
+        if spec.source_embedding is None
+        else embedding_from_core(spec.source_embedding),
+    )
+
+
+def _array(t: Any) -> np.ndarray:
+    return np.ascontiguousarray(t.detach().numpy(), dtype=np.float32)
+
+
+def trace_to_json(
+    trace: AttentionTrace,
+    spec: AttentionSpec,
+    steps: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """The AttentionResponse body as plain dicts and float32 arrays (for orjson)."""
+    wanted = set(STEP_NAMES if steps is None else steps)
+    heads: list[dict[str, Any]] = [{} for _ in range(trace.num_heads)]
+    for name in HEAD_STEPS:
+        if name in wanted:
+            stacked = _array(getattr(trace, name))  # (H, rows, cols)
+            for h in range(trace.num_heads):
+                heads[h][name] = stacked[h]
+    source_tokens = spec.source_tokens if spec.source_tokens is not None else spec.tokens
+    return {
+        "tokens": list(spec.tokens),
+        "source_tokens": list(source_tokens),
+        "mode": spec.mode,
+        "num_heads": trace.num_heads,
+        "causal": trace.causal,
+        "cross": trace.cross,
+        "scale": trace.scale,
+        "shapes": {
+            "x": list(trace.x.shape),
+            "source": list(trace.source.shape),
+            "q": list(trace.q.shape),
+            "k": list(trace.k.shape),
+            "v": list(trace.v.shape),
+            "attn_weights": list(trace.attn_weights.shape),
+            "context_vec": list(trace.context_vec.shape),
+            "output": list(trace.output.shape),
+        },
+        "x": _array(trace.x) if "x" in wanted else None,
+        "source": _array(trace.source) if "x" in wanted else None,
+        "heads": heads,
+        "output": _array(trace.output) if "output" in wanted else None,
+    }
+
+
+def comparison_to_json(
+    comparison: Comparison,
+    spec_a: AttentionSpec,
+    spec_b: AttentionSpec,
+    steps: Iterable[str] | None,
+) -> dict[str, Any]:
+    return {
+        "a": trace_to_json(comparison.trace_a, spec_a, steps),
+        "b": trace_to_json(comparison.trace_b, spec_b, steps),
+        "shared": [asdict(s) for s in comparison.shared],
+    }
+
+
+def preset_summary(preset: Preset) -> dict[str, Any]:
+    return {
+        "name": preset.name,
+        "title": preset.title,
+        "description": preset.description,
+        "source": preset.source,
+        "compare_tokens": None if preset.compare_tokens is None else list(preset.compare_tokens),
+    }

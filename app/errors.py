@@ -1,0 +1,55 @@
+"""One shape for every error: ``{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}``.
+
+It is FastAPI's own validation-error shape, so clients handle one format;
+Starlette's plain-string HTTP errors (404, 405, unparsable bodies) are
+rewritten into it.
+"""
+
+from __future__ import annotations
+
+import orjson
+from fastapi import FastAPI, Request, Response
+from starlette.exceptions import HTTPException
+
+from attention_core import SpecError
+
+from .limits import LimitError
+
+UNPARSABLE_BODY = (
+    "the body could not be parsed: it must be UTF-8 JSON, nested at most a few hundred levels deep"
+)
+
+
+def error_response(
+    status: int, loc: list[str | int], msg: str, kind: str, headers: dict | None = None
+) -> Response:
+    body = orjson.dumps({"detail": [{"loc": loc, "msg": msg, "type": kind}]})
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def spec_error_loc(exc: SpecError) -> list[str | int]:
+    return ["body", *(exc.field.split(".") if exc.field else [])]
+
+
+async def _spec_error(_: Request, exc: SpecError) -> Response:
+    return error_response(422, spec_error_loc(exc), exc.message, "spec_error")
+
+
+async def _limit_error(_: Request, exc: LimitError) -> Response:
+    return error_response(422, exc.loc, exc.message, "limit_exceeded")
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        return error_response(400, ["body"], UNPARSABLE_BODY, "body_unparsable")
+    message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"nothing at {request.url.path}; see /docs for the API"
+    kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, ["path"], message, kind, exc.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(SpecError, _spec_error)
+    app.add_exception_handler(LimitError, _limit_error)
+    app.add_exception_handler(HTTPException, _http_error)

@@ -1,0 +1,146 @@
+"""Size limits on requests, checked before any tensor is built.
+
+The limits are settings (``ATTENTION_VIZ_MAX_*``); each violation names the
+field, the size found and the limit, and becomes a 422.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .schemas.attention import (
+    AttentionOptions,
+    EmbeddingIn,
+    ExplicitEmbeddingIn,
+    ExplicitProjectionIn,
+    HashedEmbeddingIn,
+    SeededRandomEmbeddingIn,
+    VocabularyEmbeddingIn,
+)
+from .settings import Settings
+
+
+class LimitError(ValueError):
+    """A request is well-formed but larger than this server accepts."""
+
+    def __init__(self, loc: Sequence[str | int], message: str) -> None:
+        super().__init__(message)
+        self.loc = list(loc)
+        self.message = message
+
+
+def _at_most(loc: Sequence[str | int], what: str, found: int, limit: int, env: str) -> None:
+    if found > limit:
+        raise LimitError(loc, f"{what} is {found}; the limit is {limit} (ATTENTION_VIZ_{env})")
+
+
+def check_tokens(loc: str, tokens: Sequence[str] | None, settings: Settings) -> None:
+    if tokens is None:
+        return
+    _at_most(["body", loc], f"the number of {loc}", len(tokens), settings.max_tokens, "MAX_TOKENS")
+    for i, token in enumerate(tokens):
+        _at_most(
+            ["body", loc, i],
+            f"the length of token {i}",
+            len(token),
+            settings.max_token_chars,
+            "MAX_TOKEN_CHARS",
+        )
+
+
+def _check_matrix(
+    loc: list[str | int], rows: list[list[float]], max_rows: int, s: Settings
+) -> None:
+    _at_most(loc, f"the number of rows of {loc[-1]}", len(rows), max_rows, "MAX_DIM")
+    widest = max((len(r) for r in rows), default=0)
+    _at_most(loc, f"the width of {loc[-1]}", widest, s.max_dim, "MAX_DIM")
+
+
+def check_embedding(loc: str, e: EmbeddingIn | None, settings: Settings) -> None:
+    base: list[str | int] = ["body", loc]
+    if isinstance(e, VocabularyEmbeddingIn):
+        _at_most(
+            [*base, "extra"],
+            "the number of added words",
+            len(e.extra),
+            settings.max_vocabulary_words,
+            "MAX_VOCABULARY_WORDS",
+        )
+        for word, vector in e.extra.items():
+            _at_most(
+                [*base, "extra", word],
+                f"the width of {word!r}",
+                len(vector),
+                settings.max_dim,
+                "MAX_DIM",
+            )
+            _at_most(
+                [*base, "extra", word],
+                f"the length of word {word[:20]!r}",
+                len(word),
+                settings.max_token_chars,
+                "MAX_TOKEN_CHARS",
+            )
+    elif isinstance(e, ExplicitEmbeddingIn):
+        rows = e.vectors
+        _at_most(
+            [*base, "vectors"],
+            "the number of vectors",
+            len(rows),
+            settings.max_tokens,
+            "MAX_TOKENS",
+        )
+        widest = max((len(r) for r in rows), default=0)
+        _at_most([*base, "vectors"], "the vector width", widest, settings.max_dim, "MAX_DIM")
+    elif isinstance(e, SeededRandomEmbeddingIn | HashedEmbeddingIn):
+        _at_most([*base, "dim"], "the embedding dim", e.dim, settings.max_dim, "MAX_DIM")
+
+
+def check_options(body: AttentionOptions, settings: Settings) -> None:
+    """Every size in the shared options: heads, widths, matrices."""
+    _at_most(["body", "num_heads"], "num_heads", body.num_heads, settings.max_heads, "MAX_HEADS")
+    check_embedding("embedding", body.embedding, settings)
+    p = body.projection
+    if isinstance(p, ExplicitProjectionIn):
+        for name in ("W_query", "W_key", "W_value", "W_out"):
+            matrix = getattr(p, name)
+            if matrix is not None:
+                _check_matrix(["body", "projection", name], matrix, settings.max_dim, settings)
+    elif hasattr(p, "d_out"):
+        _at_most(
+            ["body", "projection", "d_out"],
+            "projection d_out",
+            p.d_out,
+            settings.max_dim,
+            "MAX_DIM",
+        )
+
+
+def check_lesson(
+    dims: list[int], trials: int, scores: list[float], scales: list[float], s: Settings
+) -> None:
+    """Bounds on the scaling lesson's query parameters."""
+    _at_most(
+        ["query", "dims"], "the number of dims", len(dims), s.max_lesson_dims, "MAX_LESSON_DIMS"
+    )
+    for i, d in enumerate(dims):
+        if d < 1:
+            raise LimitError(["query", "dims", i], f"dims[{i}] is {d}; it must be at least 1")
+        _at_most(["query", "dims", i], f"dims[{i}]", d, s.max_lesson_dim, "MAX_LESSON_DIM")
+    _at_most(["query", "trials"], "trials", trials, s.max_lesson_trials, "MAX_LESSON_TRIALS")
+    _at_most(["query", "scores"], "the number of scores", len(scores), s.max_tokens, "MAX_TOKENS")
+    _at_most(
+        ["query", "scales"],
+        "the number of scales",
+        len(scales),
+        s.max_lesson_dims,
+        "MAX_LESSON_DIMS",
+    )
+    for name, values in (("scores", scores), ("scales", scales)):
+        if not values:
+            raise LimitError(["query", name], f"{name} is empty; give at least one number")
+        for i, v in enumerate(values):
+            if not -1e6 <= v <= 1e6:  # also false for NaN
+                raise LimitError(
+                    ["query", name, i], f"{name}[{i}] is {v}; it must be finite, within ±1e6"
+                )

@@ -1,0 +1,183 @@
+"""The toy attention API: traces, comparisons, presets, vocabularies, lessons."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Depends, Query, Response
+
+from attention_core import (
+    PRESETS,
+    TOY_VOCABULARY,
+    compare,
+    dot_product_variance,
+    expand,
+    get_preset,
+    run,
+    softmax_sharpness,
+)
+
+from ..compute import offload, width_of
+from ..convert import (
+    comparison_to_json,
+    preset_summary,
+    request_from_spec,
+    spec_from_options,
+    spec_from_request,
+    trace_to_json,
+)
+from ..errors import error_response
+from ..limits import check_embedding, check_lesson, check_options, check_tokens
+from ..schemas.attention import (
+    AttentionRequest,
+    AttentionResponse,
+    CompareRequest,
+    CompareResponse,
+    ErrorBody,
+    PresetDetail,
+    PresetSummary,
+    ScalingLesson,
+    Vocabulary,
+)
+from ..settings import Settings, get_settings
+
+router = APIRouter(prefix="/api", tags=["attention"])
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+ERRORS = {
+    404: {"model": ErrorBody, "description": "No such item"},
+    413: {"model": ErrorBody, "description": "Body larger than the limit"},
+    422: {"model": ErrorBody, "description": "Invalid input or over a size limit"},
+}
+
+
+def json_response(payload: object) -> Response:
+    return Response(
+        orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
+    )
+
+
+def _trace(body: AttentionRequest) -> dict:
+    spec = spec_from_request(body)
+    return trace_to_json(run(spec), spec, body.steps)
+
+
+def _compare(body: CompareRequest) -> dict:
+    spec = spec_from_options(body, body.tokens_a)
+    result = compare(spec, tuple(body.tokens_a), tuple(body.tokens_b))
+    spec_b = spec_from_options(body, body.tokens_b)
+    return comparison_to_json(result, spec, spec_b, body.steps)
+
+
+@router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
+async def attention(body: AttentionRequest, settings: SettingsDep) -> Response:
+    """Every step of self- (or cross-) attention on the given tokens."""
+    check_tokens("tokens", body.tokens, settings)
+    check_tokens("source_tokens", body.source_tokens, settings)
+    check_options(body, settings)
+    check_embedding("source_embedding", body.source_embedding, settings)
+    keys = len(body.source_tokens or body.tokens)
+    work = len(body.tokens) * keys * width_of(body)
+    return json_response(await offload(work, _trace, body))
+
+
+@router.post("/compare", response_model=CompareResponse, responses=ERRORS)
+async def compare_sentences(body: CompareRequest, settings: SettingsDep) -> Response:
+    """One set of options on two sentences, and how each shared token's vector moved."""
+    check_tokens("tokens_a", body.tokens_a, settings)
+    check_tokens("tokens_b", body.tokens_b, settings)
+    check_options(body, settings)
+    work = (len(body.tokens_a) ** 2 + len(body.tokens_b) ** 2) * width_of(body)
+    return json_response(await offload(work, _compare, body))
+
+
+@router.get("/presets", response_model=list[PresetSummary])
+async def list_presets() -> Response:
+    """The seed tutorials, one preset per reproducible computation."""
+    return json_response([preset_summary(p) for p in PRESETS.values()])
+
+
+def _preset_detail(name: str) -> dict:
+    preset = get_preset(name)
+    return {
+        **preset_summary(preset),
+        "spec": request_from_spec(preset.spec).model_dump(mode="json"),
+        "expanded": request_from_spec(expand(preset.spec)).model_dump(mode="json"),
+    }
+
+
+_PRESET_CACHE: dict[str, bytes] = {}
+
+
+@router.get("/presets/{name}", response_model=PresetDetail, responses=ERRORS)
+async def preset_detail(name: str) -> Response:
+    """A preset as written and fully expanded: ready to edit and post to /api/attention."""
+    if name not in PRESETS:
+        return error_response(
+            404,
+            ["path", "name"],
+            f"unknown preset {name!r}; the presets are {sorted(PRESETS)}",
+            "not_found",
+        )
+    if name not in _PRESET_CACHE:  # presets are constants: expand each once
+        _PRESET_CACHE[name] = orjson.dumps(_preset_detail(name))
+    return Response(_PRESET_CACHE[name], media_type="application/json")
+
+
+@router.get("/vocabularies", response_model=list[Vocabulary])
+async def vocabularies() -> Response:
+    """The toy vocabulary of seed 004 and its vectors."""
+    words = {w: list(v) for w, v in TOY_VOCABULARY.items()}
+    return json_response([{"name": "toy", "dim": 4, "words": words}])
+
+
+def _lesson(dims: list[int], trials: int, seed: int, scores: list[float], scales: list[float]):
+    return {
+        "trials": trials,
+        "seed": seed,
+        "variance": [r.__dict__ for r in dot_product_variance(dims, trials=trials, seed=seed)],
+        "scores": scores,
+        "sharpness": [
+            {**r.__dict__, "weights": list(r.weights)} for r in softmax_sharpness(scores, scales)
+        ],
+    }
+
+
+@router.get("/lessons/scaling", response_model=ScalingLesson, responses=ERRORS)
+async def scaling_lesson(
+    settings: SettingsDep,
+    dims: Annotated[list[int], Query(description="dimensions d_k to sample")] = [  # noqa: B006
+        1,
+        2,
+        4,
+        8,
+        16,
+        32,
+        64,
+        128,
+        256,
+        512,
+    ],
+    trials: Annotated[int, Query(ge=2)] = 1000,
+    seed: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+    scores: Annotated[list[float], Query(description="one query's raw scores")] = [  # noqa: B006
+        0.1,
+        -0.2,
+        0.3,
+        -0.2,
+        0.5,
+    ],
+    scales: Annotated[list[float], Query(description="factors applied before softmax")] = [  # noqa: B006
+        0.25,
+        0.5,
+        1,
+        2,
+        4,
+        8,
+        16,
+    ],
+) -> Response:
+    """Why divide by sqrt(d_k): variance of q·k by dimension, and softmax sharpening by scale."""
+    check_lesson(dims, trials, scores, scales, settings)
+    work = sum(dims) * trials
+    return json_response(await offload(work, _lesson, dims, trials, seed, scores, scales))

@@ -1,0 +1,299 @@
+"""Request and response bodies of the toy attention API.
+
+Structure is validated here; size limits (which are settings) are checked in
+``app.limits`` so they can change without changing the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+# Bounded so that no product inside a 256-wide layer can overflow float32.
+MAX_ABS_VALUE = 1e6
+Number = Annotated[
+    float, Field(strict=True, allow_inf_nan=False, ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE)
+]
+Vector = list[Number]
+Matrix = list[Vector]
+NullableMatrix = list[list[float | None]]
+Token = Annotated[str, Field(min_length=1)]
+
+STEP_NAMES = (
+    "x",
+    "q",
+    "k",
+    "v",
+    "attn_scores",
+    "scaled_scores",
+    "masked_scores",
+    "attn_weights",
+    "context_vec",
+    "output",
+)
+StepName = Literal[
+    "x",
+    "q",
+    "k",
+    "v",
+    "attn_scores",
+    "scaled_scores",
+    "masked_scores",
+    "attn_weights",
+    "context_vec",
+    "output",
+]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class VocabularyEmbeddingIn(Strict):
+    """Seed 004's toy vocabulary; ``extra`` adds words or overrides their vectors."""
+
+    kind: Literal["vocabulary"] = "vocabulary"
+    extra: dict[Token, Vector] = Field(default_factory=dict)
+
+
+class ExplicitEmbeddingIn(Strict):
+    """One vector per token, in order."""
+
+    kind: Literal["explicit"] = "explicit"
+    vectors: Matrix
+
+
+class SeededRandomEmbeddingIn(Strict):
+    """``torch.manual_seed(seed); torch.randn(batch, T, dim)[batch_index]`` (seeds 000/003)."""
+
+    kind: Literal["seeded_random"] = "seeded_random"
+    dim: StrictInt = Field(ge=1)
+    seed: StrictInt = Field(1337, ge=0, le=2**63 - 1)
+    batch: StrictInt = Field(1, ge=1, le=16)
+    batch_index: StrictInt = Field(0, ge=0)
+
+
+class HashedEmbeddingIn(Strict):
+    """A fixed random vector per distinct word: the same word, the same vector, everywhere."""
+
+    kind: Literal["hashed"] = "hashed"
+    dim: StrictInt = Field(8, ge=1)
+    seed: StrictInt = Field(0, ge=0, le=2**63 - 1)
+
+
+EmbeddingIn = Annotated[
+    VocabularyEmbeddingIn | ExplicitEmbeddingIn | SeededRandomEmbeddingIn | HashedEmbeddingIn,
+    Field(discriminator="kind"),
+]
+
+Role = Literal["query", "key", "value"]
+
+
+class IdentityProjectionIn(Strict):
+    """No projection: queries, keys and values are the embeddings themselves."""
+
+    kind: Literal["identity"] = "identity"
+
+
+class ExplicitProjectionIn(Strict):
+    """Matrices applied as ``x @ W``.
+
+    Shapes: W_query, W_key (d_in, d_k); W_value (d_in, d_v); W_out (H*d_v, d_out), optional.
+    """
+
+    kind: Literal["explicit"] = "explicit"
+    W_query: Matrix
+    W_key: Matrix
+    W_value: Matrix
+    W_out: Matrix | None = None
+
+
+class SeededRandProjectionIn(Strict):
+    """``torch.manual_seed(seed)`` then ``torch.rand(d_in, d_out)`` per role, in ``order``.
+
+    ``seed: null`` continues the random stream after a seeded_random embedding.
+    """
+
+    kind: Literal["seeded_rand"] = "seeded_rand"
+    d_out: StrictInt = Field(ge=1)
+    seed: StrictInt | None = Field(123, ge=0, le=2**63 - 1)
+    order: list[Role] = Field(default_factory=lambda: ["query", "key", "value"])
+
+
+class SeededLinearProjectionIn(Strict):
+    """``torch.manual_seed(seed)`` then ``nn.Linear(d_in, d_out, bias=False)`` per role."""
+
+    kind: Literal["seeded_linear"] = "seeded_linear"
+    d_out: StrictInt = Field(ge=1)
+    seed: StrictInt | None = Field(789, ge=0, le=2**63 - 1)
+    order: list[Role] = Field(default_factory=lambda: ["query", "key", "value"])
+
+
+ProjectionIn = Annotated[
+    IdentityProjectionIn | ExplicitProjectionIn | SeededRandProjectionIn | SeededLinearProjectionIn,
+    Field(discriminator="kind"),
+]
+
+ScaleIn = (
+    Literal["sqrt_dk", "none"]
+    | Annotated[float, Field(gt=0, le=MAX_ABS_VALUE, allow_inf_nan=False)]
+)
+
+
+class AttentionOptions(Strict):
+    """Everything about a computation except its tokens."""
+
+    embedding: EmbeddingIn = Field(default_factory=VocabularyEmbeddingIn)
+    projection: ProjectionIn = Field(default_factory=IdentityProjectionIn)
+    num_heads: StrictInt = Field(1, ge=1)
+    causal: bool = False
+    scale: ScaleIn = Field(
+        "sqrt_dk",
+        description="'sqrt_dk': divide scores by sqrt(d_k); 'none': leave them; a number: multiply",
+    )
+    mode: Literal["attention", "causal_average"] = "attention"
+    steps: list[StepName] | None = Field(None, description="return only these steps (default: all)")
+
+
+class AttentionRequest(AttentionOptions):
+    tokens: list[Token]
+    source_tokens: list[Token] | None = Field(
+        None, description="cross-attention: keys and values come from these tokens"
+    )
+    source_embedding: EmbeddingIn | None = Field(
+        None, description="embedding of source_tokens (default: the same as embedding)"
+    )
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "tokens": ["stream", "bank", "mud"],
+                    "embedding": {"kind": "vocabulary"},
+                    "projection": {"kind": "identity"},
+                    "scale": "none",
+                }
+            ]
+        },
+    )
+
+
+class CompareRequest(AttentionOptions):
+    tokens_a: list[Token]
+    tokens_b: list[Token]
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "tokens_a": ["stream", "bank", "mud"],
+                    "tokens_b": ["money", "bank", "loan"],
+                    "embedding": {"kind": "vocabulary"},
+                    "projection": {"kind": "identity"},
+                    "scale": "none",
+                }
+            ]
+        },
+    )
+
+
+class HeadTrace(BaseModel):
+    """One head's steps; a step not asked for is null. Masked entries are null."""
+
+    q: Matrix | None = None
+    k: Matrix | None = None
+    v: Matrix | None = None
+    attn_scores: Matrix | None = None
+    scaled_scores: Matrix | None = None
+    masked_scores: NullableMatrix | None = None
+    attn_weights: Matrix | None = None
+    context_vec: Matrix | None = None
+
+
+class AttentionResponse(BaseModel):
+    """Every step of one attention layer. Rows are queries (the token that attends),
+    columns are keys (the token attended to)."""
+
+    tokens: list[str]
+    source_tokens: list[str]
+    mode: Literal["attention", "causal_average"]
+    num_heads: int
+    causal: bool
+    cross: bool
+    scale: float
+    shapes: dict[str, list[int]]
+    x: Matrix | None = None
+    source: Matrix | None = None
+    heads: list[HeadTrace]
+    output: Matrix | None = None
+
+
+class SharedTokenOut(BaseModel):
+    token: str
+    position_a: int
+    position_b: int
+    input_cosine: float
+    input_distance: float
+    output_cosine: float
+    output_distance: float
+
+
+class CompareResponse(BaseModel):
+    a: AttentionResponse
+    b: AttentionResponse
+    shared: list[SharedTokenOut]
+
+
+class PresetSummary(BaseModel):
+    name: str
+    title: str
+    description: str
+    source: str
+    compare_tokens: list[str] | None
+
+
+class PresetDetail(PresetSummary):
+    spec: AttentionRequest = Field(description="the preset as written, seeds and all")
+    expanded: AttentionRequest = Field(description="the same with every number written out")
+
+
+class Vocabulary(BaseModel):
+    name: str
+    dim: int
+    words: dict[str, list[float]]
+
+
+class VarianceRowOut(BaseModel):
+    dim: int
+    variance_unscaled: float
+    variance_scaled: float
+
+
+class SharpnessRowOut(BaseModel):
+    scale: float
+    weights: list[float]
+    max_weight: float
+    entropy: float
+
+
+class ScalingLesson(BaseModel):
+    trials: int
+    seed: int
+    variance: list[VarianceRowOut]
+    scores: list[float]
+    sharpness: list[SharpnessRowOut]
+
+
+class ErrorItem(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx answer: what is wrong, and where (``loc`` names the field)."""
+
+    detail: list[ErrorItem]

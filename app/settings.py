@@ -1,0 +1,40 @@
+"""All tunables in one place, overridable by ATTENTION_VIZ_* environment variables."""
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Limits keep every request small enough to answer in milliseconds.
+
+    Each can be raised or lowered with an environment variable named
+    ``ATTENTION_VIZ_`` + the field name in capitals, e.g.
+    ``ATTENTION_VIZ_MAX_TOKENS=128``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="ATTENTION_VIZ_", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    max_tokens: int = Field(64, ge=1, description="tokens per sequence (queries or sources)")
+    max_token_chars: int = Field(64, ge=1, description="characters per token")
+    max_dim: int = Field(256, ge=1, description="embedding width and projection width")
+    max_heads: int = Field(16, ge=1, description="attention heads")
+    max_vocabulary_words: int = Field(256, ge=0, description="words a request may add")
+    max_body_bytes: int = Field(2_000_000, ge=1024, description="request body size")
+    max_lesson_dims: int = Field(32, ge=1, description="dimensions in one scaling lesson")
+    max_lesson_dim: int = Field(4096, ge=1, description="largest dimension in the lesson")
+    max_lesson_trials: int = Field(20_000, ge=2, description="samples per dimension")
+
+    model_dir: str | None = Field(
+        None, description="a BERT-family checkpoint directory; default: the packaged MiniLM"
+    )
+    model_max_tokens: int = Field(512, ge=2, description="WordPiece tokens per model input")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

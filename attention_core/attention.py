@@ -1,0 +1,112 @@
+"""The attention math, once, with every intermediate step kept.
+
+Shaped like ``torch.nn.functional.scaled_dot_product_attention``: the same
+arguments, the same defaults (scale ``1/sqrt(d_k)``, a boolean mask where True
+means "may attend", a causal mask aligned to the top-left), but it returns the
+steps as well as the result.  Nothing else in the project computes a softmax
+over scores.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .errors import SpecError
+
+
+@dataclass(frozen=True)
+class AttentionSteps:
+    """Every tensor one attention call computes.
+
+    Shapes (``...`` is any leading batch/head dims, L queries, S keys):
+    attn_scores, scaled_scores, masked_scores, attn_weights: (..., L, S);
+    context_vec: (..., L, D_v).  ``allowed`` is the boolean mask actually
+    applied, (L, S) or broadcastable, or None when nothing was masked.
+    """
+
+    attn_scores: torch.Tensor
+    scaled_scores: torch.Tensor
+    masked_scores: torch.Tensor
+    attn_weights: torch.Tensor
+    context_vec: torch.Tensor
+    scale: float
+    allowed: torch.Tensor | None
+
+
+def causal_mask(num_queries: int, num_keys: int) -> torch.Tensor:
+    """Boolean (L, S) mask, True where query i may attend to key j (j <= i)."""
+    return torch.ones(num_queries, num_keys, dtype=torch.bool).tril()
+
+
+def uniform_causal_weights(num_tokens: int) -> torch.Tensor:
+    """The "bag of words" weights: a row-normalized ``tril`` of ones, (T, T)."""
+    tril = torch.tril(torch.ones(num_tokens, num_tokens))
+    return tril / tril.sum(dim=1, keepdim=True)
+
+
+def _combined_mask(
+    attn_mask: torch.Tensor | None, is_causal: bool, num_queries: int, num_keys: int
+) -> torch.Tensor | None:
+    allowed = causal_mask(num_queries, num_keys) if is_causal else None
+    if attn_mask is not None:
+        if attn_mask.dtype != torch.bool:
+            raise SpecError(
+                f"attn_mask must be boolean (True = may attend), got dtype {attn_mask.dtype}",
+                field="attn_mask",
+            )
+        allowed = attn_mask if allowed is None else allowed & attn_mask
+    return allowed
+
+
+def attention_with_steps(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> AttentionSteps:
+    """Scaled dot-product attention that keeps its intermediate tensors.
+
+    Shapes: query (..., L, E), key (..., S, E), value (..., S, E_v) ->
+    context_vec (..., L, E_v).  ``scale=None`` means ``1/sqrt(E)``; pass
+    ``1.0`` for no scaling.
+    """
+    if query.shape[-1] != key.shape[-1]:
+        raise SpecError(
+            f"query width ({query.shape[-1]}) must equal key width ({key.shape[-1]})",
+            field="projection",
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise SpecError(
+            f"keys ({key.shape[-2]}) and values ({value.shape[-2]}) must have the same length",
+            field="projection",
+        )
+    num_queries, num_keys = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+
+    attn_scores = query @ key.transpose(-2, -1)  # (..., L, S)
+    scaled_scores = attn_scores * scale_factor
+    allowed = _combined_mask(attn_mask, is_causal, num_queries, num_keys)
+    if allowed is None:
+        masked_scores = scaled_scores
+    else:
+        if not bool(allowed.any(dim=-1).all()):
+            raise SpecError(
+                "every query must be allowed to attend to at least one key", field="attn_mask"
+            )
+        masked_scores = scaled_scores.masked_fill(~allowed, float("-inf"))
+    attn_weights = torch.softmax(masked_scores, dim=-1)
+    context_vec = attn_weights @ value  # (..., L, E_v)
+    return AttentionSteps(
+        attn_scores=attn_scores,
+        scaled_scores=scaled_scores,
+        masked_scores=masked_scores,
+        attn_weights=attn_weights,
+        context_vec=context_vec,
+        scale=scale_factor,
+        allowed=allowed,
+    )
