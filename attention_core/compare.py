@@ -42,7 +42,9 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a @ b) / norms)
 
 
-def compare(spec: AttentionSpec, tokens_a: tuple[str, ...], tokens_b: tuple[str, ...]) -> Comparison:
+def compare(
+    spec: AttentionSpec, tokens_a: tuple[str, ...], tokens_b: tuple[str, ...]
+) -> Comparison:
     """Traces of ``spec`` on both sentences and the shift of every shared token.
 
     Explicit embeddings are per position, so they only make sense here when

@@ -144,7 +144,9 @@ def embed(tokens: Sequence[str], spec: EmbeddingSpec, field_name: str = "tokens"
         return matrix_from_rows("embedding.vectors", spec.vectors)
     if isinstance(spec, SeededRandomEmbedding):
         if spec.dim < 1:
-            raise SpecError(f"embedding dim must be at least 1, got {spec.dim}", field="embedding.dim")
+            raise SpecError(
+                f"embedding dim must be at least 1, got {spec.dim}", field="embedding.dim"
+            )
         if not 0 <= spec.batch_index < spec.batch:
             raise SpecError(
                 f"batch_index ({spec.batch_index}) must be in [0, batch={spec.batch})",
@@ -154,6 +156,8 @@ def embed(tokens: Sequence[str], spec: EmbeddingSpec, field_name: str = "tokens"
         return torch.randn(spec.batch, len(tokens), spec.dim)[spec.batch_index]
     if isinstance(spec, HashedEmbedding):
         if spec.dim < 1:
-            raise SpecError(f"embedding dim must be at least 1, got {spec.dim}", field="embedding.dim")
+            raise SpecError(
+                f"embedding dim must be at least 1, got {spec.dim}", field="embedding.dim"
+            )
         return torch.stack([_hashed_vector(t, spec.dim, spec.seed) for t in tokens])
     raise SpecError(f"unknown embedding kind {type(spec).__name__}", field="embedding")

@@ -76,7 +76,9 @@ def softmax_sharpness(scores: Sequence[float], scales: Sequence[float]) -> list[
         if not math.isfinite(scale) or scale < 0:
             raise SpecError(f"scales must be finite and non-negative, got {scale}", field="scales")
         # Scores enter as query·key with a one-hot key basis: q = scores, K = I.
-        steps = attention_with_steps(raw, torch.eye(raw.shape[1]), torch.eye(raw.shape[1]), scale=scale)
+        steps = attention_with_steps(
+            raw, torch.eye(raw.shape[1]), torch.eye(raw.shape[1]), scale=scale
+        )
         weights = steps.attn_weights[0]
         entropy = float(-(weights * torch.log(weights.clamp_min(1e-30))).sum())
         rows.append(

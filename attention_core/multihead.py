@@ -79,10 +79,13 @@ def _join_heads(t: torch.Tensor) -> torch.Tensor:
 
 def _check_matrix(name: str, w: torch.Tensor, rows: int) -> None:
     if w.dim() != 2:
-        raise SpecError(f"{name} must be a matrix, got shape {tuple(w.shape)}", field=name)
+        raise SpecError(
+            f"{name} must be a matrix, got shape {tuple(w.shape)}", field=f"projection.{name}"
+        )
     if w.shape[0] != rows:
         raise SpecError(
-            f"{name} has {w.shape[0]} rows but its input has width {rows}", field=name
+            f"{name} has {w.shape[0]} rows but its input has width {rows}",
+            field=f"projection.{name}",
         )
 
 
@@ -109,7 +112,7 @@ def multi_head_attention(
         raise SpecError(
             f"W_query and W_key must have the same number of columns, got "
             f"{projections.W_query.shape[1]} and {projections.W_key.shape[1]}",
-            field="W_key",
+            field="projection.W_key",
         )
 
     queries = x @ projections.W_query  # (T, d_k_total)

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .embeddings import ExplicitEmbedding, HashedEmbedding, SeededRandomEmbedding, VocabularyEmbedding
+from .embeddings import (
+    ExplicitEmbedding,
+    HashedEmbedding,
+    SeededRandomEmbedding,
+    VocabularyEmbedding,
+)
 from .errors import SpecError
 from .projections import (
     ExplicitProjection,
@@ -66,9 +71,7 @@ PRESETS: dict[str, Preset] = {
                 "average of the raw embeddings, so bank drifts toward its neighbours."
             ),
             source="seed 004",
-            spec=AttentionSpec(
-                tokens=RIVER, embedding=VocabularyEmbedding(), scale="none"
-            ),
+            spec=AttentionSpec(tokens=RIVER, embedding=VocabularyEmbedding(), scale="none"),
             compare_tokens=FINANCE,
         ),
         Preset(

@@ -47,7 +47,9 @@ class SeededRandProjection:
 
 @dataclass(frozen=True)
 class SeededLinearProjection:
-    """``torch.manual_seed(seed)`` then ``nn.Linear(d_in, d_out, bias=False)`` per role, in ``order``.
+    """``torch.manual_seed(seed)`` then ``nn.Linear(d_in, d_out, bias=False)`` per role.
+
+    The roles are created in ``order``.
 
     W is the layer's weight transposed, so ``x @ W`` equals ``layer(x)``.
     """
@@ -72,12 +74,16 @@ def _check_order(order: Sequence[str]) -> None:
 
 def _check_d_out(d_out: int) -> None:
     if d_out < 1:
-        raise SpecError(f"projection d_out must be at least 1, got {d_out}", field="projection.d_out")
+        raise SpecError(
+            f"projection d_out must be at least 1, got {d_out}", field="projection.d_out"
+        )
 
 
-def make_projections(spec: ProjectionSpec, d_in: int) -> Projections:
+def make_projections(spec: ProjectionSpec, d_in: int, d_source: int | None = None) -> Projections:
     """The matrices of ``spec`` for inputs of width ``d_in``.
 
+    ``d_source`` is the width of the keys' and values' input in cross-attention
+    (default ``d_in``): seeded W_key and W_value get that many rows.
     Seeded kinds draw from the global RNG; call inside ``torch.random.fork_rng``.
     """
     if isinstance(spec, IdentityProjection):
@@ -98,9 +104,10 @@ def make_projections(spec: ProjectionSpec, d_in: int) -> Projections:
             torch.manual_seed(spec.seed)
         made: dict[str, torch.Tensor] = {}
         for role in spec.order:
+            rows = d_in if role == "query" or d_source is None else d_source
             if isinstance(spec, SeededRandProjection):
-                made[role] = torch.rand(d_in, spec.d_out)
+                made[role] = torch.rand(rows, spec.d_out)
             else:
-                made[role] = nn.Linear(d_in, spec.d_out, bias=False).weight.detach().T.contiguous()
+                made[role] = nn.Linear(rows, spec.d_out, bias=False).weight.detach().T.contiguous()
         return Projections(W_query=made["query"], W_key=made["key"], W_value=made["value"])
     raise SpecError(f"unknown projection kind {type(spec).__name__}", field="projection")

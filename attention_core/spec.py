@@ -20,7 +20,13 @@ from .embeddings import (
     embed,
 )
 from .errors import SpecError
-from .multihead import AttentionTrace, Projections, causal_average, multi_head_attention
+from .multihead import (
+    AttentionTrace,
+    Projections,
+    _check_matrix,
+    causal_average,
+    multi_head_attention,
+)
 from .projections import ExplicitProjection, IdentityProjection, ProjectionSpec, make_projections
 
 Mode = Literal["attention", "causal_average"]
@@ -65,7 +71,9 @@ def scale_factor(scale: Scale) -> float | None:
     if scale == "none":
         return 1.0
     if isinstance(scale, bool) or not isinstance(scale, int | float):
-        raise SpecError(f"scale must be 'sqrt_dk', 'none' or a number, got {scale!r}", field="scale")
+        raise SpecError(
+            f"scale must be 'sqrt_dk', 'none' or a number, got {scale!r}", field="scale"
+        )
     value = float(scale)
     if not torch.isfinite(torch.tensor(value)) or value <= 0:
         raise SpecError(f"scale must be a positive finite number, got {scale!r}", field="scale")
@@ -92,7 +100,8 @@ def materialize(spec: AttentionSpec) -> Materialized:
                     f"{x.shape[1]}; identity projections need equal widths",
                     field="source_embedding",
                 )
-        projections = make_projections(spec.projection, x.shape[1])
+        d_source = None if source is None else source.shape[1]
+        projections = make_projections(spec.projection, x.shape[1], d_source)
     return Materialized(x=x, source=source, projections=projections)
 
 
@@ -100,11 +109,16 @@ def run(spec: AttentionSpec) -> AttentionTrace:
     """Every step of the attention ``spec`` describes."""
     if spec.num_heads < 1:
         raise SpecError(f"num_heads must be at least 1, got {spec.num_heads}", field="num_heads")
+    if spec.mode not in ("attention", "causal_average"):
+        raise SpecError(
+            f"mode must be 'attention' or 'causal_average', got {spec.mode!r}", field="mode"
+        )
     factor = scale_factor(spec.scale)
     parts = materialize(spec)
     if spec.mode == "causal_average":
         if spec.source_tokens is not None:
             raise SpecError("causal averaging is self-attention only", field="source_tokens")
+        _check_matrix("W_value", parts.projections.W_value, parts.x.shape[1])
         return causal_average(parts.x @ parts.projections.W_value)
     return multi_head_attention(
         parts.x,
