@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import orjson
 from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from attention_core import SpecError
@@ -49,7 +50,28 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return error_response(exc.status_code, ["path"], message, kind, exc.headers)
 
 
+def _validation_message(error: dict) -> str:
+    kind = error.get("type")
+    if kind == "finite_number":
+        return "Input should be a finite number within ±1e6 (NaN and Infinity are not allowed)"
+    if kind == "json_invalid":
+        reason = (error.get("ctx") or {}).get("error", "invalid JSON")
+        return f"the body is not valid JSON: {reason} at character {error['loc'][-1]}"
+    return str(error.get("msg"))
+
+
+async def _validation_error(_: Request, exc: RequestValidationError) -> Response:
+    # Only loc/msg/type: the rejected input is not echoed back (it may be NaN,
+    # which plain JSON cannot carry, or megabytes long).
+    detail = [
+        {"loc": list(e.get("loc", ())), "msg": _validation_message(e), "type": e.get("type")}
+        for e in exc.errors()
+    ]
+    return Response(orjson.dumps({"detail": detail}), 422, media_type="application/json")
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(SpecError, _spec_error)
     app.add_exception_handler(LimitError, _limit_error)
     app.add_exception_handler(HTTPException, _http_error)

@@ -128,6 +128,13 @@ def check_lesson(
             raise LimitError(["query", "dims", i], f"dims[{i}] is {d}; it must be at least 1")
         _at_most(["query", "dims", i], f"dims[{i}]", d, s.max_lesson_dim, "MAX_LESSON_DIM")
     _at_most(["query", "trials"], "trials", trials, s.max_lesson_trials, "MAX_LESSON_TRIALS")
+    _at_most(
+        ["query", "trials"],
+        "sum(dims) × trials",
+        sum(dims) * trials,
+        s.max_lesson_samples,
+        "MAX_LESSON_SAMPLES",
+    )
     _at_most(["query", "scores"], "the number of scores", len(scores), s.max_tokens, "MAX_TOKENS")
     _at_most(
         ["query", "scales"],

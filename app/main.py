@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
+import torch
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
+from . import compute
+from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
 from .paths import STATIC_DIR
-from .routes import api, assets, docs, health, pages
+from .routes import api, assets, docs, health, model, model_page, pages
 from .security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from .settings import Settings, get_settings
 
@@ -29,8 +33,19 @@ environment variables (see the README).
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # OpenMP's fork/join costs ~0.2-0.5 ms per op on small VMs, 100× a toy softmax:
+    # one intra-op thread (inherited by the thread pool's threads) serves faster.
+    torch.set_num_threads(app.state.settings.torch_threads)
+    # Sync handlers (the model's forward passes) run in anyio's thread pool: one
+    # thread per CPU, not anyio's default 40, so they neither starve the event
+    # loop nor multiply peak memory (bench/bench_load.py; see app/compute.py).
+    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.COMPUTE_THREADS
     assets.warm_up()
     yield
+
+
+# Pure functions of their body; the pages repeat the same preset requests.
+CACHED_PATHS = frozenset({"/api/attention", "/api/compare"})
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -44,12 +59,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.dependency_overrides[get_settings] = lambda: settings
+
+    async def current_settings() -> Settings:  # async: a sync one costs a thread-pool hop
+        return settings
+
+    app.dependency_overrides[get_settings] = current_settings
     install_error_handlers(app)
-    for module in (health, api, assets, docs, pages):
+    for module in (health, api, model, assets, docs, pages, model_page):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.add_middleware(GZipMiddleware, minimum_size=4096)
+    # Level 1: Starlette's default (9) spends 1-3 s on one 512-token compact attention layer
+    # (5 MB of base64); level 1 takes ~50 ms and still shrinks it 8-16x.
+    # Innermost, so that it stores uncompressed answers and never bypasses the body cap.
+    app.add_middleware(
+        ResponseCacheMiddleware,
+        paths=CACHED_PATHS,
+        cache=ResponseCache(settings.response_cache_entries, settings.response_cache_bytes),
+    )
+    app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware)
     return app

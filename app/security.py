@@ -98,18 +98,27 @@ class BodyLimitMiddleware:
                     return
         received = 0
         started = False
+        too_large = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, too_large
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    too_large = True
                     raise BodyTooLarge
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if too_large:
+                # The app may catch BodyTooLarge while parsing (FastAPI turns any
+                # body error into a 400): answer 413 instead of its response.
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await self._reject(send, f"more than {self.max_bytes}")
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
@@ -118,4 +127,5 @@ class BodyLimitMiddleware:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
+                started = True
                 await self._reject(send, f"more than {self.max_bytes}")

@@ -28,6 +28,21 @@ class Settings(BaseSettings):
     max_lesson_dims: int = Field(32, ge=1, description="dimensions in one scaling lesson")
     max_lesson_dim: int = Field(4096, ge=1, description="largest dimension in the lesson")
     max_lesson_trials: int = Field(20_000, ge=2, description="samples per dimension")
+    max_lesson_samples: int = Field(
+        4_000_000, ge=2, description="sum(dims) × trials: the lesson's total work"
+    )
+
+    response_cache_entries: int = Field(
+        1024, ge=0, description="toy answers kept in memory per process (0: no cache)"
+    )
+    response_cache_bytes: int = Field(
+        64_000_000, ge=0, description="memory the answer cache may hold per process"
+    )
+    torch_threads: int = Field(
+        1,
+        ge=1,
+        description="PyTorch intra-op threads; 1 suits one worker per core and tiny tensors",
+    )
 
     model_dir: str | None = Field(
         None, description="a BERT-family checkpoint directory; default: the packaged MiniLM"

@@ -7,6 +7,7 @@ with every seeded or looked-up number written out.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -15,6 +16,7 @@ import torch
 from .embeddings import (
     EmbeddingSpec,
     ExplicitEmbedding,
+    SeededRandomEmbedding,
     VocabularyEmbedding,
     check_finite,
     embed,
@@ -27,7 +29,14 @@ from .multihead import (
     causal_average,
     multi_head_attention,
 )
-from .projections import ExplicitProjection, IdentityProjection, ProjectionSpec, make_projections
+from .projections import (
+    ExplicitProjection,
+    IdentityProjection,
+    ProjectionSpec,
+    SeededLinearProjection,
+    SeededRandProjection,
+    make_projections,
+)
 
 Mode = Literal["attention", "causal_average"]
 # "sqrt_dk": divide by sqrt(d_k) (the default, as in PyTorch); "none": no scaling;
@@ -80,28 +89,46 @@ def scale_factor(scale: Scale) -> float | None:
     return value
 
 
+# Seeded embeddings and projections reseed torch's global RNG (as the tutorials do).
+_GLOBAL_RNG_LOCK = threading.Lock()
+
+
 def materialize(spec: AttentionSpec) -> Materialized:
     """Embed the tokens and build the matrices, in the tutorials' RNG order.
 
     Runs in a forked RNG so that seeding never leaks into the caller's state:
-    seed → input embeddings → source embeddings → projections.
+    seed → input embeddings → source embeddings → projections.  The RNG is one
+    per process, shared by threads: the lock keeps two threads (a server's
+    thread pool) from drawing from each other's seeded stream.
     """
-    with torch.random.fork_rng(devices=[]):
-        x = embed(spec.tokens, spec.embedding)
-        check_finite("embedding", x)
-        source = None
-        if spec.source_tokens is not None:
-            source = embed(
-                spec.source_tokens, spec.source_embedding or spec.embedding, "source_tokens"
+    if not uses_global_rng(spec):  # nothing seeded: no lock, no RNG save/restore
+        return _build_tensors(spec)
+    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
+        return _build_tensors(spec)
+
+
+def uses_global_rng(spec: AttentionSpec) -> bool:
+    """True when building the spec's tensors draws from torch's global RNG."""
+    embeddings = (spec.embedding, spec.source_embedding)
+    return isinstance(spec.projection, SeededRandProjection | SeededLinearProjection) or any(
+        isinstance(e, SeededRandomEmbedding) for e in embeddings
+    )
+
+
+def _build_tensors(spec: AttentionSpec) -> Materialized:
+    x = embed(spec.tokens, spec.embedding)
+    check_finite("embedding", x)
+    source = None
+    if spec.source_tokens is not None:
+        source = embed(spec.source_tokens, spec.source_embedding or spec.embedding, "source_tokens")
+        if source.shape[1] != x.shape[1] and isinstance(spec.projection, IdentityProjection):
+            raise SpecError(
+                f"source vectors have width {source.shape[1]} but token vectors have width "
+                f"{x.shape[1]}; identity projections need equal widths",
+                field="source_embedding",
             )
-            if source.shape[1] != x.shape[1] and isinstance(spec.projection, IdentityProjection):
-                raise SpecError(
-                    f"source vectors have width {source.shape[1]} but token vectors have width "
-                    f"{x.shape[1]}; identity projections need equal widths",
-                    field="source_embedding",
-                )
-        d_source = None if source is None else source.shape[1]
-        projections = make_projections(spec.projection, x.shape[1], d_source)
+    d_source = None if source is None else source.shape[1]
+    projections = make_projections(spec.projection, x.shape[1], d_source)
     return Materialized(x=x, source=source, projections=projections)
 
 

@@ -45,6 +45,7 @@ from ..settings import Settings, get_settings
 router = APIRouter(prefix="/api", tags=["attention"])
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ERRORS = {
+    400: {"model": ErrorBody, "description": "Body not UTF-8 JSON, or nested too deeply"},
     404: {"model": ErrorBody, "description": "No such item"},
     413: {"model": ErrorBody, "description": "Body larger than the limit"},
     422: {"model": ErrorBody, "description": "Invalid input or over a size limit"},
@@ -91,6 +92,22 @@ async def compare_sentences(body: CompareRequest, settings: SettingsDep) -> Resp
     return json_response(await offload(work, _compare, body))
 
 
+def _expand(body: AttentionRequest) -> dict:
+    expanded = request_from_spec(expand(spec_from_request(body)))
+    return expanded.model_copy(update={"steps": body.steps}).model_dump(mode="json")
+
+
+@router.post("/expand", response_model=AttentionRequest, responses=ERRORS)
+async def expand_request(body: AttentionRequest, settings: SettingsDep) -> Response:
+    """The same request with every number written out: vectors and W matrices, ready to edit."""
+    check_tokens("tokens", body.tokens, settings)
+    check_tokens("source_tokens", body.source_tokens, settings)
+    check_options(body, settings)
+    check_embedding("source_embedding", body.source_embedding, settings)
+    work = len(body.tokens) * width_of(body) ** 2
+    return json_response(await offload(work, _expand, body))
+
+
 @router.get("/presets", response_model=list[PresetSummary])
 async def list_presets() -> Response:
     """The seed tutorials, one preset per reproducible computation."""
@@ -129,6 +146,10 @@ async def vocabularies() -> Response:
     """The toy vocabulary of seed 004 and its vectors."""
     words = {w: list(v) for w, v in TOY_VOCABULARY.items()}
     return json_response([{"name": "toy", "dim": 4, "words": words}])
+
+
+LESSON_CACHE_SIZE = 64
+_LESSON_CACHE: dict[bytes, bytes] = {}
 
 
 def _lesson(dims: list[int], trials: int, seed: int, scores: list[float], scales: list[float]):
@@ -179,5 +200,15 @@ async def scaling_lesson(
 ) -> Response:
     """Why divide by sqrt(d_k): variance of q·k by dimension, and softmax sharpening by scale."""
     check_lesson(dims, trials, scores, scales, settings)
-    work = sum(dims) * trials
-    return json_response(await offload(work, _lesson, dims, trials, seed, scores, scales))
+    # The lesson is a pure function of its query (seeded), and its defaults cost
+    # ~50-150 ms of CPU: keep recent answers, keyed by the exact query.
+    key = orjson.dumps([dims, trials, seed, scores, scales])
+    body = _LESSON_CACHE.get(key)
+    if body is None:
+        work = sum(dims) * trials
+        payload = await offload(work, _lesson, dims, trials, seed, scores, scales)
+        body = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY)
+        _LESSON_CACHE[key] = body
+        while len(_LESSON_CACHE) > LESSON_CACHE_SIZE:  # mutated on the event loop only
+            del _LESSON_CACHE[next(iter(_LESSON_CACHE))]  # the oldest
+    return Response(body, media_type="application/json")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 # Bounded so that no product inside a 256-wide layer can overflow float32.
 MAX_ABS_VALUE = 1e6
@@ -147,7 +147,7 @@ class AttentionOptions(Strict):
     embedding: EmbeddingIn = Field(default_factory=VocabularyEmbeddingIn)
     projection: ProjectionIn = Field(default_factory=IdentityProjectionIn)
     num_heads: StrictInt = Field(1, ge=1)
-    causal: bool = False
+    causal: StrictBool = False
     scale: ScaleIn = Field(
         "sqrt_dk",
         description="'sqrt_dk': divide scores by sqrt(d_k); 'none': leave them; a number: multiply",

@@ -56,7 +56,8 @@ class WordPieceTokenizer:
             raise SpecError("text_b is empty; give at least one word", field="text_b")
         encoding: Encoding = self._tokenizer.encode(text, text_b, add_special_tokens=True)
         sequences = [
-            s for s, special in zip(encoding.sequence_ids, encoding.special_tokens_mask, strict=True)
+            s
+            for s, special in zip(encoding.sequence_ids, encoding.special_tokens_mask, strict=True)
             if not special
         ]
         for index, field in enumerate(("text", "text_b")[: 1 if text_b is None else 2]):

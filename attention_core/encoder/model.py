@@ -1,0 +1,305 @@
+"""A BERT-family encoder whose every attention step is ``attention_with_steps``.
+
+Only ``safetensors`` and ``tokenizers`` are needed at run time (no
+``transformers``, no hub, no network).  The forward pass is Hugging Face's
+``BertModel`` in eval mode, written out as plain tensor code:
+
+    x = LayerNorm(word[ids] + token_type[type_ids] + position[0..T-1])
+    per layer:  a = LayerNorm(x + W_out · attention(x) + b_out)
+                x = LayerNorm(a + W_down · gelu(W_up · a + b_up) + b_down)
+
+Dropout is the identity (inference), so the maps are deterministic.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import attention_with_steps
+from ..errors import SpecError
+from .config import (
+    CONFIG_FILE,
+    DEFAULT_MODEL_NAME,
+    TOKENIZER_FILE,
+    WEIGHTS_FILE,
+    EncoderConfig,
+    resolve_model_dir,
+)
+from .features import (
+    WordComparison,
+    attention_rollout,
+    find_word,
+    head_average,
+    layer_cosines,
+)
+from .tokenizer import Tokenized, WordPieceTokenizer
+from .weights import EmbeddingWeights, LayerWeights, load_weights
+
+
+@dataclass(frozen=True)
+class EncoderOutput:
+    """What one forward pass returns, in Hugging Face's layout without the batch axis.
+
+    Shapes: ``layer_attentions[l]`` (H, T, T), rows = the attending token and
+    summing to 1; ``attentions`` (L, H, T, T); ``hidden_states`` (L+1, T, hidden),
+    index 0 = the embedding output, index l = the output of layer l.
+    """
+
+    tokenized: Tokenized
+    layer_attentions: tuple[torch.Tensor, ...]
+    layer_hidden_states: tuple[torch.Tensor, ...]
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.tokenized.tokens
+
+    @cached_property
+    def attentions(self) -> torch.Tensor:
+        """(L, H, T, T), stacked on first use (per-layer views need no copy)."""
+        return torch.stack(self.layer_attentions)
+
+    @cached_property
+    def hidden_states(self) -> torch.Tensor:
+        """(L+1, T, hidden)."""
+        return torch.stack(self.layer_hidden_states)
+
+    @cached_property
+    def head_averages(self) -> torch.Tensor:
+        """(L, T, T): each layer's mean over heads."""
+        return torch.stack([head_average(a) for a in self.layer_attentions])
+
+    @cached_property
+    def rollout(self) -> torch.Tensor:
+        """(L, T, T): attention rollout after each layer (see ``attention_rollout``)."""
+        return attention_rollout(self.layer_attentions)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held, counting stacked copies made so far by the properties above."""
+        tensors = [*self.layer_attentions, *self.layer_hidden_states]
+        tensors += [v for v in self.__dict__.values() if isinstance(v, torch.Tensor)]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+
+# Recent results kept by ``Encoder.encode``: two 512-token inputs (~80 MB each).
+DEFAULT_CACHE_BYTES = 192 * 2**20
+
+
+def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    if name == "gelu":
+        return F.gelu  # exact (erf) GELU, as Hugging Face's "gelu"
+    if name in ("gelu_new", "gelu_pytorch_tanh"):
+        return lambda t: F.gelu(t, approximate="tanh")
+    return F.relu
+
+
+class Encoder:
+    """A loaded checkpoint: tokenizer, weights, and the forward pass.
+
+    ``encode`` keeps its most recent results (up to ``cache_bytes`` of tensors)
+    so a client fetching one layer at a time does not rerun the model.
+
+    Thread safety: weights are read-only after load and the forward pass keeps
+    no state, so several threads may call it at once.  Torch's intra-op thread
+    count is the caller's choice (``torch.set_num_threads``); the web app sets
+    it once at start-up (see ``app.routes.model.load_encoder``).
+    """
+
+    def __init__(
+        self,
+        config: EncoderConfig,
+        tokenizer: WordPieceTokenizer,
+        embeddings: EmbeddingWeights,
+        layers: tuple[LayerWeights, ...],
+        model_dir: Path,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.embeddings = embeddings
+        self.layers = layers
+        self.model_dir = model_dir
+        self._act = _activation(config.hidden_act)
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[tuple[str, str | None], EncoderOutput] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @classmethod
+    def from_dir(
+        cls,
+        model_dir: str | Path | None = None,
+        max_tokens: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> Encoder:
+        """Load ``config.json`` + ``model.safetensors`` + ``tokenizer.json`` from a directory.
+
+        ``model_dir=None`` loads the packaged all-MiniLM-L6-v2.  ``max_tokens``
+        (default: the position-embedding size) may lower, never raise, the limit.
+        """
+        path = resolve_model_dir(model_dir)
+        name = DEFAULT_MODEL_NAME if model_dir is None else path.name
+        config = EncoderConfig.from_file(path / CONFIG_FILE, name)
+        limit = config.max_position_embeddings
+        if max_tokens is not None:
+            if not 2 < max_tokens <= limit:
+                raise SpecError(
+                    f"max_tokens ({max_tokens}) must be between 3 and the model's "
+                    f"position-embedding size ({limit})",
+                    field="model_max_tokens",
+                )
+            limit = max_tokens
+        tokenizer = WordPieceTokenizer(path / TOKENIZER_FILE, limit)
+        embeddings, layers = load_weights(path / WEIGHTS_FILE, config)
+        return cls(config, tokenizer, embeddings, layers, path, cache_bytes)
+
+    @property
+    def max_tokens(self) -> int:
+        return self.tokenizer.max_tokens
+
+    def info(self) -> dict[str, object]:
+        c = self.config
+        return {
+            "name": c.name,
+            "layers": c.num_hidden_layers,
+            "heads": c.num_attention_heads,
+            "hidden": c.hidden_size,
+            "head_dim": c.head_dim,
+            "vocab_size": c.vocab_size,
+            "max_tokens": self.max_tokens,
+        }
+
+    # --- the forward pass -------------------------------------------------------------
+
+    def tokenize(self, text: str, text_b: str | None = None) -> Tokenized:
+        return self.tokenizer.tokenize(text, text_b)
+
+    def encode(self, text: str, text_b: str | None = None) -> EncoderOutput:
+        """Tokenize and run the model (or reuse a recent result).  Shapes: see ``EncoderOutput``.
+
+        The returned tensors are inference tensors: in-place edits raise.
+        """
+        key = (text, text_b)
+        with self._cache_lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
+        tokenized = self.tokenize(text, text_b)
+        attentions, hidden = self.forward(
+            torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
+        )
+        output = EncoderOutput(tokenized, attentions, hidden)
+        self._remember(key, output)
+        return output
+
+    def _remember(self, key: tuple[str, str | None], output: EncoderOutput) -> None:
+        if output.nbytes > self.cache_bytes:
+            return
+        with self._cache_lock:
+            self._cache[key] = output
+            total = sum(o.nbytes for o in self._cache.values())
+            while total > self.cache_bytes:
+                _, dropped = self._cache.popitem(last=False)
+                total -= dropped.nbytes
+
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+        """Per-layer attentions and hidden states for one sequence.
+
+        Shapes: input_ids, token_type_ids (T,) int64 -> (L tensors (H, T, T),
+        L+1 tensors (T, hidden)).
+        """
+        (T,) = input_ids.shape
+        if T == 0:
+            raise SpecError("input_ids is empty; give at least one token", field="text")
+        if T > self.config.max_position_embeddings:
+            raise SpecError(
+                f"{T} tokens exceed the position-embedding size "
+                f"({self.config.max_position_embeddings})",
+                field="text",
+            )
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        with torch.inference_mode():
+            return self._forward(input_ids, token_type_ids)
+
+    def _forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+        c, e = self.config, self.embeddings
+        T, H, D, C = input_ids.shape[0], c.num_attention_heads, c.head_dim, c.hidden_size
+        eps = c.layer_norm_eps
+        x = e.word[input_ids] + e.token_type[token_type_ids]  # (T, C)
+        x += e.position[:T]
+        x = F.layer_norm(x, (C,), e.norm_weight, e.norm_bias, eps)  # (T, C)
+        hidden_states = [x]
+        attentions = []
+        for w in self.layers:
+            qkv = F.linear(x, w.W_qkv, w.b_qkv)  # (T, 3C)
+            # (T, 3C) -> (T, 3, H, D) -> (3, H, T, D): query, key, value per head
+            query, key, value = qkv.view(T, 3, H, D).permute(1, 2, 0, 3)  # 3 x (H, T, D)
+            steps = attention_with_steps(query, key, value)  # weights (H, T, T)
+            attentions.append(steps.attn_weights)
+            # (H, T, D) -> (T, H, D) -> (T, C): heads side by side again
+            context_vec = steps.context_vec.transpose(0, 1).reshape(T, C)
+            del steps, qkv, query, key, value  # free the (H, T, T) scores before the MLP
+            attn_out = F.linear(context_vec, w.W_out, w.b_out)  # (T, C)
+            attn_out += x
+            attn_out = F.layer_norm(attn_out, (C,), w.attn_norm_weight, w.attn_norm_bias, eps)
+            up = self._act(F.linear(attn_out, w.W_up, w.b_up))  # (T, intermediate)
+            down = F.linear(up, w.W_down, w.b_down)  # (T, C)
+            down += attn_out
+            x = F.layer_norm(down, (C,), w.out_norm_weight, w.out_norm_bias, eps)  # (T, C)
+            hidden_states.append(x)
+        return tuple(attentions), tuple(hidden_states)
+
+    # --- real vectors ----------------------------------------------------------------
+
+    def word_vectors(self, words: Sequence[str]) -> torch.Tensor:
+        """Rows of the word-embedding table, averaged over each word's WordPieces.
+
+        No position or token-type embedding and no LayerNorm: the vector a word
+        has before any context.  Shapes: n words -> (n, hidden).
+        """
+        if not words:
+            raise SpecError("words is empty; give at least one word", field="words")
+        pieces = self.tokenizer.pieces_batch(list(words))
+        table = self.embeddings.word
+        return torch.stack([table[list(ids)].mean(dim=0) for _, ids in pieces])
+
+    def word_pieces(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """How each word splits into WordPieces (e.g. 'unbelievable' -> 'un', '##bel…')."""
+        return [tokens for tokens, _ in self.tokenizer.pieces_batch(list(words))]
+
+    def compare_word(self, text_a: str, text_b: str, word: str) -> WordComparison:
+        """Cosine similarity of ``word``'s hidden state in two texts, per layer.
+
+        Layer 0 is the embedding output, layer L the last layer.  A word split
+        into several WordPieces is the mean of its pieces; the first whole-word
+        occurrence in each text is used.
+        """
+        pieces, piece_ids = self.tokenizer.pieces(word, field="word")
+        out_a = self.encode(text_a)
+        out_b = self.encode(text_b)
+        span_a = find_word(out_a.tokenized, piece_ids, word, pieces, field="text_a")
+        span_b = find_word(out_b.tokenized, piece_ids, word, pieces, field="text_b")
+        return WordComparison(
+            word=word,
+            pieces=pieces,
+            tokens_a=out_a.tokens,
+            tokens_b=out_b.tokens,
+            span_a=span_a,
+            span_b=span_b,
+            cosines=layer_cosines(
+                out_a.layer_hidden_states, out_b.layer_hidden_states, span_a, span_b
+            ),
+        )

@@ -1,0 +1,177 @@
+// The lessons page: why scores are divided by sqrt(d_k), and causal averaging
+// versus a learned causal head. Every number comes from the API.
+
+import { api, clearErrors, showErrors } from "./api.js";
+import { byTestId, initialData } from "./dom.js";
+import { drawFigure, drawHeatmap } from "./heatmap.js";
+import { tokenLabels } from "./labels.js";
+import { readLessonState, writeLessonState } from "./state.js";
+
+const init = initialData();
+const root = document.querySelector("main");
+const $ = (id) => byTestId(id, root);
+const TRIALS = 2000;
+const MAX_POWER = 10;
+
+const dimOf = (index) => 2 ** Number(index);
+let varianceSeq = 0;
+let sharpSeq = 0;
+
+function debounce(fn, ms = 120) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+function parseScores(text) {
+  const parts = text.split(/[\s,]+/).filter(Boolean);
+  const values = parts.map(Number);
+  return parts.length && values.every(Number.isFinite) ? values : null;
+}
+
+function save() {
+  writeLessonState({ dim: $("dim-slider").value, scale: $("scale-slider").value, scores: $("scores-input").value });
+}
+
+async function updateVariance() {
+  const index = Number($("dim-slider").value);
+  const d = dimOf(index);
+  $("dim-value").textContent = String(d);
+  const dims = Array.from({ length: index + 1 }, (_, i) => dimOf(i));
+  const mine = ++varianceSeq;
+  try {
+    const lesson = await api.scaling({ dims, trials: TRIALS, seed: 0, scores: [0], scales: [1] });
+    if (mine !== varianceSeq) return;
+    root.querySelector('[data-error-for="dims"]').textContent = "";
+    const rows = lesson.variance;
+    const lastRow = rows[rows.length - 1];
+    const readout = $("variance-readout");
+    readout.replaceChildren();
+    readout.append(
+      `d_k = ${d}: Var(q·k) ≈ `,
+      Object.assign(document.createElement("strong"), { textContent: lastRow.variance_unscaled.toFixed(2) }),
+      ", Var(q·k / sqrt(d_k)) ≈ ",
+      Object.assign(document.createElement("strong"), { textContent: lastRow.variance_scaled.toFixed(2) }),
+      ` (${lesson.trials} random pairs).`,
+    );
+    const x = rows.map((r) => r.dim);
+    await drawFigure(
+      $("plot-variance"),
+      [
+        { type: "scatter", mode: "lines+markers", name: "q·k (unscaled)", x, y: rows.map((r) => r.variance_unscaled), line: { color: "#ca0020" }, hovertemplate: "d_k=%{x}<br>variance %{y:.3f}<extra>unscaled</extra>" },
+        { type: "scatter", mode: "lines+markers", name: "q·k / sqrt(d_k)", x, y: rows.map((r) => r.variance_scaled), line: { color: "#0571b0" }, hovertemplate: "d_k=%{x}<br>variance %{y:.3f}<extra>scaled</extra>" },
+      ],
+      {
+        height: 300,
+        margin: { l: 60, r: 10, t: 10, b: 50 },
+        uirevision: "variance",
+        legend: { orientation: "h", y: 1.12 },
+        xaxis: { type: "log", title: { text: "d_k (width of q and k)" }, range: [-0.15, Math.log10(dimOf(MAX_POWER)) + 0.15], dtick: Math.log10(2) * 2, tickformat: "d" },
+        yaxis: { type: "log", title: { text: "variance of the score" }, range: [-1, 3.3], dtick: 1 },
+      },
+      "lesson-variance",
+    );
+  } catch (err) {
+    if (mine === varianceSeq) showErrors(root, err, { dims: "dims", trials: "dims", seed: "dims" });
+  }
+}
+
+async function updateSharpness() {
+  const scale = Number($("scale-slider").value);
+  $("scale-value").textContent = String(scale);
+  const scores = parseScores($("scores-input").value);
+  const errorBox = root.querySelector('[data-error-for="scores"]');
+  if (!scores) {
+    errorBox.textContent = "Scores must be numbers separated by spaces, e.g. 0.1 -0.2 0.9";
+    return;
+  }
+  const mine = ++sharpSeq;
+  try {
+    const lesson = await api.scaling({ dims: [1], trials: 2, seed: 0, scores, scales: [1, scale] });
+    if (mine !== sharpSeq) return;
+    errorBox.textContent = "";
+    const [base, chosen] = lesson.sharpness;
+    const labels = scores.map((s, i) => `score ${i + 1}: ${s}`);
+    const uniform = Math.log(scores.length);
+    const readout = $("sharpness-readout");
+    readout.replaceChildren(
+      `× ${scale}: max weight `,
+      Object.assign(document.createElement("strong"), { textContent: chosen.max_weight.toFixed(3) }),
+      ", entropy ",
+      Object.assign(document.createElement("strong"), { textContent: chosen.entropy.toFixed(3) }),
+      ` nats (uniform = ${uniform.toFixed(3)}, one-hot = 0).`,
+    );
+    await drawFigure(
+      $("plot-sharpness"),
+      [
+        { type: "bar", name: "softmax(scores)", x: labels, y: base.weights, marker: { color: "#9ca3af" }, hovertemplate: "%{y:.3f}<extra>× 1</extra>" },
+        { type: "bar", name: `softmax(scores × ${scale})`, x: labels, y: chosen.weights, marker: { color: "#0571b0" }, hovertemplate: "%{y:.3f}<extra>chosen</extra>" },
+      ],
+      {
+        height: 300,
+        barmode: "group",
+        margin: { l: 60, r: 10, t: 10, b: 50 },
+        uirevision: "sharpness",
+        legend: { orientation: "h", y: 1.12 },
+        yaxis: { range: [0, 1], title: { text: "attention weight" } },
+      },
+      "lesson-sharpness",
+    );
+  } catch (err) {
+    if (mine === sharpSeq) showErrors(root, err, { scores: "scores", scales: "scores" });
+  }
+}
+
+async function drawCausal() {
+  try {
+    const spec = (name) => init.presets.find((p) => p.name === name).spec;
+    const [avg, head] = [{ spec: spec("causal-average") }, { spec: spec("gpt-head-2d") }];
+    const steps = ["masked_scores", "attn_weights"];
+    const [avgTrace, headTrace] = await Promise.all([
+      api.attention({ ...avg.spec, steps }),
+      api.attention({ ...head.spec, steps }),
+    ]);
+    const plots = [];
+    for (const [trace, prefix] of [[avgTrace, "avg"], [headTrace, "head"]]) {
+      const labels = tokenLabels(trace.tokens);
+      const common = { rows: labels, cols: labels, rowTitle: "step that attends", colTitle: "step attended to" };
+      plots.push(drawHeatmap($(`plot-${prefix}-masked`), { ...common, z: trace.heads[0].masked_scores, kind: "signed", filename: `lesson-${prefix}-masked` }));
+      plots.push(drawHeatmap($(`plot-${prefix}-weights`), { ...common, z: trace.heads[0].attn_weights, kind: "weights", filename: `lesson-${prefix}-weights` }));
+    }
+    await Promise.all(plots);
+  } catch (err) {
+    showErrors(root, err);
+  }
+}
+
+function boot() {
+  const url = readLessonState();
+  if (url.dim !== null) $("dim-slider").value = url.dim;
+  if (url.scale !== null) $("scale-slider").value = url.scale;
+  if (url.scores !== null) $("scores-input").value = url.scores;
+  clearErrors(root);
+  const onDim = debounce(() => {
+    save();
+    updateVariance();
+  });
+  const onSharp = debounce(() => {
+    save();
+    updateSharpness();
+  });
+  $("dim-slider").addEventListener("input", () => {
+    $("dim-value").textContent = String(dimOf($("dim-slider").value));
+    onDim();
+  });
+  $("scale-slider").addEventListener("input", () => {
+    $("scale-value").textContent = $("scale-slider").value;
+    onSharp();
+  });
+  $("scores-input").addEventListener("change", onSharp);
+  Promise.all([updateVariance(), updateSharpness(), drawCausal()]).then(() => {
+    root.dataset.ready = "1";
+  });
+}
+
+boot();

@@ -1,0 +1,133 @@
+// The real-model API and its compact wire format.
+// A compact tensor is {shape, data (base64), dtype, decode, ...}: uint8 means
+// value = byte / 255 (error <= 1/510); float16 is IEEE binary16, little-endian.
+
+import { ApiError } from "./api.js";
+
+function send(url, payload) {
+  return fetch(url, {
+    method: "POST",
+    headers: { accept: "application/json", "content-type": "application/json" },
+    body: JSON.stringify(payload),
+  }).catch((err) => {
+    throw new ApiError(0, `The server did not answer (${err.message}).`);
+  });
+}
+
+async function readJson(response) {
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, body && body.detail ? body.detail : response.statusText);
+  return body;
+}
+
+const post = async (url, payload) => readJson(await send(url, payload));
+
+// /api/model and /api/model/attention are called from model-worker.js.
+export const modelApi = {
+  compareWord: (body) => post("/api/model/compare-word", body),
+};
+
+function base64Bytes(data) {
+  const binary = atob(data);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+// binary16 -> float (a lookup table, built on first use).
+let F16 = null;
+
+function halfTable() {
+  if (F16) return F16;
+  F16 = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const sign = h & 0x8000 ? -1 : 1;
+    const exp = (h >> 10) & 0x1f;
+    const frac = h & 0x3ff;
+    if (exp === 0) F16[h] = sign * 2 ** -14 * (frac / 1024);
+    else if (exp === 31) F16[h] = frac ? NaN : sign * Infinity;
+    else F16[h] = sign * 2 ** (exp - 15) * (1 + frac / 1024);
+  }
+  return F16;
+}
+
+/** A compact tensor as {shape, values: Float32Array} (C order). */
+export function decodeCompact(tensor) {
+  const bytes = base64Bytes(tensor.data);
+  const count = tensor.shape.reduce((a, b) => a * b, 1);
+  const values = new Float32Array(count);
+  if (tensor.dtype === "uint8") {
+    for (let i = 0; i < count; i++) values[i] = bytes[i] / 255;
+  } else if (tensor.dtype === "float16") {
+    const table = halfTable();
+    const halves = new DataView(bytes.buffer);
+    for (let i = 0; i < count; i++) values[i] = table[halves.getUint16(2 * i, true)];
+  } else {
+    throw new Error(`unknown compact dtype ${tensor.dtype}`);
+  }
+  return { shape: tensor.shape, values, maxError: tensor.max_abs_error };
+}
+
+/** One T × T map out of a decoded (H, T, T) or (T, T) tensor, as a Float32Array view. */
+export function mapView(decoded, head = 0) {
+  const T = decoded.shape[decoded.shape.length - 1];
+  return decoded.values.subarray(head * T * T, (head + 1) * T * T);
+}
+
+/** A T × T view as nested plain arrays (what Plotly and the tests read). */
+export function toRows(flat, T) {
+  const rows = new Array(T);
+  for (let i = 0; i < T; i++) rows[i] = Array.from(flat.subarray(i * T, (i + 1) * T));
+  return rows;
+}
+
+/**
+ * Fetch every layer, compact uint8, in a worker (model-worker.js), so that the
+ * requests and the decoding go on while the main thread is busy (parsing
+ * plotly.min.js, drawing).  Layer 1 first; as soon as its answer starts (the
+ * server has run the forward pass and cached it) the other layers in parallel,
+ * one request each.
+ *
+ * Callbacks, all skipped once isCurrent() is false: onInfo(/api/model) before
+ * anything else, onMeta(first answer: tokens, positions, ...) and
+ * onLayer(n, {heads, average, rollout}) as each layer arrives (decoded as
+ * {shape, values: Float32Array}).  Resolves when every layer has arrived.
+ */
+let worker = null;
+let nextId = 0;
+const pending = new Map();
+
+function getWorker() {
+  if (worker) return worker;
+  worker = new Worker(new URL("./model-worker.js", import.meta.url), { type: "module" });
+  worker.addEventListener("message", (ev) => {
+    const job = pending.get(ev.data.id);
+    if (job) job(ev.data);
+  });
+  worker.addEventListener("error", (ev) => {
+    for (const job of pending.values()) job({ type: "error", status: 0, detail: `the worker failed: ${ev.message}` });
+  });
+  return worker;
+}
+
+export function fetchLayers({ text, textB, hideSpecial, isCurrent, onInfo, onMeta, onLayer }) {
+  const body = { text, hide_special: hideSpecial, format: "compact", dtype: "uint8" };
+  if (textB) body.text_b = textB;
+  const id = ++nextId;
+  return new Promise((resolve, reject) => {
+    pending.set(id, (msg) => {
+      if (msg.t && (msg.type === "meta" || msg.type === "done")) {
+        // When the worker had the first layer / all layers (the main thread may be busy).
+        performance.mark(`model-worker-${msg.type}`, { startTime: msg.t - performance.timeOrigin });
+      }
+      if (msg.type === "error" || msg.type === "done") pending.delete(id);
+      if (msg.type === "error") return reject(new ApiError(msg.status, msg.detail));
+      if (msg.type === "done") return resolve();
+      if (!isCurrent()) return;
+      if (msg.type === "info") onInfo(msg.info);
+      else if (msg.type === "meta") onMeta(msg.meta);
+      else if (msg.type === "layer") onLayer(msg.n, msg.data);
+    });
+    getWorker().postMessage({ id, body });
+  });
+}

@@ -1,0 +1,287 @@
+"""The real-model page (/model): MiniLM's attention for every layer and head."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from conftest import api, plot_data, tick_texts, wait_for_plot
+from playwright.sync_api import Page, expect
+
+pytestmark = [pytest.mark.e2e, pytest.mark.model]
+
+LAYERS, HEADS = 6, 12
+UINT8_ERROR = 1 / 510
+# Words that are one WordPiece each, so N words make N + 2 tokens.
+WORDS = (
+    "the river bank was muddy after the rain and the bank approved the loan for the farm "
+    "so the farmer walked down to the water with his dog"
+).split()
+
+
+def words(n: int) -> str:
+    return " ".join(WORDS[i % len(WORDS)] for i in range(n))
+
+
+def tokens_of(server_url: str, text: str, **extra: object) -> list[str]:
+    body = {"text": text, "format": "compact", "layers": [1], **extra}
+    return api(server_url, "/api/model/attention", body)["tokens"]
+
+
+def wait_for_grid(page: Page, tokens: int | None = None, timeout: float = 30_000) -> None:
+    grid = page.get_by_test_id("head-grid")
+    expect(grid).to_have_attribute("data-drawn", str(LAYERS * (HEADS + 2)), timeout=timeout)
+    if tokens is not None:
+        expect(grid).to_have_attribute("data-tokens", str(tokens), timeout=timeout)
+        expect(page.get_by_test_id("zoom-plot")).to_have_attribute("data-tokens", str(tokens))
+    wait_for_plot(page, "zoom-plot")
+
+
+def zoom_shows(page: Page, layer: int, head: str, tokens: int | None = None) -> None:
+    """Wait until the large plot has drawn this map (its data-* are set after the draw)."""
+    zoom = page.get_by_test_id("zoom-plot")
+    expect(zoom).to_have_attribute("data-layer", str(layer))
+    expect(zoom).to_have_attribute("data-head", head)
+    if tokens is not None:
+        expect(zoom).to_have_attribute("data-tokens", str(tokens))
+
+
+def assert_close(actual: list[list[float]], expected: list[list[float]], tol: float) -> None:
+    assert actual is not None, "the plot has no data"
+    assert len(actual) == len(expected)
+    worst = max(
+        abs(a - e)
+        for ra, re_ in zip(actual, expected, strict=True)
+        for a, e in zip(ra, re_, strict=True)
+    )
+    assert worst <= tol, f"largest difference {worst} > {tol}"
+
+
+def query(page: Page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def test_grid_of_every_layer_and_head(page: Page) -> None:
+    page.goto("/model")
+    wait_for_grid(page)
+    assert page.locator("[data-testid=head-grid] [data-kind=head]").count() == LAYERS * HEADS
+    assert page.locator("[data-testid=head-grid] [data-kind=mean]").count() == LAYERS
+    assert page.locator("[data-testid=head-grid] [data-kind=rollout]").count() == LAYERS
+    # Every thumbnail was painted (no map left grey/pending) at the token count.
+    assert page.locator("[data-testid=head-grid] .map-btn.pending").count() == 0
+    sizes = page.eval_on_selector_all(
+        "[data-testid=head-grid] canvas", "cs => cs.map(c => c.width * 1000 + c.height)"
+    )
+    tokens = page.get_by_test_id("wp-token").all_text_contents()
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert set(sizes) == {len(tokens) * 1000 + len(tokens)}
+    # A canvas has colour variation (it is a map, not a blank rectangle).
+    distinct = page.evaluate(
+        "() => { const c = document.querySelector(\"[data-testid='map-L1-H3'] canvas\");"
+        " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        " const s = new Set();"
+        " for (let i = 0; i < d.length; i += 4) s.add((d[i] << 16) | (d[i+1] << 8) | d[i+2]);"
+        " return s.size; }"
+    )
+    assert distinct > 3
+    assert page.evaluate("performance.getEntriesByName('model-grid-drawn').length") == 1
+    expect(page.get_by_test_id("model-name")).to_have_text("sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_zoomed_map_equals_the_api(page: Page, server_url: str) -> None:
+    text = "The bank approved the loan because the river flooded the farm."
+    page.goto("/model?" + "text=" + text.replace(" ", "+"))
+    wait_for_grid(page)
+    page.get_by_test_id("map-L3-H5").click()
+    zoom_shows(page, 3, "5")
+    expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 3, head 5")
+    expected = api(server_url, "/api/model/attention", {"text": text, "layers": [3]})
+    assert_close(plot_data(page, "zoom-plot"), expected["attentions"][0][4], UINT8_ERROR + 1e-6)
+    labels = tick_texts(page, "zoom-plot", "y")
+    assert labels[0] == "[CLS]" and labels[-1] == "[SEP]" and len(labels) == len(expected["tokens"])
+    assert query(page)["layer"] == ["3"] and query(page)["head"] == ["5"]
+
+    # Keyboard: arrows move the selection, and the large map follows.
+    page.get_by_test_id("map-L3-H5").focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowDown")
+    expect(page.get_by_test_id("map-L4-H6")).to_be_focused()
+    expect(page.get_by_test_id("map-L4-H6")).to_have_attribute("aria-pressed", "true")
+    zoom_shows(page, 4, "6")
+    expected4 = api(server_url, "/api/model/attention", {"text": text, "layers": [4]})
+    assert_close(plot_data(page, "zoom-plot"), expected4["attentions"][0][5], UINT8_ERROR + 1e-6)
+
+    # The head average opens too.
+    page.get_by_test_id("map-L4-mean").click()
+    zoom_shows(page, 4, "mean")
+    assert_close(plot_data(page, "zoom-plot"), expected4["head_average"][0], UINT8_ERROR + 1e-6)
+
+
+def test_rollout(page: Page, server_url: str) -> None:
+    page.goto("/model")
+    wait_for_grid(page)
+    text = page.get_by_test_id("model-text").input_value()
+    page.get_by_test_id("map-L6-rollout").click()
+    zoom_shows(page, 6, "rollout")
+    expect(page.get_by_test_id("zoom-title")).to_have_text("Rollout through layer 6")
+    expected = api(server_url, "/api/model/attention", {"text": text, "layers": [6]})
+    z = plot_data(page, "zoom-plot")
+    assert_close(z, expected["rollout"][0], UINT8_ERROR + 1e-6)
+    # Rollout is not just the last layer's head average.
+    assert expected["rollout"][0] != expected["head_average"][0]
+    for row in z:
+        assert abs(sum(row) - 1) <= len(row) * UINT8_ERROR
+
+
+def test_hide_special_tokens(page: Page, server_url: str) -> None:
+    text = "the river bank was muddy"
+    page.goto("/model?text=" + text.replace(" ", "+") + "&layer=2&head=7")
+    wait_for_grid(page, tokens=7)
+    assert "[CLS]" in tick_texts(page, "zoom-plot", "x")
+    page.get_by_test_id("hide-special").check()
+    wait_for_grid(page, tokens=5)
+    zoom_shows(page, 2, "7", tokens=5)
+    expect(page.get_by_test_id("wp-token")).to_have_text(["the", "river", "bank", "was", "muddy"])
+    for axis in ("x", "y"):
+        labels = tick_texts(page, "zoom-plot", axis)
+        assert labels == ["the", "river", "bank", "was", "muddy"], labels
+    z = plot_data(page, "zoom-plot")
+    for row in z:
+        assert abs(sum(row) - 1) <= len(row) * UINT8_ERROR, row
+    expected = api(
+        server_url, "/api/model/attention", {"text": text, "layers": [2], "hide_special": True}
+    )
+    assert_close(z, expected["attentions"][0][6], UINT8_ERROR + 1e-6)
+    assert query(page)["hide"] == ["1"]
+    # The state survives a reload.
+    page.reload()
+    wait_for_grid(page, tokens=5)
+    expect(page.get_by_test_id("hide-special")).to_be_checked()
+    expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 2, head 7")
+
+
+def test_sentence_pair(page: Page) -> None:
+    page.goto("/model")
+    wait_for_grid(page)
+    page.get_by_test_id("model-text").fill("the bank approved the loan")
+    page.get_by_test_id("model-text-b").fill("the river was muddy")
+    page.get_by_test_id("model-run").click()
+    wait_for_grid(page, tokens=12)
+    tokens = page.get_by_test_id("wp-token")
+    assert tokens.all_text_contents().count("[SEP]") == 2
+    assert page.locator("[data-testid=wp-token].seg-b").count() == 5  # river..muddy + [SEP]
+    assert query(page)["text_b"] == ["the river was muddy"]
+
+
+def test_512_tokens(page: Page, server_url: str) -> None:
+    text = words(510)
+    assert len(tokens_of(server_url, text)) == 512
+    page.goto("/model")
+    wait_for_grid(page)
+    page.get_by_test_id("model-text").fill(text)
+    page.get_by_test_id("model-run").click()
+    wait_for_grid(page, tokens=512, timeout=60_000)
+    z = plot_data(page, "zoom-plot")
+    assert len(z) == 512 and len(z[0]) == 512
+    expect(page.get_by_test_id("error-text")).to_be_empty()
+    expect(page.get_by_test_id("token-count")).to_have_text("(512 shown)")
+    sizes = page.eval_on_selector_all(
+        "[data-testid=head-grid] canvas", "cs => [...new Set(cs.map(c => c.width))]"
+    )
+    assert sizes == [128]  # 512 tokens max-pooled 4 × 4 into each thumbnail
+    # Another map opens large without trouble.
+    page.get_by_test_id("map-L5-H2").click()
+    zoom_shows(page, 5, "2", tokens=512)
+    assert len(plot_data(page, "zoom-plot")) == 512
+
+
+@pytest.mark.allow_console(r"422")
+def test_too_long_text_shows_the_limit_by_the_input(page: Page, server_url: str) -> None:
+    page.goto("/model")
+    wait_for_grid(page)
+    page.get_by_test_id("model-text").fill(words(520))
+    page.get_by_test_id("model-run").click()
+    error = page.get_by_test_id("error-text")
+    expect(error).to_contain_text("522 WordPiece tokens")
+    expect(error).to_contain_text("512")
+    expect(page.get_by_test_id("error-general")).to_be_empty()
+
+
+def test_compare_word_panel(page: Page, server_url: str) -> None:
+    page.goto("/model")
+    cells = page.get_by_test_id("cw-cosine")
+    expect(cells).to_have_count(LAYERS + 1)
+    expected = api(
+        server_url,
+        "/api/model/compare-word",
+        {
+            "text_a": "the river bank was muddy",
+            "text_b": "the bank approved the loan",
+            "word": "bank",
+        },
+    )["cosines"]
+    shown = [float(t) for t in cells.all_text_contents()]
+    assert shown == pytest.approx(expected, abs=6e-5)
+    wait_for_plot(page, "cw-plot")
+    assert plot_data(page, "cw-plot", field="y") == pytest.approx(expected, abs=1e-6)
+    assert plot_data(page, "cw-plot", field="x") == list(range(LAYERS + 1))
+    # Context pulls the two "bank"s apart: below the embedding-level similarity.
+    assert min(expected[1:]) < expected[0]
+
+
+@pytest.mark.allow_console(r"422")
+def test_compare_word_error_next_to_its_field(page: Page) -> None:
+    page.goto("/model")
+    expect(page.get_by_test_id("cw-cosine")).to_have_count(LAYERS + 1)
+    page.get_by_test_id("cw-text-b").fill("the cat sat")
+    page.get_by_test_id("cw-run").click()
+    expect(page.get_by_test_id("error-cw-text_b")).to_contain_text("does not occur")
+    assert query(page)["cb"] == ["the cat sat"]
+
+
+def test_token_text_is_escaped(page: Page) -> None:
+    page.goto("/model?text=" + "a+%3Cb%3Ebold%3C%2Fb%3E+%26+x")
+    wait_for_grid(page)
+    tokens = page.get_by_test_id("wp-token").all_text_contents()
+    assert "<" in tokens and "&" in tokens
+    labels = tick_texts(page, "zoom-plot", "x")
+    # Repeated tokens carry their position ("<·2"); the characters arrive verbatim.
+    for char in ("<", ">", "&"):
+        assert any(label.split("·")[0] == char for label in labels), (char, labels)
+    # Plotly drew the text, not a <b> element from it.
+    assert page.locator("[data-testid=zoom-plot] svg b").count() == 0
+    assert not re.search(r"<b>", page.get_by_test_id("wp-tokens").inner_html())
+
+
+def test_compact_decoding_in_the_browser(page: Page, server_url: str) -> None:
+    """model-data.js decodes both compact dtypes to the JSON weights within their errors."""
+    text = "the river bank was muddy"
+    page.goto("/model")
+    wait_for_grid(page)
+    decoded = page.evaluate(
+        """async (text) => {
+            const { decodeCompact } = await import('/static/js/model-data.js');
+            const out = {};
+            for (const dtype of ['uint8', 'float16']) {
+                const r = await fetch('/api/model/attention', {method: 'POST',
+                    headers: {'content-type': 'application/json'},
+                    body: JSON.stringify({text, layers: [2], format: 'compact', dtype})});
+                const t = decodeCompact((await r.json()).attentions[0]);
+                out[dtype] = {shape: t.shape, values: Array.from(t.values)};
+            }
+            return out;
+        }""",
+        text,
+    )
+    expected = api(server_url, "/api/model/attention", {"text": text, "layers": [2]})
+    flat = [v for head in expected["attentions"][0] for row in head for v in row]
+    for dtype, tol in (("uint8", UINT8_ERROR), ("float16", 2**-12)):
+        got = decoded[dtype]
+        assert got["shape"] == [HEADS, 7, 7]
+        worst = max(abs(a - e) for a, e in zip(got["values"], flat, strict=True))
+        assert worst <= tol + 1e-7, (dtype, worst)
+    # float16 is the finer of the two.
+    assert max(abs(a - e) for a, e in zip(decoded["float16"]["values"], flat, strict=True)) < (
+        1 / 1000
+    )
