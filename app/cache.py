@@ -77,7 +77,10 @@ class ResponseCacheMiddleware:
         hit = self.cache.get(key) if cacheable else None
         if hit is not None:
             headers, answer = hit
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            # A copy: outer middleware (GZip) edits the list in place, and the
+            # edits (content-encoding, a compressed length) must not stick.
+            start = {"type": "http.response.start", "status": 200, "headers": list(headers)}
+            await send(start)
             await send({"type": "http.response.body", "body": answer})
             return
 

@@ -57,11 +57,15 @@ ENDPOINTS = {  # name: (path, JSON body or None for GET)
     # Pre-serialized bytes (presets are cached): what a cached flagship could reach.
     "preset-get": ("/api/presets/bank-raw", None),
 }
+NO_CACHE = {"ATTENTION_VIZ_RESPONSE_CACHE_ENTRIES": "0"}
 SERVERS = {
-    "inline": {},
-    "threadpool": {"ATTENTION_VIZ_INLINE_WORK": "-1"},
+    # As shipped: repeated toy requests are answered from the answer cache.
+    "cached": {},
+    # Every request computed: inline on the event loop, or in the thread pool.
+    "inline": NO_CACHE,
+    "threadpool": {**NO_CACHE, "ATTENTION_VIZ_INLINE_WORK": "-1"},
     # As before ATTENTION_VIZ_TORCH_THREADS existed: torch's default, one thread per core.
-    "inline-2threads": {"ATTENTION_VIZ_TORCH_THREADS": str(os.cpu_count())},
+    "inline-2threads": {**NO_CACHE, "ATTENTION_VIZ_TORCH_THREADS": str(os.cpu_count())},
 }
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 

@@ -69,3 +69,18 @@ def test_lru_evicts_oldest_and_bounds_bytes() -> None:
     cache.put(("/p", b"huge"), [], b"x" * 200)  # over max_bytes // 8: never stored
     assert cache.get(("/p", b"huge")) is None
     assert cache.size <= 800
+
+
+def test_cached_answers_stay_correct_with_and_without_gzip() -> None:
+    """A cached answer large enough to be gzipped must decode for every client."""
+    with TestClient(create_app()) as client:
+        spec = client.get("/api/presets/gpt-head-32d").json()["spec"]
+        answers = []
+        for encoding in ("gzip", "identity", "gzip", "identity", "gzip"):
+            response = client.post(
+                "/api/attention", json=spec, headers={"accept-encoding": encoding}
+            )
+            assert response.status_code == 200
+            assert (response.headers.get("content-encoding") == "gzip") == (encoding == "gzip")
+            answers.append(response.json())
+    assert all(a == answers[0] for a in answers)
