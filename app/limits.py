@@ -6,6 +6,7 @@ field, the size found and the limit, and becomes a 422.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 from .schemas.attention import (
@@ -46,6 +47,21 @@ def check_tokens(loc: str, tokens: Sequence[str] | None, settings: Settings) -> 
             settings.max_token_chars,
             "MAX_TOKEN_CHARS",
         )
+        check_printable(["body", loc, i], token)
+
+
+def check_printable(loc: list[str | int], text: str) -> None:
+    """Reject control characters (NUL, newlines, escapes): they cannot be shown as a label.
+
+    Markup such as ``<b>`` is fine: the pages display it literally.
+    """
+    for char in text:
+        if unicodedata.category(char) == "Cc":
+            raise LimitError(
+                loc,
+                f"token {text[:20]!r} contains the control character U+{ord(char):04X}; "
+                "tokens must be printable text",
+            )
 
 
 def _check_matrix(
@@ -67,6 +83,7 @@ def check_embedding(loc: str, e: EmbeddingIn | None, settings: Settings) -> None
             "MAX_VOCABULARY_WORDS",
         )
         for word, vector in e.extra.items():
+            check_printable([*base, "extra", word], word)
             _at_most(
                 [*base, "extra", word],
                 f"the width of {word!r}",

@@ -279,3 +279,33 @@ def test_env_var_override_in_a_fresh_process():
     ).stdout
     assert out.startswith("422 ")
     assert "the limit is 2 (ATTENTION_VIZ_MAX_TOKENS)" in out
+
+
+@pytest.mark.parametrize("token", ["a\x00b", "line\nbreak", "\x1b[31mred"])
+def test_control_characters_in_tokens_are_refused(client, token: str) -> None:
+    response = client.post(
+        "/api/attention", json={"tokens": ["bank", token], "embedding": {"kind": "hashed"}}
+    )
+    assert response.status_code == 422
+    error = response.json()["detail"][0]
+    assert error["loc"] == ["body", "tokens", 1]
+    assert "control character" in error["msg"]
+
+
+def test_control_characters_in_added_words_are_refused(client) -> None:
+    body = {
+        "tokens": ["bank"],
+        "embedding": {"kind": "vocabulary", "extra": {"x\ty": [1, 2, 3, 4]}},
+    }
+    response = client.post("/api/attention", json=body)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "embedding", "extra", "x\ty"]
+
+
+def test_markup_tokens_are_accepted_and_returned_verbatim(client) -> None:
+    tokens = ["<img src=x onerror=alert(1)>", "<b>x</b>", "a&amp;b"]
+    response = client.post(
+        "/api/attention", json={"tokens": tokens, "embedding": {"kind": "hashed"}}
+    )
+    assert response.status_code == 200
+    assert response.json()["tokens"] == tokens
