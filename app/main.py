@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 import anyio
 import torch
 from fastapi import FastAPI
-from fastapi.staticfiles import StaticFiles
 from starlette.middleware.gzip import GZipMiddleware
 
 from . import compute
@@ -18,6 +17,7 @@ from .paths import STATIC_DIR
 from .routes import api, assets, docs, health, model, model_page, pages
 from .security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from .settings import Settings, get_settings
+from .static_files import RevalidatedStaticFiles
 
 DESCRIPTION = """\
 Self-attention, step by step. Every endpoint returns each intermediate tensor:
@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for module in (health, api, model, assets, docs, pages, model_page):
         app.include_router(module.router)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount("/static", RevalidatedStaticFiles(directory=STATIC_DIR), name="static")
     # Level 1: Starlette's default (9) spends 1-3 s on one 512-token compact attention layer
     # (5 MB of base64); level 1 takes ~50 ms and still shrinks it 8-16x.
     # Innermost, so that it stores uncompressed answers and never bypasses the body cap.

@@ -198,3 +198,11 @@ def test_plotly_is_served_plain_without_gzip(client):
     assert "content-encoding" not in response.headers
     assert int(response.headers["content-length"]) == len(response.content)
     assert b"plotly" in response.content[:2000].lower()
+
+
+def test_own_static_files_are_revalidated_with_etag(client) -> None:
+    first = client.get("/static/js/api.js")
+    assert first.status_code == 200
+    assert first.headers["cache-control"] == "no-cache"
+    again = client.get("/static/js/api.js", headers={"if-none-match": first.headers["etag"]})
+    assert again.status_code == 304
