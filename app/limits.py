@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from .schemas.attention import (
     AttentionOptions,
+    AttentionRequest,
     EmbeddingIn,
     ExplicitEmbeddingIn,
     ExplicitProjectionIn,
@@ -168,3 +169,11 @@ def check_lesson(
                 raise LimitError(
                     ["query", name, i], f"{name}[{i}] is {v}; it must be finite, within ±1e6"
                 )
+
+
+def check_attention_request(body: AttentionRequest, settings: Settings) -> None:
+    """Every size in a POST /api/attention (or /api/expand) body."""
+    check_tokens("tokens", body.tokens, settings)
+    check_tokens("source_tokens", body.source_tokens, settings)
+    check_options(body, settings)
+    check_embedding("source_embedding", body.source_embedding, settings)

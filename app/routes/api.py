@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from attention_core import (
     PRESETS,
@@ -28,34 +28,20 @@ from ..convert import (
     trace_to_json,
 )
 from ..errors import error_response
-from ..limits import check_embedding, check_lesson, check_options, check_tokens
+from ..limits import check_attention_request, check_lesson, check_options, check_tokens
 from ..schemas.attention import (
     AttentionRequest,
     AttentionResponse,
     CompareRequest,
     CompareResponse,
-    ErrorBody,
     PresetDetail,
     PresetSummary,
     ScalingLesson,
     Vocabulary,
 )
-from ..settings import Settings, get_settings
+from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api", tags=["attention"])
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-ERRORS = {
-    400: {"model": ErrorBody, "description": "Body not UTF-8 JSON, or nested too deeply"},
-    404: {"model": ErrorBody, "description": "No such item"},
-    413: {"model": ErrorBody, "description": "Body larger than the limit"},
-    422: {"model": ErrorBody, "description": "Invalid input or over a size limit"},
-}
-
-
-def json_response(payload: object) -> Response:
-    return Response(
-        orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
-    )
 
 
 def _trace(body: AttentionRequest) -> dict:
@@ -73,10 +59,7 @@ def _compare(body: CompareRequest) -> dict:
 @router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
 async def attention(body: AttentionRequest, settings: SettingsDep) -> Response:
     """Every step of self- (or cross-) attention on the given tokens."""
-    check_tokens("tokens", body.tokens, settings)
-    check_tokens("source_tokens", body.source_tokens, settings)
-    check_options(body, settings)
-    check_embedding("source_embedding", body.source_embedding, settings)
+    check_attention_request(body, settings)
     keys = len(body.source_tokens or body.tokens)
     work = len(body.tokens) * keys * width_of(body)
     return json_response(await offload(work, _trace, body))
@@ -100,10 +83,7 @@ def _expand(body: AttentionRequest) -> dict:
 @router.post("/expand", response_model=AttentionRequest, responses=ERRORS)
 async def expand_request(body: AttentionRequest, settings: SettingsDep) -> Response:
     """The same request with every number written out: vectors and W matrices, ready to edit."""
-    check_tokens("tokens", body.tokens, settings)
-    check_tokens("source_tokens", body.source_tokens, settings)
-    check_options(body, settings)
-    check_embedding("source_embedding", body.source_embedding, settings)
+    check_attention_request(body, settings)
     work = len(body.tokens) * width_of(body) ** 2
     return json_response(await offload(work, _expand, body))
 

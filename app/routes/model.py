@@ -25,9 +25,8 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from typing import Annotated, Any
+from typing import Annotated
 
-import orjson
 import torch
 from fastapi import APIRouter, Depends, Request, Response
 
@@ -41,7 +40,6 @@ from attention_core.encoder import (
 )
 
 from ..limits import LimitError
-from ..schemas.attention import ErrorBody
 from ..schemas.model import (
     CompareWordRequest,
     CompareWordResponse,
@@ -52,15 +50,9 @@ from ..schemas.model import (
     ModelInfo,
 )
 from ..settings import Settings, get_settings
+from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorBody, "description": "Body not UTF-8 JSON"},
-    413: {"model": ErrorBody, "description": "Body larger than the limit"},
-    422: {"model": ErrorBody, "description": "Invalid input or over a size limit"},
-}
-
 DEFAULT_TORCH_THREADS = 1
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
 MAX_JSON_WEIGHTS = 2_000_000
@@ -118,12 +110,6 @@ def get_encoder(request: Request) -> Encoder:
 EncoderDep = Annotated[Encoder, Depends(get_encoder)]
 
 
-def _json(payload: object) -> Response:
-    return Response(
-        orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
-    )
-
-
 def _weights(tensor: torch.Tensor, body: ModelAttentionRequest) -> object:
     if body.format == "compact":
         return encode_compact(tensor, body.dtype).describe()
@@ -179,7 +165,7 @@ def _attention_payload(encoder: Encoder, body: ModelAttentionRequest) -> dict:
 @router.get("", response_model=ModelInfo)
 def model_info(encoder: EncoderDep) -> Response:
     """The loaded checkpoint: name, layers, heads, widths, token limit, compact formats."""
-    return _json({**encoder.info(), "compact_formats": DECODE_DESCRIPTION})
+    return json_response({**encoder.info(), "compact_formats": DECODE_DESCRIPTION})
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)
@@ -194,14 +180,14 @@ def model_attention(body: ModelAttentionRequest, encoder: EncoderDep) -> Respons
     [CLS]/[SEP] are dropped and rows renormalized, like the attentions.
     """
     with torch.inference_mode():
-        return _json(_attention_payload(encoder, body))
+        return json_response(_attention_payload(encoder, body))
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
 def compare_word(body: CompareWordRequest, encoder: EncoderDep) -> Response:
     """How one word's hidden state differs between two texts, layer by layer (cosine)."""
     result = encoder.compare_word(body.text_a, body.text_b, body.word)
-    return _json(
+    return json_response(
         {
             "model": encoder.config.name,
             "word": result.word,
@@ -234,7 +220,7 @@ def embeddings(body: EmbeddingsRequest, encoder: EncoderDep, settings: SettingsD
             )
     pieces = encoder.word_pieces(body.words)
     vectors = encoder.word_vectors(body.words)
-    return _json(
+    return json_response(
         {
             "model": encoder.config.name,
             "dim": encoder.config.hidden_size,
