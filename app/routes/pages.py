@@ -40,10 +40,16 @@ def _initial_data() -> dict[str, Any]:
 
 
 def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
+    # The widest vector the API accepts: pages narrow wider (model) vectors to it.
+    limits = {"max_dim": request.app.state.settings.max_dim}
     return templates.TemplateResponse(
         request=request,
         name=name,
-        context={"page": page, "title": title, "initial": _initial_data()},
+        context={
+            "page": page,
+            "title": title,
+            "initial": {**_initial_data(), "limits": limits},
+        },
     )
 
 

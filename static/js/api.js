@@ -36,6 +36,8 @@ export const api = {
   vocabularies: () => request("/api/vocabularies"),
   attention: (spec) => post("/api/attention", spec),
   compare: (body) => post("/api/compare", body),
+  expand: (spec) => post("/api/expand", spec),
+  modelEmbeddings: (words) => post("/api/model/embeddings", { words }),
   scaling({ dims, trials = 1000, seed = 0, scores, scales }) {
     const q = new URLSearchParams();
     for (const d of dims) q.append("dims", d);

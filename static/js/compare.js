@@ -5,11 +5,13 @@ import { api, clearErrors, showErrors } from "./api.js";
 import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js";
 import { drawHeatmap } from "./heatmap.js";
 import { dimLabels, tokenLabels } from "./labels.js";
+import { modelDim, modelVectors } from "./model-vectors.js";
 import { readCompareState, writeCompareState } from "./state.js";
 import { splitSentence } from "./tokens.js";
 
 const init = initialData();
 const VOCAB = init.vocabulary || {};
+const MAX_DIM = (init.limits && init.limits.max_dim) || 256;
 const PRESETS = init.presets.filter((p) => p.compare_tokens);
 const DEFAULT_PRESET = "bank-raw";
 const root = document.querySelector("main");
@@ -28,7 +30,11 @@ function averageHeads(trace) {
   return ms[0].map((row, i) => row.map((_, j) => ms.reduce((s, m) => s + m[i][j], 0) / ms.length));
 }
 
-const vectorText = (v) => `[${v.map((x) => x.toFixed(3)).join(", ")}]`;
+// Wide (model) vectors show their first 8 numbers; the plots below show all of them.
+const vectorText = (v) =>
+  v.length <= 12
+    ? `[${v.map((x) => x.toFixed(3)).join(", ")}]`
+    : `[${v.slice(0, 8).map((x) => x.toFixed(3)).join(", ")}, … ${v.length - 8} more]`;
 
 function renderShared(shared, a, b) {
   const box = $("shared-panels");
@@ -105,7 +111,7 @@ async function run() {
   if (form.embedding === "vocabulary") {
     for (const [field, tokens] of [["tokens_a", tokensA], ["tokens_b", tokensB]]) {
       const unknown = tokens.filter((t) => !(t in VOCAB));
-      if (unknown.length) missing.push([field, `Not in the toy vocabulary: ${unknown.join(", ")}. Choose “hashed” embeddings for any word.`]);
+      if (unknown.length) missing.push([field, `Not in the toy vocabulary: ${unknown.join(", ")}. Choose “hashed” or “model” embeddings for any word.`]);
     }
   }
   if (missing.length) {
@@ -116,11 +122,23 @@ async function run() {
   $("status").textContent = "Computing…";
   try {
     const spec = presetSpec(form.preset);
+    let embedding = form.embedding === "hashed" ? { kind: "hashed", dim: 4, seed: 0 } : spec.embedding;
+    let projection = spec.projection;
+    if (form.embedding === "model") {
+      // One vector per distinct word, as vocabulary words: a word shared by A and B gets the same one.
+      // The toy words are replaced too, since a vocabulary's vectors must all be as wide.
+      const words = [...new Set([...tokensA, ...tokensB, ...Object.keys(VOCAB)])];
+      const vectors = await modelVectors(words, modelDim(MAX_DIM));
+      embedding = { kind: "vocabulary", extra: Object.fromEntries(words.map((w, i) => [w, vectors[i]])) };
+      // Hand-set W matrices fit 4-d toy vectors: keep their width, from nn.Linear's init.
+      if (projection.kind === "explicit") projection = { kind: "seeded_linear", d_out: projection.W_query[0].length, seed: 789 };
+    }
+    if (mine !== seq) return;
     const body = {
       tokens_a: tokensA,
       tokens_b: tokensB,
-      embedding: form.embedding === "hashed" ? { kind: "hashed", dim: 4, seed: 0 } : spec.embedding,
-      projection: spec.projection,
+      embedding,
+      projection,
       num_heads: spec.num_heads,
       causal: form.causal,
       scale: spec.scale,
@@ -149,7 +167,7 @@ function boot() {
   select.value = preset.name;
   $("tokens-a").value = url.a ?? "stream bank mud";
   $("tokens-b").value = url.b ?? preset.compare_tokens.join(" ");
-  $("cmp-embedding").value = url.embedding === "hashed" ? "hashed" : "vocabulary";
+  $("cmp-embedding").value = ["hashed", "model"].includes(url.embedding) ? url.embedding : "vocabulary";
   $("cmp-causal").checked = url.causal ?? false;
   $("compare-form").addEventListener("submit", (ev) => {
     ev.preventDefault();

@@ -4,12 +4,14 @@ import { api, clearErrors, showErrors } from "./api.js";
 import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js";
 import { clone, eyeLike, identity, matrixGrid } from "./grid.js";
 import { dimLabels, tokenLabels } from "./labels.js";
+import { MODEL_WIDTH, modelDim, modelVectors } from "./model-vectors.js";
 import { drawPipeline } from "./pipeline.js";
 import { readExplorerState, writeExplorerState } from "./state.js";
 import { renderChips, renderUnknown, splitSentence } from "./tokens.js";
 
 const init = initialData();
 const VOCAB = init.vocabulary || {};
+const MAX_DIM = (init.limits && init.limits.max_dim) || 256;
 const DEFAULT_PRESET = "bank-raw";
 const root = document.querySelector("main");
 const $ = (id) => byTestId(id, root);
@@ -19,20 +21,12 @@ const state = {
   spec: null,
   view: "0",
   trace: null,
-  // Explicit W matrices of presets, keyed by the embedding + projection that make them.
-  knownMatrices: new Map(),
+  // What was posted for the trace shown: the spec with model embeddings as explicit vectors.
+  request: null,
+  // The same request with every number written out (POST /api/expand), when asked for.
+  expanded: null,
 };
 let requestSeq = 0;
-
-/** JSON with sorted keys, so the same spec gives the same key whoever serialized it. */
-function canonical(value) {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-const matrixKey = (spec) => canonical([spec.embedding, spec.projection]);
 
 function normalize(spec) {
   return {
@@ -48,22 +42,51 @@ function normalize(spec) {
   };
 }
 
-async function loadPreset(name) {
-  const detail = await api.preset(name);
-  state.knownMatrices.set(matrixKey(normalize(detail.spec)), detail.expanded.projection);
-  return detail;
+const isModel = (e) => Boolean(e) && e.kind === "model";
+
+/**
+ * The spec as the API takes it. "model" is the page's own embedding kind (it is
+ * what the URL keeps); it is sent as explicit MiniLM vectors, one per token.
+ */
+async function resolve(spec) {
+  const out = structuredClone(spec);
+  if (isModel(spec.embedding)) out.embedding = { kind: "explicit", vectors: await modelVectors(spec.tokens, spec.embedding.dim) };
+  const sourceEmbedding = spec.source_embedding || spec.embedding;
+  if (spec.source_tokens && isModel(sourceEmbedding)) {
+    const vectors = await modelVectors(spec.source_tokens, sourceEmbedding.dim, ["body", "source_embedding"]);
+    out.source_embedding = { kind: "explicit", vectors };
+  }
+  return out;
 }
 
-/** W_query/W_key/W_value for the current spec, or null if they come from a seed we have not seen. */
-function currentMatrices() {
-  const { projection } = state.spec;
+/** Nothing left to expand: explicit vectors, and explicit (or no) W matrices. */
+function writtenOut(request) {
+  const explicit = (e) => Boolean(e) && e.kind === "explicit";
+  return (
+    explicit(request.embedding) &&
+    (request.projection.kind === "explicit" || request.projection.kind === "identity") &&
+    (!request.source_tokens || explicit(request.source_embedding))
+  );
+}
+
+/** The current request with every number written out (asks the API once per request). */
+function expandedRequest() {
+  if (writtenOut(state.request)) return Promise.resolve(state.request);
+  if (!state.expanded) state.expanded = api.expand(state.request);
+  return state.expanded;
+}
+
+/** W_query/W_key/W_value of the trace shown (seeded ones once the API wrote them out), or null. */
+async function currentMatrices() {
+  const projection = state.request ? state.request.projection : state.spec.projection;
   if (projection.kind === "explicit") return projection;
   const dIn = inputDim();
   if (projection.kind === "identity") {
     return dIn ? { W_query: identity(dIn), W_key: identity(dIn), W_value: identity(dIn) } : null;
   }
-  const known = state.knownMatrices.get(matrixKey(state.spec));
-  return known && known.kind === "explicit" ? known : null;
+  if (!state.request) return null;
+  const expanded = await expandedRequest();
+  return expanded.projection.kind === "explicit" ? expanded.projection : null;
 }
 
 function inputDim() {
@@ -71,7 +94,7 @@ function inputDim() {
   const e = state.spec.embedding;
   if (e.kind === "vocabulary") return 4;
   if (e.kind === "explicit") return e.vectors.length ? e.vectors[0].length : 0;
-  return e.dim;
+  return e.dim; // hashed, seeded_random and model
 }
 
 function unknownWords() {
@@ -108,6 +131,17 @@ function renderControls() {
   $("opt-embedding").value = e.kind;
   $("opt-emb-dim").value = e.dim ?? inputDim() ?? "";
   $("opt-emb-dim").disabled = !("dim" in e);
+  $("opt-emb-dim").max = String(isModel(e) ? modelDim(MAX_DIM) : MAX_DIM);
+  const note = $("model-note");
+  note.hidden = !isModel(e);
+  if (isModel(e)) {
+    note.textContent =
+      e.dim < MODEL_WIDTH
+        ? `MiniLM's word vectors (its embedding table: one fixed vector per word, no context) are 384 numbers wide; ` +
+          `this server takes at most ${MAX_DIM} (ATTENTION_VIZ_MAX_DIM), so each is multiplied by one fixed random ` +
+          `384 × ${e.dim} matrix, which keeps lengths and angles roughly. Any word works.`
+        : "MiniLM's word vectors, all 384 numbers: its embedding table, one fixed vector per word, no context. Any word works.";
+  }
   $("opt-emb-seed").value = e.seed ?? "";
   $("opt-emb-seed").disabled = !("seed" in e);
   const p = s.projection;
@@ -167,10 +201,12 @@ function renderTabs() {
   );
 }
 
-function renderGrids() {
+async function renderGrids() {
   const box = $("grids");
-  box.replaceChildren();
   const { trace } = state;
+  const W = trace && trace.x ? await currentMatrices().catch(() => null) : null;
+  if (trace !== state.trace) return; // a newer trace is on its way
+  box.replaceChildren();
   if (!trace || !trace.x) return;
   const rowLabels = tokenLabels(trace.tokens);
   box.append(
@@ -186,11 +222,7 @@ function renderGrids() {
   if (state.spec.mode === "causal_average") {
     box.append(el("p", { class: "hint", text: "Causal averaging uses the embeddings as they are (W_value only)." }));
   }
-  const W = currentMatrices();
-  if (!W) {
-    box.append(el("p", { class: "hint", "data-testid": "grid-note", text: "W_query, W_key and W_value come from the seed here; choose “explicit W matrices” to edit numbers." }));
-    return;
-  }
+  if (!W) return;
   const dIn = W.W_query.length;
   for (const name of ["W_query", "W_key", "W_value"]) {
     box.append(
@@ -208,7 +240,7 @@ function renderGrids() {
 
 // ---------- changing the spec ----------
 
-function editCell(which, i, j, raw) {
+async function editCell(which, i, j, raw) {
   const value = Number(raw);
   const errorBox = root.querySelector('[data-error-for="grids"]');
   if (raw === "" || !Number.isFinite(value)) {
@@ -216,20 +248,29 @@ function editCell(which, i, j, raw) {
     return;
   }
   errorBox.textContent = "";
-  const s = state.spec;
-  const W = currentMatrices();
-  const x = clone(state.trace.x);
-  if (which === "x") x[i][j] = value;
-  s.embedding = { kind: "explicit", vectors: x };
-  if (state.trace.cross && !s.source_embedding) s.source_embedding = { kind: "explicit", vectors: clone(state.trace.source) };
-  if (W && (which !== "x" || s.projection.kind.startsWith("seeded"))) {
-    const next = { kind: "explicit", W_query: clone(W.W_query), W_key: clone(W.W_key), W_value: clone(W.W_value) };
-    if (W.W_out) next.W_out = clone(W.W_out);
-    if (which !== "x") next[which][i][j] = value;
-    s.projection = next;
+  // Seeds, hashes and the vocabulary become numbers first (POST /api/expand), then the
+  // edit lands on those numbers and the spec is explicit from here on.
+  const seq = requestSeq;
+  let expanded;
+  try {
+    expanded = structuredClone(await expandedRequest());
+  } catch (err) {
+    showErrors(root, err, { ...ERROR_FIELDS, embedding: "grids", projection: "grids" });
+    return;
   }
+  if (seq !== requestSeq) return; // the spec changed while expanding: that edit is stale
+  const s = normalize(expanded);
+  if (which === "x") s.embedding.vectors[i][j] = value;
+  else {
+    if (s.projection.kind !== "explicit") {
+      const d = s.embedding.vectors[0].length;
+      s.projection = { kind: "explicit", W_query: identity(d), W_key: identity(d), W_value: identity(d) };
+    }
+    s.projection[which][i][j] = value;
+  }
+  state.spec = s;
   state.preset = null;
-  update();
+  await update();
 }
 
 function resizeExplicit(tokens) {
@@ -279,8 +320,8 @@ function bindControls() {
     }
   });
   const on = (id, fn) =>
-    $(id).addEventListener("change", (ev) => {
-      fn(ev.target);
+    $(id).addEventListener("change", async (ev) => {
+      await fn(ev.target);
       state.preset = null;
       update();
     });
@@ -291,18 +332,30 @@ function bindControls() {
       hashed: { kind: "hashed", dim, seed: 0 },
       seeded_random: { kind: "seeded_random", dim, seed: 1337, batch: 1, batch_index: 0 },
       explicit: { kind: "explicit", vectors: state.trace && state.trace.x ? clone(state.trace.x) : [] },
+      model: { kind: "model", dim: modelDim(MAX_DIM) },
     };
     state.spec.embedding = kinds[t.value];
+    if (t.value === "model") {
+      delete state.spec.source_embedding; // sources get model vectors too
+      const p = state.spec.projection;
+      // Hand-set W matrices are as tall as the old vectors: keep their width, from nn.Linear's init.
+      if (p.kind === "explicit") state.spec.projection = { kind: "seeded_linear", d_out: p.W_query[0].length, seed: 789 };
+    }
   });
-  on("opt-emb-dim", (t) => (state.spec.embedding.dim = intOr(t.value, state.spec.embedding.dim)));
+  on("opt-emb-dim", (t) => {
+    const e = state.spec.embedding;
+    e.dim = intOr(t.value, e.dim);
+    if (isModel(e)) e.dim = Math.max(1, Math.min(e.dim, MODEL_WIDTH)); // narrowed, never widened
+  });
   on("opt-emb-seed", (t) => (state.spec.embedding.seed = intOr(t.value, state.spec.embedding.seed)));
-  on("opt-projection", (t) => {
+  on("opt-projection", async (t) => {
     const dIn = inputDim() || 4;
     const prev = state.spec.projection;
     const dOut = prev.d_out || (prev.W_query ? prev.W_query[0].length : Math.min(dIn, 3));
     if (t.value === "identity") state.spec.projection = { kind: "identity" };
     else if (t.value === "explicit") {
-      const W = currentMatrices() || { W_query: eyeLike(dIn, dOut), W_key: eyeLike(dIn, dOut), W_value: eyeLike(dIn, dOut) };
+      // The matrices shown (seeded ones written out by the API), or a neutral start.
+      const W = (await currentMatrices().catch(() => null)) || { W_query: eyeLike(dIn, dOut), W_key: eyeLike(dIn, dOut), W_value: eyeLike(dIn, dOut) };
       state.spec.projection = { kind: "explicit", W_query: clone(W.W_query), W_key: clone(W.W_key), W_value: clone(W.W_value) };
     } else state.spec.projection = { kind: t.value, d_out: dOut, seed: prev.seed === undefined ? 0 : prev.seed };
   });
@@ -317,7 +370,7 @@ function bindControls() {
     if (t.value === "causal_average") state.spec.causal = true;
   });
   $("download-trace").addEventListener("click", () => {
-    if (state.trace) downloadJson("attention-trace.json", { request: state.spec, response: state.trace });
+    if (state.trace) downloadJson("attention-trace.json", { request: state.request, response: state.trace });
   });
   $("copy-link").addEventListener("click", async () => {
     try {
@@ -348,11 +401,7 @@ async function choosePreset(name) {
   state.preset = name;
   state.spec = normalize(structuredClone(summary.spec));
   state.view = "0";
-  // The spec came with the page; the expanded matrices (for the grids) come alongside the trace.
-  const matrices = loadPreset(name)
-    .then(() => state.trace && renderGrids())
-    .catch((err) => showErrors(root, err));
-  await Promise.all([update(), matrices]);
+  await update();
 }
 
 function save() {
@@ -389,13 +438,17 @@ async function update() {
   const seq = ++requestSeq;
   setStatus("Computing…");
   try {
-    const trace = await api.attention(state.spec);
+    const request = await resolve(state.spec);
     if (seq !== requestSeq) return;
+    const trace = await api.attention(request);
+    if (seq !== requestSeq) return;
+    state.request = request;
+    state.expanded = null;
     state.trace = trace;
     renderControls();
     renderTabs();
-    renderGrids();
-    const complete = await drawPipeline($("pipeline"), trace, state.view);
+    const grids = renderGrids();
+    const complete = (await Promise.all([drawPipeline($("pipeline"), trace, state.view), grids]))[0];
     if (!complete || seq !== requestSeq) return;
     setStatus("");
     root.dataset.ready = String(seq);
@@ -415,7 +468,6 @@ async function boot() {
   if (fromUrl.spec) {
     state.preset = fromUrl.preset;
     state.spec = normalize(fromUrl.spec);
-    if (fromUrl.preset) await loadPreset(fromUrl.preset).catch(() => null);
     await update();
   } else {
     await choosePreset(fromUrl.preset || DEFAULT_PRESET);

@@ -333,5 +333,5 @@ function start() {
   });
 }
 
-// plotly.min.js is a deferred classic script; module scripts run after it.
+// plotly.min.js is not on this page until the first Plotly figure asks for it (heatmap.js).
 start();

@@ -68,3 +68,16 @@ def test_any_two_sentences(page: Page) -> None:
     page.get_by_label("Sentence B").press("Enter")
     expect(page.get_by_test_id("no-shared")).to_be_visible()
     assert "b=money+loan" in page.url
+
+
+@pytest.mark.model
+def test_model_embeddings_for_any_words(page: Page) -> None:
+    """MiniLM vectors for words outside the toy vocabulary; a shared word shares its vector."""
+    page.goto("/compare?preset=bank-raw&a=the+river+bank&b=the+bank+approved&emb=model&causal=0")
+    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=60_000)
+    expect(page.get_by_test_id("cmp-embedding")).to_have_value("model")
+    expect(page.get_by_test_id("error-general")).to_be_empty()
+    card = page.locator("[data-testid='shared-card'][data-token='bank']")
+    expect(card.get_by_test_id("input-cosine")).to_have_text("1.000")
+    wait_for_plot(page, "plot-context-a")
+    assert len(plot_data(page, "plot-context-a")[0]) == 256

@@ -91,6 +91,43 @@ def test_editing_a_matrix_cell_redraws(page: Page, server_url: str) -> None:
     assert_matrix_close(plot_data(page, "plot-attn_weights"), expected, tol=1e-5)
 
 
+def test_editing_a_seeded_matrix_writes_the_seed_out(page: Page, server_url: str) -> None:
+    """torch.rand's W_query is shown and editable: /api/expand writes it out, the edit lands."""
+    open_explorer(page, "?preset=next-day-rand")
+    spec = api(server_url, "/api/presets/next-day-rand")["spec"]
+    assert spec["projection"]["kind"] == "seeded_rand"
+    expanded = api(server_url, "/api/expand", spec)
+    assert expanded["projection"]["kind"] == "explicit"
+    expect(page.get_by_test_id("grid-note")).to_have_count(0)
+    cell = page.get_by_label("W_query row 1 (in0) column 2")
+    expect(cell).to_have_value(str(round(expanded["projection"]["W_query"][0][1], 4)))
+    q_before = plot_data(page, "plot-q")
+    cell.fill("2")
+    cell.press("Enter")
+    page.wait_for_function(
+        "before => JSON.stringify(document.querySelector("
+        "\"[data-testid='plot-q']\").data[0].z) !== JSON.stringify(before)",
+        arg=q_before,
+    )
+    wait_ready(page)
+    edited = {k: v for k, v in expanded.items() if v is not None}
+    edited["projection"]["W_query"][0][1] = 2.0
+    expected = api(server_url, "/api/attention", edited)
+    assert_matrix_close(plot_data(page, "plot-q"), expected["heads"][0]["q"], tol=1e-5)
+    assert_matrix_close(
+        plot_data(page, "plot-attn_weights"), expected["heads"][0]["attn_weights"], tol=1e-5
+    )
+    expect(page.get_by_label("Projection", exact=True)).to_have_value("explicit")
+    expect(page.get_by_label("Embedding", exact=True)).to_have_value("explicit")
+    assert "seeded_rand" not in page.url and "preset=" not in page.url
+    # The edited numbers live in the URL: a reload draws the same q.
+    page.reload()
+    wait_ready(page)
+    wait_for_plot(page, "plot-q")
+    assert_matrix_close(plot_data(page, "plot-q"), expected["heads"][0]["q"], tol=1e-5)
+    expect(page.get_by_label("W_query row 1 (in0) column 2")).to_have_value("2")
+
+
 def test_url_round_trips_the_view(page: Page) -> None:
     open_explorer(page)
     before = plot_data(page, "plot-attn_weights")
@@ -146,3 +183,60 @@ def test_api_error_is_shown_next_to_the_control(page: Page) -> None:
     error = page.get_by_test_id("error-options")
     expect(error).to_contain_text("heads")
     expect(error).to_be_visible()
+
+
+@pytest.mark.model
+def test_model_embeddings_for_any_word(page: Page, server_url: str) -> None:
+    """Issue 5: a word outside the toy vocabulary gets MiniLM's vector."""
+    open_explorer(page)
+    page.get_by_label("Add a word").fill("river")
+    page.get_by_label("Add a word").press("Enter")
+    expect(page.get_by_test_id("error-tokens")).to_contain_text("Add a vector")
+    page.get_by_label("Embedding", exact=True).select_option("model")
+    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=60_000)
+    wait_for_plot(page, "plot-x")
+    # 384 numbers per word, narrowed to what the server takes (ATTENTION_VIZ_MAX_DIM = 256).
+    dim = min(384, 256)
+    x = plot_data(page, "plot-x")
+    assert len(x) == 4 and all(len(row) == dim for row in x)
+    assert tick_texts(page, "plot-attn_weights") == ["stream", "bank", "mud", "river"]
+    for box in ("error-tokens", "error-options", "error-general", "error-grids"):
+        expect(page.get_by_test_id(box)).to_be_empty()
+    expect(page.get_by_test_id("unknown-words")).to_be_hidden()
+    expect(page.get_by_test_id("model-note")).to_contain_text("384")
+    expect(page.get_by_label("Embedding dim")).to_have_value(str(dim))
+    assert "%22model%22" in page.url  # the URL keeps the kind, not 1024 numbers
+    # The plots are the API's for those vectors.
+    expected = api(
+        server_url,
+        "/api/attention",
+        {
+            "tokens": ["stream", "bank", "mud", "river"],
+            "embedding": {"kind": "explicit", "vectors": x},
+            "scale": "none",
+        },
+    )
+    assert_matrix_close(plot_data(page, "plot-attn_weights"), expected["heads"][0]["attn_weights"])
+    page.reload()
+    wait_ready(page)
+    wait_for_plot(page, "plot-x")
+    assert_matrix_close(plot_data(page, "plot-x"), x)
+
+
+@pytest.mark.allow_console(r"status of 503|^503$")
+def test_model_embeddings_unavailable_is_explained(page: Page) -> None:
+    """Without the pretrained model the API answers an error: the page says so by the options."""
+    page.route(
+        "**/api/model/embeddings",
+        lambda route: route.fulfill(
+            status=503,
+            content_type="application/json",
+            body='{"detail": [{"loc": [], "msg": "no checkpoint", "type": "unavailable"}]}',
+        ),
+    )
+    open_explorer(page)
+    page.get_by_label("Embedding", exact=True).select_option("model")
+    error = page.get_by_test_id("error-options")
+    expect(error).to_contain_text("Model embeddings are not available")
+    expect(error).to_contain_text("HTTP 503: no checkpoint")
+    expect(page.get_by_test_id("status")).to_be_empty()
