@@ -19,27 +19,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+sys.path.insert(0, str(ROOT))
+
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
+
 PAGES = ["/", "/compare", "/lessons"]
 
 MEASURE = """() => {
@@ -63,25 +53,6 @@ MEASURE = """() => {
 }"""
 
 
-def start_server() -> tuple[str, subprocess.Popen]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
-                return url, proc
-        except OSError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError("the server did not start")
-
-
 def kb(n: float | None) -> str:
     return "-" if n is None else f"{n / 1024:,.0f}"
 
@@ -98,7 +69,7 @@ def main() -> None:
     try:
         rows = []
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             # One throwaway load so server-side first-request costs are not counted.
             warm = browser.new_context()
             warm.new_page().goto(url + "/")
@@ -136,8 +107,7 @@ def main() -> None:
             browser.close()
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
+            stop_server(proc)
 
     print(f"\nCold first load, {args.runs} runs per page, fresh context each (Chromium headless)")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")

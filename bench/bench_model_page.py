@@ -27,15 +27,14 @@ import httpx
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from conftest import start_server, stop_server  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
 
 LAYERS, HEADS = 6, 12
 WORDS = (
     "the river bank was muddy after the rain and the bank approved the loan for the farm "
     "so the farmer walked down to the water with his dog"
 ).split()
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 def text_of(tokens: int, salt: int = 0) -> str:
@@ -107,7 +106,7 @@ MARKS = {
 def bench_page(url: str, tokens: int = 256, runs: int = 3) -> list[tuple[str, float, str]]:
     rows = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             for mode in ("cold", "warm"):
                 times: dict[str, list[float]] = {name: [] for name in MARKS}

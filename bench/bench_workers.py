@@ -47,12 +47,7 @@ from bench_load import (  # noqa: E402
     write_requests,
 )
 
-from tests.conftest import (  # noqa: E402
-    STARTUP_SECONDS,
-    free_port,
-    stop_server,
-    wait_until_healthy,
-)
+from tests.conftest import launch, stop_server  # noqa: E402
 
 CLI = ROOT / ".venv" / "bin" / "attention-viz"
 REQUESTS["healthz"] = ("GET", "/healthz", None)
@@ -60,17 +55,9 @@ ENDPOINTS = ["healthz", "toy"]
 
 
 def start_cli(workers: int) -> tuple[str, subprocess.Popen]:
-    port = free_port()
+    """``attention-viz serve --workers N``: the real CLI, as users start it."""
     command = [str(CLI) if CLI.exists() else "attention-viz", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--workers", str(workers), "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(url, process, STARTUP_SECONDS)
-    except BaseException:
-        stop_server(process)
-        raise
-    return url, process
+    return launch(command + ["--workers", str(workers), "--log-level", "warning"])
 
 
 def worker_pids(process: subprocess.Popen, expected: int, timeout: float = 60) -> list[int]:

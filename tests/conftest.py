@@ -23,6 +23,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 STARTUP_SECONDS = 60.0
+# Debian's Chromium (``playwright install`` cannot download browsers here), with
+# the flags that keep it off the network: shared by the e2e tests and the benches.
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def free_port() -> int:
@@ -46,13 +58,15 @@ def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float) -> N
     raise RuntimeError(f"{url}/healthz did not answer within {timeout:.0f} s")
 
 
-def start_server(env: dict[str, str] | None = None) -> tuple[str, subprocess.Popen]:
-    """Start uvicorn with ``env`` added to this process's environment; return (url, process)."""
+def launch(command: list[str], env: dict[str, str] | None = None) -> tuple[str, subprocess.Popen]:
+    """Run a server ``command`` (with ``--port`` appended) until /healthz answers.
+
+    ``env`` is added to this process's environment. Returns (url, process).
+    """
     port = free_port()
-    python = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
-    command = [python, "-m", "uvicorn", "app.main:create_app", "--factory"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        [*command, "--port", str(port)], cwd=ROOT, env={**os.environ, **(env or {})}
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(url, process, STARTUP_SECONDS)
@@ -60,6 +74,14 @@ def start_server(env: dict[str, str] | None = None) -> tuple[str, subprocess.Pop
         stop_server(process)
         raise
     return url, process
+
+
+def start_server(env: dict[str, str] | None = None) -> tuple[str, subprocess.Popen]:
+    """Start uvicorn (one worker) with ``env`` added to the environment; return (url, process)."""
+    python = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+    command = [python, "-m", "uvicorn", "app.main:create_app", "--factory"]
+    command += ["--host", "127.0.0.1", "--log-level", "warning"]
+    return launch(command, env)
 
 
 def stop_server(process: subprocess.Popen) -> None:

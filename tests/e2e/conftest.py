@@ -8,7 +8,6 @@ needed. Set ``CHROMIUM_PATH`` to use another binary.
 from __future__ import annotations
 
 import json
-import os
 import re
 import urllib.request
 from collections.abc import Iterator
@@ -19,18 +18,10 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 VIEWPORT = {"width": 1280, "height": 900}
 
 

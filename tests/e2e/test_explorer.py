@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import api, assert_matrix_close, plot_data, tick_texts, wait_for_plot
 from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api, assert_matrix_close, plot_data, tick_texts, wait_for_plot
 
 pytestmark = pytest.mark.e2e
 

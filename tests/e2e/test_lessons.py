@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import api, plot_data, wait_for_plot
 from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api, plot_data, wait_for_plot
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,9 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import api, plot_data, tick_texts, wait_for_plot
 from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
