@@ -6,6 +6,8 @@ safetensors weights, ``tokenizer.json``); weights are memory-mapped.
 
 from .gpt2 import GPT2, GPT2Config
 from .kv_cache import KVCache
+from .llama import MODEL_TYPES as LLAMA_MODEL_TYPES
+from .llama import Llama, LlamaConfig
 from .outputs import DecoderOutput, LayerTrace
 from .protocols import CausalLM, DecoderConfig
 from .safetensors_io import (
@@ -23,7 +25,10 @@ __all__ = [
     "DecoderOutput",
     "GPT2Config",
     "KVCache",
+    "LLAMA_MODEL_TYPES",
     "LayerTrace",
+    "Llama",
+    "LlamaConfig",
     "checkpoint_files",
     "load_checkpoint_tensors",
     "load_safetensors",
