@@ -26,7 +26,10 @@ PARTIAL_VERSION = "4.1.1"
 # The file inside the npm tarball (under its ``package/`` folder).
 PARTIAL_FILE_IN_TARBALL = "plotly-cartesian.min.js"
 # npm's ``dist.integrity`` of the tarball (``npm view plotly.js-cartesian-dist-min@4.1.1 dist``).
-PARTIAL_TARBALL_INTEGRITY = "sha512-o8GrFeusncwBIxbBynRJpY4pkgVB6caM+JLpwrLYbbsO7dZ8FJ+SVN2Fr+L7kiG/Z6w4P5O0Jus/Qr5EefHVeg=="
+PARTIAL_TARBALL_INTEGRITY = (
+    "sha512-o8GrFeusncwBIxbBynRJpY4pkgVB6caM+JLpwrLYbbsO7dZ8FJ+SVN2Fr+L7kiG/"
+    "Z6w4P5O0Jus/Qr5EefHVeg=="
+)
 PARTIAL_SHA256 = "79542150855a52c567260e3137095dbe2b744e6d702a5cabe67da246942fba7a"
 PARTIAL_NAME = f"plotly-cartesian-{PARTIAL_VERSION}.min.js"
 PARTIAL_PATH = VENDOR_DIR / PARTIAL_NAME
@@ -53,10 +56,12 @@ def package_bundle_version(path: Path = PLOTLY_PACKAGE_JS) -> str:
     return match.group(1).decode()
 
 
-def choose(partial: Path = PARTIAL_PATH, package_js: Path = PLOTLY_PACKAGE_JS) -> PlotlyBundle:
+def choose(partial: Path | None = None, package_js: Path | None = None) -> PlotlyBundle:
     """The vendored partial bundle if present, else the plotly package's full one."""
+    partial = PARTIAL_PATH if partial is None else partial
     if partial.is_file():
         return PlotlyBundle(partial, PARTIAL_NAME, PARTIAL_VERSION, partial=True)
+    package_js = PLOTLY_PACKAGE_JS if package_js is None else package_js
     version = package_bundle_version(package_js)
     return PlotlyBundle(package_js, f"plotly-{version}.min.js", version, partial=False)
 
