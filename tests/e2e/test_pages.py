@@ -29,11 +29,19 @@ def test_page_loads_cleanly(page: Page, path: str) -> None:
         wait_for_plot(page, testid)
         # Drawn at once without Plotly (quick renderer: axes and labels in SVG).
         expect(page.locator(f"[data-testid='{testid}'] .quick-svg").first).to_be_visible()
-    # No inline scripts other than the JSON data block (CSP forbids them anyway).
+    # No inline scripts other than the JSON data block and the import map, which the
+    # CSP allows by its hash (CSP forbids any other anyway).
     inline = page.eval_on_selector_all(
-        "script:not([src])", "els => els.filter(e => e.type !== 'application/json').length"
+        "script:not([src])",
+        "els => els.filter(e => !['application/json', 'importmap'].includes(e.type)).length",
     )
     assert inline == 0
+    # Every module came through its versioned URL (the import map), cached for good.
+    modules = page.evaluate(
+        "() => performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(n => n.includes('/static/js/'))"
+    )
+    assert modules and all(re.search(r"\.js\?v=[0-9a-f]{12}$", m) for m in modules), modules
 
 
 def test_every_plot_exports_png_and_svg(page: Page) -> None:
