@@ -93,9 +93,8 @@ def versioned_url(relative: str) -> str:
 @cache
 def import_map() -> str:
     """The pages' import map: every module's plain URL to its versioned one."""
-    imports = {
-        f"{STATIC_URL}js/{p.name}": versioned_url(f"js/{p.name}") for p in sorted(JS_DIR.glob("*.js"))
-    }
+    names = sorted(p.name for p in JS_DIR.glob("*.js"))
+    imports = {f"{STATIC_URL}js/{name}": versioned_url(f"js/{name}") for name in names}
     return json.dumps({"imports": imports}, separators=(",", ":"))
 
 

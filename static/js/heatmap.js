@@ -1,14 +1,14 @@
 // Drawing figures. Every figure is a Plotly figure (data + layout); it is drawn
 // at once by the quick renderers (canvas/SVG, no Plotly), and replaced in place
-// by Plotly itself once a reader reaches for a plot (hover, touch, focus), which
-// loads Plotly. After that, redraws go through Plotly.react. A figure whose
-// inputs did not change is not redrawn at all.
+// by Plotly itself when a reader reaches for that plot (hover, touch, focus),
+// which loads Plotly the first time. While a Plotly figure is in use, changes go
+// through Plotly.react; a figure whose inputs did not change is not redrawn.
 //
 // Marks for bench/: "first-heatmap" (first figure on screen), "plot-drawn"
 // (after every draw, detail = the plot's test id), "plotly-ready", "first-plotly".
 
 import { escapePlotly, tickLabel } from "./labels.js";
-import { plotlyReady, yieldToMain } from "./plotly-loader.js";
+import { plotlyReady } from "./plotly-loader.js";
 import { drawQuickChart } from "./quick-chart.js";
 import { drawQuickHeatmap } from "./quick-heatmap.js";
 
@@ -46,7 +46,16 @@ function markDrawn(div) {
   performance.mark("plot-drawn", { detail: div.dataset.testid || "" });
 }
 
+// One config object per file name: Plotly.react compares configs, and any new
+// object (a new click function) would make it rebuild the plot from scratch.
+const configs = new Map();
+
 function plotConfig(Plotly, filename) {
+  if (!configs.has(filename)) configs.set(filename, newConfig(Plotly, filename));
+  return configs.get(filename);
+}
+
+function newConfig(Plotly, filename) {
   return {
     responsive: true,
     displaylogo: false,
@@ -69,14 +78,25 @@ function plotConfig(Plotly, filename) {
 
 // ---------- Plotly ----------
 
+/** Plotly events asked for on a plot, kept so that every Plotly figure the div gets has them. */
+function keepHandlers(div, real = null) {
+  div.on = (event, fn) => {
+    (div._handlers ||= []).push([event, fn]);
+    return real ? real(event, fn) : div;
+  };
+}
+
+/** A Plotly figure that a reader is using: under the pointer, holding focus, or zoomed. */
+function inUse(div) {
+  return div.matches(":hover") || div.contains(document.activeElement) || Boolean(div._zoomed);
+}
+
 async function drawWithPlotly(Plotly, div, fig) {
   if (div.dataset.renderer === "plotly") {
     await Plotly.react(div, fig.data, fig.layout, plotConfig(Plotly, fig.filename));
     return;
   }
   // In place of the quick figure, in the same task (no blank frame between).
-  const handlers = div._quickHandlers || [];
-  delete div._quickHandlers;
   delete div.on;
   delete div.data;
   delete div.layout;
@@ -84,6 +104,16 @@ async function drawWithPlotly(Plotly, div, fig) {
   div.dataset.renderer = "plotly";
   div.dataset.plotted = "1";
   await Plotly.newPlot(div, fig.data, fig.layout, plotConfig(Plotly, fig.filename));
+  const real = div.on.bind(div);
+  div._zoomed = false;
+  real("plotly_relayout", (ev) => {
+    const keys = Object.keys(ev || {});
+    if (keys.some((k) => /axis\d*\.range/.test(k))) div._zoomed = true;
+    if (keys.some((k) => /axis\d*\.autorange/.test(k))) div._zoomed = false;
+  });
+  const handlers = div._handlers || [];
+  div._handlers = [];
+  keepHandlers(div, real);
   for (const [event, fn] of handlers) div.on(event, fn);
   if (!firstPlotlyMarked) {
     firstPlotlyMarked = true;
@@ -91,42 +121,24 @@ async function drawWithPlotly(Plotly, div, fig) {
   }
 }
 
-let upgrading = null;
-
-/** Load Plotly and swap every quick figure for a Plotly one, `first` and those in view first, one per task. */
-function upgradeAll(first) {
-  if (upgrading) return upgrading;
-  upgrading = (async () => {
+/** Reached for (hover, touch, focus): load Plotly and let it take over this plot. */
+async function upgrade(div) {
+  try {
     const Plotly = await plotlyReady();
-    for (;;) {
-      const waiting = [...figures.keys()].filter((d) => d.isConnected && d.dataset.renderer === "quick");
-      if (!waiting.length) break;
-      const height = window.innerHeight;
-      const distance = new Map(
-        waiting.map((d) => {
-          const r = d.getBoundingClientRect();
-          const off = r.bottom < 0 ? -r.bottom : r.top > height ? r.top - height : 0;
-          return [d, d === first ? -1 : off];
-        }),
-      );
-      waiting.sort((a, b) => distance.get(a) - distance.get(b));
-      for (const div of waiting) {
-        await yieldToMain();
-        if (div.dataset.renderer === "quick" && div.isConnected) await drawWithPlotly(Plotly, div, figures.get(div));
-      }
+    if (div.dataset.renderer === "quick" && div.isConnected && figures.has(div)) {
+      await drawWithPlotly(Plotly, div, figures.get(div));
     }
-  })().catch(() => {
-    // Plotly could not be loaded: the quick figures stay, and the next reach retries.
-  }).finally(() => {
-    upgrading = null;
-  });
-  return upgrading;
+  } catch {
+    // Plotly could not be loaded: the quick figure stays, and the next reach retries.
+  }
 }
 
 function watchForIntent(div) {
   if (div._watched) return;
   div._watched = true;
-  const want = () => upgradeAll(div);
+  const want = () => {
+    if (div.dataset.renderer === "quick") upgrade(div);
+  };
   div.addEventListener("pointerover", want, { passive: true });
   div.addEventListener("touchstart", want, { passive: true });
   div.addEventListener("focusin", want);
@@ -135,6 +147,7 @@ function watchForIntent(div) {
 // ---------- quick ----------
 
 function drawQuick(div, fig, width) {
+  if (div.dataset.renderer === "plotly") window.Plotly.purge(div);
   const w = fig.layout.width || width || div.clientWidth || 320;
   if (fig.data.every((t) => t.type === "heatmap")) drawQuickHeatmap(div, fig.data[0], fig.layout, w);
   else drawQuickChart(div, fig.data, fig.layout, w);
@@ -142,18 +155,17 @@ function drawQuick(div, fig, width) {
   // What is drawn, where Plotly keeps it too (tests and the console read div.data).
   div.data = fig.data;
   div.layout = fig.layout;
-  if (!div.on) {
-    // Plotly events asked for before Plotly is here are attached on the upgrade.
-    div._quickHandlers = [];
-    div.on = (event, fn) => div._quickHandlers.push([event, fn]);
-  }
+  keepHandlers(div); // attached when Plotly takes over
   watchForIntent(div);
 }
 
 /**
- * Draw a Plotly figure into `div`: with Plotly when it is loaded (newPlot the
- * first time, Plotly.react after), else at once with the quick renderer.
- * `width` (optional) is the div's width, read by the caller with others'.
+ * Draw a Plotly figure into `div`. A Plotly figure in use (hovered, focused or
+ * zoomed) is updated with Plotly.react; every other figure is drawn at once by
+ * the quick renderer (a Plotly figure not in use gives way to it: Plotly.react
+ * costs 15-40 ms a plot, the quick renderer 1-3 ms), and Plotly takes over again
+ * when the reader reaches for it. `width` (optional) is the div's width, read by
+ * the caller with others'.
  */
 export async function drawFigure(div, data, layout, filename = "attention-viz", width = undefined) {
   const fig = {
@@ -168,7 +180,7 @@ export async function drawFigure(div, data, layout, filename = "attention-viz", 
     filename,
   };
   figures.set(div, fig);
-  if (window.Plotly) await drawWithPlotly(window.Plotly, div, fig);
+  if (window.Plotly && div.dataset.renderer === "plotly" && inUse(div)) await drawWithPlotly(window.Plotly, div, fig);
   else drawQuick(div, fig, width);
   div.dataset.revision = String(Number(div.dataset.revision || 0) + 1);
   markDrawn(div);

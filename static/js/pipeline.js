@@ -84,7 +84,8 @@ export async function drawPipeline(container, trace, view) {
   jobs.sort((a, b) => a.distance - b.distance);
   let first = true;
   for (const { step, plot, note, z, width } of jobs) {
-    if (!first && window.Plotly) await yieldToMain(); // Plotly draws take ms each: one task per plot
+    // A Plotly figure in use is updated by Plotly (15-40 ms): each in its own task.
+    if (!first && plot.dataset.renderer === "plotly") await yieldToMain();
     first = false;
     if (container.dataset.generation !== generation) return false;
     const empty = !z || z.length === 0 || z[0].length === 0;

@@ -25,12 +25,10 @@ def wait_drawn(page: Page, path: str) -> None:
 
 
 def load_plotly(page: Page, testid: str) -> None:
-    """Reach for a plot (hover): Plotly loads and takes over every plot of the page."""
-    page.get_by_test_id(testid).hover()
-    page.wait_for_function(
-        "() => window.Plotly && [...document.querySelectorAll('.plot')]"
-        ".every(d => d.hidden || !d.dataset.renderer || d.dataset.renderer === 'plotly')"
-    )
+    """Reach for a plot (hover): Plotly loads and takes over that plot."""
+    plot = page.get_by_test_id(testid)
+    plot.hover()
+    expect(plot).to_have_attribute("data-renderer", "plotly")
 
 
 def use_sentence(page: Page, words: list[str]) -> None:
@@ -157,22 +155,15 @@ def test_weights_colour_range_fixed_or_fitted(page: Page) -> None:
 # ---------- no cloud button ----------
 
 
-FIRST_PLOT = {
-    "/": "plot-x",
-    "/compare": "plot-weights-a",
-    "/lessons": "plot-variance",
-    "/model": "zoom-plot",
-}
-
-
 @pytest.mark.parametrize("path", PAGES)
 def test_no_share_button_on_any_plot(page: Page, path: str) -> None:
     page.goto(path)
     wait_drawn(page, path)
-    load_plotly(page, FIRST_PLOT[path])
-    plots = page.locator(".js-plotly-plot")
+    plots = page.locator(".plot[data-renderer]:visible")
     assert plots.count() >= 1
     for i in range(plots.count()):
+        plots.nth(i).hover()  # Plotly takes over the plot reached for, with its toolbar
+        expect(plots.nth(i)).to_have_attribute("data-renderer", "plotly")
         plots.nth(i).hover()
         modebar = plots.nth(i).locator(".modebar")
         titles = modebar.locator(".modebar-btn").evaluate_all(
