@@ -70,6 +70,14 @@ def lighthouse(url: str, preset: str) -> dict[str, Any]:
     row["cls"] = audits["cumulative-layout-shift"]["numericValue"]
     row["fcp_ms"] = audits["first-contentful-paint"]["numericValue"]
     row["si_ms"] = audits["speed-index"]["numericValue"]
+    row["long_tasks"] = [
+        (t.get("url", "")[-40:], round(t["duration"]), round(t.get("startTime", 0)))
+        for t in (audits.get("long-tasks", {}).get("details") or {}).get("items", [])
+    ]
+    row["work"] = {
+        i["group"]: round(i["duration"])
+        for i in (audits.get("mainthread-work-breakdown", {}).get("details") or {}).get("items", [])
+    }
     row["failed"] = sorted(
         a["id"]
         for a in audits.values()

@@ -180,6 +180,7 @@ export async function drawFigure(div, data, layout, filename = "attention-viz", 
     filename,
   };
   figures.set(div, fig);
+  div.classList.toggle("wide", Boolean(fig.layout.width));
   if (window.Plotly && div.dataset.renderer === "plotly" && inUse(div)) await drawWithPlotly(window.Plotly, div, fig);
   else drawQuick(div, fig, width);
   div.dataset.revision = String(Number(div.dataset.revision || 0) + 1);

@@ -84,8 +84,9 @@ export async function drawPipeline(container, trace, view) {
   jobs.sort((a, b) => a.distance - b.distance);
   let first = true;
   for (const { step, plot, note, z, width } of jobs) {
-    // A Plotly figure in use is updated by Plotly (15-40 ms): each in its own task.
-    if (!first && plot.dataset.renderer === "plotly") await yieldToMain();
+    // One plot per task (the one in view first): a quick draw is a few ms, a
+    // Plotly.react 15-40 ms; together they would block input for a while.
+    if (!first) await yieldToMain();
     first = false;
     if (container.dataset.generation !== generation) return false;
     const empty = !z || z.length === 0 || z[0].length === 0;
