@@ -28,7 +28,8 @@ def load_plotly(page: Page, testid: str) -> None:
     """Reach for a plot (hover): Plotly loads and takes over that plot."""
     plot = page.get_by_test_id(testid)
     plot.hover()
-    expect(plot).to_have_attribute("data-renderer", "plotly")
+    # Parsing Plotly and drawing 64 × 64 cells takes seconds on a loaded 2-core machine.
+    expect(plot).to_have_attribute("data-renderer", "plotly", timeout=30_000)
 
 
 def use_sentence(page: Page, words: list[str]) -> None:
