@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from .errors import SpecError
 
@@ -66,14 +67,23 @@ def attention_with_steps(
     key: torch.Tensor,
     value: torch.Tensor,
     attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
     is_causal: bool = False,
     scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> AttentionSteps:
     """Scaled dot-product attention that keeps its intermediate tensors.
 
     Shapes: query (..., L, E), key (..., S, E), value (..., S, E_v) ->
     context_vec (..., L, E_v).  ``scale=None`` means ``1/sqrt(E)``; pass
     ``1.0`` for no scaling.
+
+    As in SDPA, ``dropout_p`` drops weights (always: pass 0 outside training)
+    before they multiply the values; ``attn_weights`` is kept as the softmax
+    gave it.  ``enable_gqa`` lets key/value carry fewer heads than the query
+    (grouped-query attention): query (..., H_q, L, E) with key and value
+    (..., H_kv, S, E), H_q a multiple of H_kv, query head h reading kv head
+    ``h // (H_q // H_kv)``; every step is returned per query head.
     """
     if query.shape[-1] != key.shape[-1]:
         raise SpecError(
@@ -87,8 +97,17 @@ def attention_with_steps(
         )
     num_queries, num_keys = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    group = _query_group(query, key) if enable_gqa else 1
 
-    attn_scores = query @ key.transpose(-2, -1)  # (..., L, S)
+    if group == 1:
+        attn_scores = query @ key.transpose(-2, -1)  # (..., L, S)
+    else:
+        # Each kv head's G query heads as one (G*L)-row matrix: no copy of the keys.
+        *batch, num_q_heads, _, width = query.shape
+        grouped = query.reshape(*batch, num_q_heads // group, group * num_queries, width)
+        attn_scores = (grouped @ key.transpose(-2, -1)).view(
+            *batch, num_q_heads, num_queries, num_keys
+        )  # (..., H_q, L, S)
     scaled_scores = attn_scores * scale_factor
     allowed = _combined_mask(attn_mask, is_causal, num_queries, num_keys)
     if allowed is None:
@@ -98,9 +117,16 @@ def attention_with_steps(
             raise SpecError(
                 "every query must be allowed to attend to at least one key", field="attn_mask"
             )
-        masked_scores = scaled_scores.masked_fill(~allowed, float("-inf"))
+        masked_scores = torch.where(allowed, scaled_scores, float("-inf"))  # one pass, no copy
     attn_weights = torch.softmax(masked_scores, dim=-1)
-    context_vec = attn_weights @ value  # (..., L, E_v)
+    mixing = F.dropout(attn_weights, p=dropout_p) if dropout_p > 0.0 else attn_weights
+    if group == 1:
+        context_vec = mixing @ value  # (..., L, E_v)
+    else:
+        rows = mixing.reshape(*batch, num_q_heads // group, group * num_queries, num_keys)
+        context_vec = (rows @ value).view(
+            *batch, num_q_heads, num_queries, value.shape[-1]
+        )  # (..., H_q, L, E_v)
     return AttentionSteps(
         attn_scores=attn_scores,
         scaled_scores=scaled_scores,
@@ -110,3 +136,20 @@ def attention_with_steps(
         scale=scale_factor,
         allowed=allowed,
     )
+
+
+def _query_group(query: torch.Tensor, key: torch.Tensor) -> int:
+    """Query heads per key/value head (1 when the head counts are equal)."""
+    if query.dim() < 3 or key.dim() != query.dim():
+        raise SpecError(
+            "enable_gqa needs query and key shaped (..., heads, length, width)",
+            field="num_key_value_heads",
+        )
+    num_q_heads, num_kv_heads = query.shape[-3], key.shape[-3]
+    if num_q_heads % num_kv_heads:
+        raise SpecError(
+            f"grouped-query attention needs the query heads ({num_q_heads}) to be a multiple "
+            f"of the key/value heads ({num_kv_heads})",
+            field="num_key_value_heads",
+        )
+    return num_q_heads // num_kv_heads

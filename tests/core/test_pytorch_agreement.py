@@ -134,3 +134,46 @@ def test_boolean_mask_convention_matches_sdpa(seed):
     both = attention_with_steps(q, k, v, attn_mask=allowed, is_causal=True)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed & causal_mask(5, 6))
     torch.testing.assert_close(both.context_vec, expected)
+
+
+@pytest.mark.parametrize(
+    ("q_heads", "kv_heads", "queries", "keys", "causal"),
+    [(4, 2, 5, 5, True), (8, 1, 7, 7, False), (6, 3, 1, 9, False), (4, 4, 3, 3, True)],
+)
+def test_grouped_query_attention_matches_sdpa(q_heads, kv_heads, queries, keys, causal):
+    """enable_gqa: query head h reads kv head h // (H_q / H_kv), as SDPA's enable_gqa does."""
+    g = torch.Generator().manual_seed(q_heads * 10 + kv_heads)
+    q = torch.randn(2, q_heads, queries, 8, generator=g)
+    k = torch.randn(2, kv_heads, keys, 8, generator=g)
+    v = torch.randn(2, kv_heads, keys, 5, generator=g)
+    steps = attention_with_steps(q, k, v, is_causal=causal, enable_gqa=True)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    torch.testing.assert_close(steps.context_vec, expected)
+    # Every step per query head, equal to plain attention on repeated keys and values.
+    group = q_heads // kv_heads
+    repeated = attention_with_steps(
+        q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), is_causal=causal
+    )
+    for name in ("attn_scores", "scaled_scores", "masked_scores", "attn_weights"):
+        torch.testing.assert_close(getattr(steps, name), getattr(repeated, name))
+    assert steps.attn_weights.shape == (2, q_heads, queries, keys)
+
+
+def test_grouped_query_attention_needs_whole_groups():
+    q, k = torch.randn(1, 6, 3, 4), torch.randn(1, 4, 3, 4)
+    with pytest.raises(ValueError, match=r"query heads \(6\) to be a multiple of the key/value"):
+        attention_with_steps(q, k, k, enable_gqa=True)
+
+
+def test_dropout_drops_weights_in_the_mixing_only():
+    """As SDPA: dropped weights, survivors scaled by 1/(1-p); attn_weights stay the softmax."""
+    q, k, v = torch.randn(2, 6, 4), torch.randn(2, 6, 4), torch.eye(6).expand(2, 6, 6)
+    torch.manual_seed(0)
+    steps = attention_with_steps(q, k, v, dropout_p=0.5)
+    torch.testing.assert_close(steps.attn_weights.sum(-1), torch.ones(2, 6))
+    mixed = steps.context_vec  # v is the identity, so these are the dropped weights
+    kept = mixed != 0
+    assert 0 < int(kept.sum()) < mixed.numel()
+    torch.testing.assert_close(mixed[kept], 2 * steps.attn_weights[kept])
+    no_drop = attention_with_steps(q, k, v, dropout_p=0.0)
+    torch.testing.assert_close(no_drop.context_vec, no_drop.attn_weights)

@@ -1,0 +1,425 @@
+"""GPT-2, written once in plain PyTorch; every attention is ``attention_with_steps``.
+
+The module tree and parameter names are those of transformers'
+``GPT2LMHeadModel``, so a checkpoint loads by name and a model trained here
+saves as a checkpoint transformers can load.  GPT-2 stores its linear layers
+(``c_attn``, ``c_proj``, ``c_fc``) as ``Conv1D``: weight (in, out), applied as
+``x @ W + b``, the transpose of ``nn.Linear``.  One block (nanoGPT's shape)::
+
+    x = x + c_proj(attention(ln_1(x)))        # causal, scaled by 1/sqrt(head_dim)
+    x = x + mlp(ln_2(x))                      # c_fc -> gelu -> c_proj
+
+Training runs through the same class (dropout is live in ``train()`` mode);
+inference takes a ``KVCache`` for generation and can return every layer's
+weights, hidden states, and one layer's full trace.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..attention import AttentionSteps, attention_with_steps
+from ..errors import SpecError
+from .kv_cache import KVCache
+from .outputs import DecoderOutput, LayerTrace
+from .safetensors_io import load_checkpoint_tensors, save_safetensors
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+    "gelu_fast": lambda t: F.gelu(t, approximate="tanh"),
+    "gelu": F.gelu,
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+}
+
+
+@dataclass(frozen=True)
+class GPT2Config:
+    """The fields of a GPT-2 ``config.json`` the forward pass uses, with its defaults."""
+
+    vocab_size: int = 50257
+    n_positions: int = 1024
+    n_embd: int = 768
+    n_layer: int = 12
+    n_head: int = 12
+    n_inner: int | None = None
+    activation_function: str = "gelu_new"
+    layer_norm_epsilon: float = 1e-5
+    resid_pdrop: float = 0.1
+    embd_pdrop: float = 0.1
+    attn_pdrop: float = 0.1
+    initializer_range: float = 0.02
+    scale_attn_weights: bool = True
+    scale_attn_by_inverse_layer_idx: bool = False
+    tie_word_embeddings: bool = True
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "n_positions", "n_embd", "n_head"):
+            if getattr(self, name) < 1:
+                raise SpecError(f"{name} is {getattr(self, name)}; it must be at least 1")
+        if self.n_layer < 0:
+            raise SpecError(f"n_layer is {self.n_layer}; it must not be negative")
+        if self.n_embd % self.n_head:
+            raise SpecError(
+                f"n_embd ({self.n_embd}) is not a multiple of n_head ({self.n_head})",
+                field="n_head",
+            )
+        if self.activation_function not in ACTIVATIONS:
+            raise SpecError(
+                f"activation_function {self.activation_function!r} is not supported; "
+                f"use one of {', '.join(ACTIVATIONS)}",
+                field="activation_function",
+            )
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    @property
+    def inner_size(self) -> int:
+        return self.n_inner if self.n_inner is not None else 4 * self.n_embd
+
+    # The common names of ``protocols.DecoderConfig``.
+    @property
+    def num_layers(self) -> int:
+        return self.n_layer
+
+    @property
+    def num_heads(self) -> int:
+        return self.n_head
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.n_head
+
+    @property
+    def hidden_size(self) -> int:
+        return self.n_embd
+
+    @property
+    def max_positions(self) -> int:
+        return self.n_positions
+
+    @property
+    def vocabulary_size(self) -> int:
+        return self.vocab_size
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> GPT2Config:
+        """From a transformers ``config.json``; refuses what this module does not implement."""
+        if raw.get("model_type", "gpt2") != "gpt2":
+            raise SpecError(f"model_type {raw.get('model_type')!r} is not 'gpt2'", field="model")
+        if raw.get("add_cross_attention"):
+            raise SpecError("GPT-2 with cross-attention layers is not supported", field="model")
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in raw.items() if k in known})
+        except TypeError as exc:
+            raise SpecError(f"config.json has a malformed field ({exc})", field="model") from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        """A ``config.json`` that transformers reads as ``GPT2LMHeadModel``."""
+        return {
+            "model_type": "gpt2",
+            "architectures": ["GPT2LMHeadModel"],
+            "dtype": "float32",
+            **asdict(self),
+        }
+
+
+class Conv1D(nn.Module):
+    """GPT-2's linear layer: ``x @ weight + bias``, weight (in, out)."""
+
+    def __init__(self, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(in_features, out_features))
+        self.bias = nn.Parameter(torch.zeros(out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight)  # (B*T, out)
+        return flat.view(*x.shape[:-1], flat.shape[-1])  # (B, T, out)
+
+
+def decoder_mask(num_new: int, num_keys: int) -> tuple[torch.Tensor | None, bool]:
+    """(attn_mask, is_causal) for ``num_new`` queries placed after the cached keys.
+
+    Query i sits at position ``num_keys - num_new + i`` and may attend to keys
+    up to that position.  Without a cache the plain top-left causal mask does it.
+    """
+    if num_new == num_keys:
+        return None, True
+    if num_new == 1:
+        return None, False  # the newest position may attend to every key
+    allowed = torch.ones(num_new, num_keys, dtype=torch.bool).tril(num_keys - num_new)
+    return allowed, False
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, config: GPT2Config, layer_idx: int) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.n_head = config.n_head
+        self.head_dim = config.head_dim
+        self.c_attn = Conv1D(config.n_embd, 3 * config.n_embd)
+        self.c_proj = Conv1D(config.n_embd, config.n_embd)
+        self.attn_pdrop = config.attn_pdrop
+        self.resid_dropout = nn.Dropout(config.resid_pdrop)
+        scale = self.head_dim**-0.5 if config.scale_attn_weights else 1.0
+        if config.scale_attn_by_inverse_layer_idx:
+            scale /= layer_idx + 1
+        self.scale = scale
+
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None
+    ) -> tuple[torch.Tensor, AttentionSteps, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)  # each (B, T, C)
+        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        if cache is not None:
+            k, v = cache.update(self.layer_idx, k, v)  # (B, H, S, D)
+        attn_mask, is_causal = decoder_mask(T, k.shape[-2])
+        steps = attention_with_steps(
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            dropout_p=self.attn_pdrop if self.training else 0.0,
+            is_causal=is_causal,
+            scale=self.scale,
+        )
+        y = steps.context_vec.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
+        return self.resid_dropout(self.c_proj(y)), steps, (q, k, v)
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, config: GPT2Config) -> None:
+        super().__init__()
+        self.c_fc = Conv1D(config.n_embd, config.inner_size)
+        self.c_proj = Conv1D(config.inner_size, config.n_embd)
+        self.act = ACTIVATIONS[config.activation_function]
+        self.dropout = nn.Dropout(config.resid_pdrop)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.dropout(self.c_proj(self.act(self.c_fc(x))))
+        return out
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, config: GPT2Config, layer_idx: int) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
+        self.attn = GPT2Attention(config, layer_idx)
+        self.ln_2 = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
+        self.mlp = GPT2MLP(config)
+
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None, want_trace: bool
+    ) -> tuple[torch.Tensor, AttentionSteps, LayerTrace | None]:
+        normed = self.ln_1(x)
+        attended, steps, (q, k, v) = self.attn(normed, cache)
+        x = x + attended
+        x = x + self.mlp(self.ln_2(x))
+        trace = None
+        if want_trace:
+            trace = LayerTrace(layer=self.attn.layer_idx, x=normed, q=q, k=k, v=v, steps=steps)
+        return x, steps, trace
+
+
+class GPT2Model(nn.Module):
+    """The transformer body: embeddings, blocks, final norm (``transformer.*`` keys)."""
+
+    def __init__(self, config: GPT2Config) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.n_positions, config.n_embd)
+        self.drop = nn.Dropout(config.embd_pdrop)
+        self.h = nn.ModuleList(GPT2Block(config, i) for i in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
+
+    @property
+    def blocks(self) -> list[GPT2Block]:
+        return cast(list[GPT2Block], list(self.h))
+
+
+class GPT2(nn.Module):
+    """GPT-2 with a language-modelling head; parameter names as in ``GPT2LMHeadModel``."""
+
+    def __init__(self, config: GPT2Config) -> None:
+        super().__init__()
+        self.config = config
+        self.transformer = GPT2Model(config)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        if self.config.tie_word_embeddings:
+            self.lm_head.weight = self.transformer.wte.weight
+
+    def init_weights(self) -> None:
+        """GPT-2's initialization (as transformers and nanoGPT do it), from torch's RNG.
+
+        Normal(0, 0.02) for embeddings and linear weights, the residual
+        projections (``c_proj``) scaled by 1/sqrt(2 * n_layer), zero biases,
+        unit LayerNorm gains.
+        """
+        std = self.config.initializer_range
+        for name, param in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(param, 0.0, std / math.sqrt(2 * max(self.config.n_layer, 1)))
+            elif name.endswith(".bias"):
+                nn.init.zeros_(param)
+            elif ".ln_" in name or "ln_f" in name:
+                nn.init.ones_(param)
+            else:
+                nn.init.normal_(param, 0.0, std)
+
+    def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache:
+        c = self.config
+        return KVCache(c.n_layer, batch, c.n_head, max_length or c.n_positions, c.head_dim)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        *,
+        cache: KVCache | None = None,
+        num_logits: int | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        trace_layer: int | None = None,
+    ) -> DecoderOutput:
+        """Logits for ``input_ids`` (B, T), placed after the ``cache``'s positions if given.
+
+        ``num_logits``: None for every position, k for the last k, 0 for none.
+        ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
+        """
+        B, T = input_ids.shape
+        start = cache.length if cache is not None else 0
+        if start + T > self.config.n_positions:
+            raise SpecError(
+                f"the sequence is {start + T} tokens; this model reads at most "
+                f"{self.config.n_positions}",
+                field="text",
+            )
+        positions = torch.arange(start, start + T)  # (T,)
+        body = self.transformer
+        x = body.drop(body.wte(input_ids) + body.wpe(positions))  # (B, T, C)
+        attentions: list[torch.Tensor] = []
+        hidden: list[torch.Tensor] = [x] if output_hidden_states else []
+        trace = None
+        for i, block in enumerate(body.blocks):
+            x, steps, layer_trace = block(x, cache, want_trace=i == trace_layer)
+            if output_attentions:
+                attentions.append(steps.attn_weights)
+            if output_hidden_states:
+                hidden.append(x)
+            trace = layer_trace or trace
+        x = body.ln_f(x)
+        if output_hidden_states:
+            hidden[-1] = x
+        if cache is not None:
+            cache.advance(T)
+        kept = x if num_logits is None else x[:, x.shape[1] - num_logits :]
+        return DecoderOutput(
+            logits=self.lm_head(kept),
+            attentions=tuple(attentions),
+            hidden_states=tuple(hidden),
+            trace=trace,
+        )
+
+    # --- checkpoints ------------------------------------------------------------------
+
+    @classmethod
+    def from_pretrained(cls, directory: Path) -> GPT2:
+        """Load a checkpoint directory (config.json + safetensors) for inference.
+
+        Float32 weights stay memory-mapped; fp16/bf16 ones are converted to
+        float32.  Transformers' and OpenAI's key layouts (with or without the
+        ``transformer.`` prefix) are both read.
+        """
+        config = GPT2Config.from_dict(read_config(directory))
+        with torch.device("meta"):
+            model = cls(config)
+        state = _checkpoint_state(directory, model)
+        model.load_state_dict(state, strict=True, assign=True)
+        model.tie_weights()
+        return model.eval().requires_grad_(False)
+
+    def save_pretrained(self, directory: Path, metadata: Mapping[str, str] | None = None) -> None:
+        """Write ``config.json`` and ``model.safetensors`` in transformers' layout."""
+        directory.mkdir(parents=True, exist_ok=True)
+        state = {k: v for k, v in self.state_dict().items()}
+        if self.config.tie_word_embeddings:
+            state.pop("lm_head.weight")  # transformers re-ties it on load
+        save_safetensors(directory / WEIGHTS_FILE, state, {"format": "pt", **(metadata or {})})
+        text = json.dumps(self.config.to_dict(), indent=2, sort_keys=True) + "\n"
+        (directory / CONFIG_FILE).write_text(text, encoding="utf-8")
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    path = directory / CONFIG_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(
+            f"{directory.name}: cannot read {CONFIG_FILE} ({exc})", field="model"
+        ) from exc
+    except ValueError as exc:
+        raise SpecError(
+            f"{directory.name}: {CONFIG_FILE} is not JSON ({exc})", field="model"
+        ) from exc
+    if not isinstance(raw, dict):
+        raise SpecError(f"{directory.name}: {CONFIG_FILE} is not a JSON object", field="model")
+    return raw
+
+
+# OpenAI's checkpoints also store the causal mask as buffers; they carry no weights.
+_IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
+
+
+def _checkpoint_state(directory: Path, model: GPT2) -> dict[str, torch.Tensor]:
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    state: dict[str, torch.Tensor] = {}
+    for key, tensor in load_checkpoint_tensors(directory).items():
+        name = key if key.startswith(("transformer.", "lm_head.")) else f"transformer.{key}"
+        if name.endswith(_IGNORED_SUFFIXES) and name not in expected:
+            continue
+        state[name] = tensor
+    if model.config.tie_word_embeddings:
+        state.setdefault("lm_head.weight", state.get("transformer.wte.weight", torch.empty(0)))
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise SpecError(
+            f"{directory.name}: the weights do not match config.json "
+            f"(missing: {', '.join(missing[:5]) or 'none'}; "
+            f"unexpected: {', '.join(unexpected[:5]) or 'none'})",
+            field="model",
+        )
+    for name, shape in expected.items():
+        if tuple(state[name].shape) != shape:
+            raise SpecError(
+                f"{directory.name}: tensor {name!r} has shape {tuple(state[name].shape)}; "
+                f"config.json implies {shape}",
+                field="model",
+            )
+        if state[name].dtype != torch.float32:
+            state[name] = state[name].to(torch.float32)
+    return state

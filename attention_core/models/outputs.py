@@ -1,0 +1,47 @@
+"""What a model's forward pass returns, in Hugging Face's layout (batch first)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..attention import AttentionSteps
+
+
+@dataclass(frozen=True)
+class LayerTrace:
+    """Every tensor one attention layer computed, for the step-by-step view of a real head.
+
+    Shapes (B batch, T new positions, S = cached + new positions, C width,
+    H query heads, H_kv key/value heads, D head width): x (B, T, C) is the
+    attention's input after the layer's norm; q (B, H, T, D), k and v
+    (B, H_kv, S, D) exactly as attention used them (so after RoPE where the
+    family has it); ``q_unrotated``/``k_unrotated`` are the projections before
+    RoPE (None without RoPE); ``steps`` holds (B, H, T, S) scores and weights.
+    """
+
+    layer: int
+    x: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    steps: AttentionSteps
+    q_unrotated: torch.Tensor | None = None
+    k_unrotated: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class DecoderOutput:
+    """``logits`` (B, T_kept, vocab) for the last ``T_kept`` positions asked for.
+
+    ``attentions``: one (B, H, T, S) tensor per layer, rows sum to 1, empty unless
+    asked for.  ``hidden_states``: L + 1 tensors (B, T, C) when asked for, as
+    transformers gives them: the embeddings, each block's output, and the last
+    block's output after the final norm in place of the raw one.
+    """
+
+    logits: torch.Tensor
+    attentions: tuple[torch.Tensor, ...] = ()
+    hidden_states: tuple[torch.Tensor, ...] = ()
+    trace: LayerTrace | None = None
