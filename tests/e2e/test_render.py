@@ -267,3 +267,18 @@ def test_unknown_page_is_an_html_404_with_the_navigation(page: Page) -> None:
         expect(nav.get_by_role("link", name=name, exact=True)).to_be_visible()
     nav.get_by_role("link", name="Explorer", exact=True).click()
     expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"))
+
+
+def test_plotly_events_asked_for_before_plotly_arrive_with_it(page: Page) -> None:
+    """/model registers a plotly_hover handler on its large map while the quick
+    figure is shown; it works once Plotly takes over."""
+    page.goto("/model")
+    wait_for_plot(page, "zoom-plot")
+    expect(page.get_by_test_id("zoom-plot")).to_have_attribute("data-renderer", "quick")
+    load_plotly(page, "zoom-plot")
+    drag = page.locator("[data-testid='zoom-plot'] .nsewdrag")
+    box = drag.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    page.mouse.move(box["x"] + box["width"] * 0.52, box["y"] + box["height"] * 0.52)
+    expect(page.get_by_test_id("zoom-readout")).to_contain_text("→")
