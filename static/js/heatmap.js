@@ -148,7 +148,7 @@ function watchForIntent(div) {
 
 function drawQuick(div, fig, width) {
   if (div.dataset.renderer === "plotly") window.Plotly.purge(div);
-  const w = fig.layout.width || width || div.clientWidth || 320;
+  const w = fig.layout.width || width || plotWidth(div) || 320;
   if (fig.data.every((t) => t.type === "heatmap")) drawQuickHeatmap(div, fig.data[0], fig.layout, w);
   else drawQuickChart(div, fig.data, fig.layout, w);
   div.dataset.renderer = "quick";
@@ -364,7 +364,7 @@ const lastKey = new WeakMap();
  * Resolves once drawn; a call with the same inputs as the last draw draws nothing.
  */
 export function drawHeatmap(div, opts) {
-  const width = opts.width || div.clientWidth || 320;
+  const width = opts.width || plotWidth(div) || 320;
   heatmaps.set(div, opts);
   const key = JSON.stringify([opts.z, opts.rows, opts.cols, opts.kind, opts.rowTitle, opts.colTitle, opts.zmin, opts.zmax, opts.zrange, opts.highlightRows, opts.thinCols, opts.kind === "weights" ? weightRange : "", Math.round(width)]);
   if (lastKey.get(div) === key && div.dataset.renderer) return Promise.resolve(div);
@@ -373,21 +373,66 @@ export function drawHeatmap(div, opts) {
   return drawFigure(div, data, layout, opts.filename || "attention-viz", width);
 }
 
-// ---------- the page-wide bits ----------
+// ---------- sizes and visibility, without forcing a layout ----------
 
-// A resize redraws the quick figures (Plotly's own are responsive) and re-fits every heatmap's labels.
+// Each plot's width and whether it is near the viewport, kept up to date by
+// observers (which report after the browser's own layout): a redraw reads these
+// instead of clientWidth/getBoundingClientRect, which would force a layout
+// between one plot's write and the next one's read.
+const widths = new WeakMap();
+const visible = new WeakMap();
+const resized = new Set();
 let resizeTimer = null;
-window.addEventListener("resize", () => {
+
+const sizeObserver = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const width = entry.contentRect.width;
+    const before = widths.get(entry.target);
+    widths.set(entry.target, width);
+    if (before !== undefined && Math.abs(before - width) >= 1) resized.add(entry.target);
+  }
+  if (!resized.size) return;
   clearTimeout(resizeTimer);
-  resizeTimer = setTimeout(() => {
-    const live = [...figures.keys()].filter((d) => d.isConnected && !d.hidden);
-    const widths = live.map((d) => d.clientWidth); // read every width, then draw
-    live.forEach((div, k) => {
-      if (heatmaps.has(div)) drawHeatmap(div, { ...heatmaps.get(div), width: widths[k] });
-      else if (div.dataset.renderer === "quick") drawQuick(div, figures.get(div), widths[k]);
-    });
-  }, 150);
+  resizeTimer = setTimeout(redrawResized, 150);
 });
+
+const viewObserver = new IntersectionObserver(
+  (entries) => {
+    for (const entry of entries) visible.set(entry.target, entry.isIntersecting);
+  },
+  { rootMargin: "200px 0px" },
+);
+
+function observe(div) {
+  if (widths.has(div)) return;
+  widths.set(div, div.clientWidth);
+  sizeObserver.observe(div);
+  viewObserver.observe(div);
+}
+
+/** The plot div's width in CSS pixels (one forced layout the first time, then from the observer). */
+export function plotWidth(div) {
+  observe(div);
+  return widths.get(div);
+}
+
+/** Whether the plot is in (or within 200 px of) the viewport; unknown before its first draw counts as yes. */
+export function plotInView(div) {
+  return visible.get(div) ?? true;
+}
+
+// A new width redraws the quick figures (Plotly's own are responsive) and re-fits every heatmap's labels.
+function redrawResized() {
+  const divs = [...resized].filter((d) => d.isConnected && !d.hidden && figures.has(d));
+  resized.clear();
+  for (const div of divs) {
+    const width = widths.get(div);
+    if (heatmaps.has(div)) drawHeatmap(div, { ...heatmaps.get(div), width });
+    else if (div.dataset.renderer === "quick") drawQuick(div, figures.get(div), width);
+  }
+}
+
+// ---------- the page-wide bits ----------
 
 // Any <select data-weight-range> on the page switches the weight maps' colour range.
 for (const select of document.querySelectorAll("[data-weight-range]")) {

@@ -3,7 +3,7 @@
 // before any data); STEPS says what each one shows.
 
 import { el } from "./dom.js";
-import { drawHeatmap } from "./heatmap.js";
+import { drawHeatmap, plotInView, plotWidth } from "./heatmap.js";
 import { yieldToMain } from "./plotly-loader.js";
 import { dimLabels, tokenLabels } from "./labels.js";
 
@@ -74,14 +74,9 @@ export async function drawPipeline(container, trace, view) {
     const panel = panelFor(container, step);
     return { step, panel, plot: panel.querySelector(".plot"), note: panel.querySelector(".empty-note"), z: stepMatrix(trace, step.key, view) };
   });
-  // Layout reads, all at once: widths and which panels are in view.
-  const height = window.innerHeight;
-  for (const job of jobs) {
-    const r = job.panel.getBoundingClientRect();
-    job.width = job.plot.clientWidth;
-    job.distance = r.bottom < 0 ? -r.bottom : r.top > height ? r.top - height : 0;
-  }
-  jobs.sort((a, b) => a.distance - b.distance);
+  // Widths and visibility come from observers (heatmap.js): no forced layout here.
+  for (const job of jobs) job.width = job.plot.hidden ? 0 : plotWidth(job.plot);
+  jobs.sort((a, b) => Number(plotInView(b.plot)) - Number(plotInView(a.plot))); // in view first, else in order
   let first = true;
   for (const { step, plot, note, z, width } of jobs) {
     // One plot per task (the one in view first): a quick draw is a few ms, a
