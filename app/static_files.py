@@ -123,18 +123,16 @@ def module_graph(entry: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _accepts_gzip(scope: Scope) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"accept-encoding":
-            return b"gzip" in value
-    return False
-
-
-def _if_none_match(scope: Scope) -> str | None:
-    for name, value in scope["headers"]:
-        if name == b"if-none-match":
+def _header(scope: Scope, wanted: bytes) -> str | None:
+    headers: list[tuple[bytes, bytes]] = scope["headers"]
+    for name, value in headers:
+        if name == wanted:
             return value.decode("latin-1")
     return None
+
+
+def _accepts_gzip(scope: Scope) -> bool:
+    return "gzip" in (_header(scope, b"accept-encoding") or "")
 
 
 class RevalidatedStaticFiles(StaticFiles):
@@ -151,7 +149,7 @@ class RevalidatedStaticFiles(StaticFiles):
             "cache-control": IMMUTABLE if wanted == entry.version else "no-cache",
             "vary": "accept-encoding",
         }
-        match = _if_none_match(scope)
+        match = _header(scope, b"if-none-match")
         if match is not None and entry.etag in [m.strip() for m in match.split(",")]:
             return Response(status_code=304, headers=headers)
         body = entry.raw

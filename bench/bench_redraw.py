@@ -43,7 +43,8 @@ from playwright.sync_api import Page, sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
+from devtools.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from devtools.server import start_server, stop_server  # noqa: E402
 
 # Set a control's value and fire its event, after noting t0, all in one task.
 CHANGE = """([selector, value, event]) => {
