@@ -2,10 +2,14 @@
 
 It is FastAPI's own validation-error shape, so clients handle one format;
 Starlette's plain-string HTTP errors (404, 405, unparsable bodies) are
-rewritten into it.
+rewritten into it. The one exception: a browser asking for a page that does not
+exist gets an HTML 404 page (``app.not_found``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import FastAPI, Request, Response
@@ -15,6 +19,9 @@ from starlette.exceptions import HTTPException
 from attention_core import SpecError
 
 from .limits import LimitError
+from .not_found import not_found_page, wants_html
+
+E = TypeVar("E", bound=Exception)
 
 UNPARSABLE_BODY = (
     "the body could not be parsed: it must be UTF-8 JSON, nested at most a few hundred levels deep"
@@ -22,7 +29,7 @@ UNPARSABLE_BODY = (
 
 
 def error_response(
-    status: int, loc: list[str | int], msg: str, kind: str, headers: dict | None = None
+    status: int, loc: list[str | int], msg: str, kind: str, headers: Mapping[str, str] | None = None
 ) -> Response:
     body = orjson.dumps({"detail": [{"loc": loc, "msg": msg, "type": kind}]})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
@@ -44,13 +51,15 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
         return error_response(400, ["body"], UNPARSABLE_BODY, "body_unparsable")
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and wants_html(request):
+        return not_found_page(request)
     if exc.status_code == 404 and message == "Not Found":
         message = f"nothing at {request.url.path}; see /docs for the API"
     kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
     return error_response(exc.status_code, ["path"], message, kind, exc.headers)
 
 
-def _validation_message(error: dict) -> str:
+def _validation_message(error: dict[str, Any]) -> str:
     kind = error.get("type")
     if kind == "finite_number":
         return "Input should be a finite number within ±1e6 (NaN and Infinity are not allowed)"
@@ -70,8 +79,25 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> Response
     return Response(orjson.dumps({"detail": detail}), 422, media_type="application/json")
 
 
+def _add_handler(
+    app: FastAPI, kind: type[E], handler: Callable[[Request, E], Awaitable[Response]]
+) -> None:
+    """Register ``handler`` for ``kind``, with the pairing checked by the type checker.
+
+    Starlette types every handler as taking any ``Exception``; it calls this one
+    only for ``kind`` and its subclasses, which the wrapper narrows to.
+    """
+
+    async def narrowed(request: Request, exc: Exception) -> Response:
+        if not isinstance(exc, kind):
+            raise exc
+        return await handler(request, exc)
+
+    app.add_exception_handler(kind, narrowed)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(SpecError, _spec_error)
-    app.add_exception_handler(LimitError, _limit_error)
-    app.add_exception_handler(HTTPException, _http_error)
+    _add_handler(app, RequestValidationError, _validation_error)
+    _add_handler(app, SpecError, _spec_error)
+    _add_handler(app, LimitError, _limit_error)
+    _add_handler(app, HTTPException, _http_error)

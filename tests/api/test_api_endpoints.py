@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from attention_core.presets import FINANCE, RIVER
+from tests import reference_values as ref
+from tests.printed import assert_printed
 
 BANK_RAW = {
     "embedding": {"kind": "vocabulary"},
@@ -58,14 +60,10 @@ def test_scaling_lesson_defaults(client):
         # Var(q·k) ≈ d before scaling, ≈ 1 after (1,000 samples: within ~20 %).
         assert row["variance_unscaled"] == pytest.approx(row["dim"], rel=0.25)
         assert row["variance_scaled"] == pytest.approx(1.0, rel=0.25)
-    assert lesson["scores"] == [0.1, -0.2, 0.3, -0.2, 0.5]
+    assert lesson["scores"] == list(ref.SEED_001_SOFTMAX_SCORES)
     by_scale = {r["scale"]: r for r in lesson["sharpness"]}
-    assert by_scale[1.0]["weights"] == pytest.approx(
-        [0.1925, 0.1426, 0.2351, 0.1426, 0.2872], abs=5e-5
-    )
-    assert by_scale[8.0]["weights"] == pytest.approx(
-        [0.0326, 0.0030, 0.1615, 0.0030, 0.8000], abs=5e-5
-    )
+    assert_printed(by_scale[1.0]["weights"], ref.SEED_001_SOFTMAX)
+    assert_printed(by_scale[8.0]["weights"], ref.SEED_001_SOFTMAX_TIMES_8)
     maxima = [r["max_weight"] for r in lesson["sharpness"]]
     assert maxima == sorted(maxima)  # larger scale, sharper softmax
 
@@ -206,3 +204,28 @@ def test_own_static_files_are_revalidated_with_etag(client) -> None:
     assert first.headers["cache-control"] == "no-cache"
     again = client.get("/static/js/api.js", headers={"if-none-match": first.headers["etag"]})
     assert again.status_code == 304
+
+
+def test_own_static_files_under_their_versioned_url_are_immutable(client) -> None:
+    import hashlib
+    import re
+
+    page = client.get("/").text
+    url = re.search(r'"(/static/js/heatmap\.js\?v=([0-9a-f]{12}))"', page)
+    assert url, "the import map names no versioned heatmap.js"
+    response = client.get(url.group(1), headers={"accept-encoding": "gzip"})
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert response.headers["content-encoding"] == "gzip"
+    assert hashlib.sha256(response.content).hexdigest()[:12] == url.group(2)
+    # An old version (or none) is answered with the current bytes, revalidated every time.
+    stale = client.get("/static/js/heatmap.js?v=000000000000")
+    assert stale.headers["cache-control"] == "no-cache"
+    assert stale.content == response.content
+    # The inline import map is allowed by its hash, and by nothing broader.
+    importmap = re.search(r'<script type="importmap">(.*?)</script>', page).group(1)
+    digest = hashlib.sha256(importmap.encode()).digest()
+    import base64
+
+    csp = client.get("/").headers["content-security-policy"]
+    assert f"'sha256-{base64.b64encode(digest).decode()}'" in csp
