@@ -30,6 +30,7 @@ reuse) is on for both sides unless ``--no-keep-freed-memory``.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import statistics
 import time
@@ -43,6 +44,7 @@ from torch import nn  # noqa: E402
 from attention_core.models import GPT2, GPT2Config, Llama, LlamaConfig  # noqa: E402
 
 MODELS = ("gpt2-small", "llama-100m")
+M_MMAP_MAX = -4  # glibc mallopt parameter (malloc.h)
 
 
 def build(name: str) -> tuple[nn.Module, nn.Module]:
@@ -92,10 +94,17 @@ def main() -> None:
     parser.add_argument("--hidden", action="store_true", help="both also return hidden states")
     parser.add_argument("--no-keep-freed-memory", action="store_true")
     parser.add_argument(
+        "--heap-only",
+        action="store_true",
+        help="also mallopt(M_MMAP_MAX, 0): blocks over glibc's 32 MB mmap ceiling come from "
+        "the heap and are reused (not what the app does today; see bench/README.md)",
+    )
+    parser.add_argument(
         "--clock",
         choices=("wall", "cpu"),
         default="wall",
-        help="cpu: the calling thread's CPU time (only with --threads 1); steadier on a busy machine",
+        help="cpu: the calling thread's CPU time (only with --threads 1); "
+        "steadier on a busy machine",
     )
     args = parser.parse_args()
     if args.clock == "cpu" and args.threads != [1]:
@@ -103,16 +112,22 @@ def main() -> None:
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     keep = not args.no_keep_freed_memory
     if keep:
-        from app.routes.model import keep_freed_memory
+        try:
+            from app.model_registry import keep_freed_memory
+        except ImportError:  # before the model registry, the encoder's route held it
+            from app.routes.model import keep_freed_memory
 
         if not keep_freed_memory():
             parser.error("keep_freed_memory needs glibc (Linux); pass --no-keep-freed-memory")
+    if args.heap_only and not ctypes.CDLL("libc.so.6").mallopt(M_MMAP_MAX, 0):
+        parser.error("--heap-only needs glibc (Linux)")
 
     import transformers
 
     print(
         f"torch {torch.__version__}, transformers {transformers.__version__}, "
         f"rounds {args.rounds}, clock {args.clock}, keep freed memory {keep}, "
+        f"heap only {args.heap_only}, "
         f"hidden states {args.hidden}, "
         f"load average at start {os.getloadavg()[0]:.2f}"
     )
