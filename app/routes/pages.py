@@ -14,10 +14,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from attention_core import PRESETS, TOY_VOCABULARY
+from attention_core import PRESETS, TOY_VOCABULARY, SpecError
+from attention_core.encoder.config import resolve_model_dir
 
 from .. import paths
 from ..convert import preset_summary, request_from_spec
+from ..settings import Settings
+from .api import published_limits
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=paths.TEMPLATES_DIR)
@@ -39,16 +42,34 @@ def _initial_data() -> dict[str, Any]:
     }
 
 
+@cache
+def _model_vectors_available(model_dir: str | None) -> bool:
+    """Whether a checkpoint is there to answer ``POST /api/model/embeddings`` (not loaded here)."""
+    try:
+        resolve_model_dir(model_dir)
+    except SpecError:
+        return False
+    return True
+
+
+def _server_data(settings: Settings) -> dict[str, Any]:
+    """What depends on the settings: the limits pages cap their controls to (the same as
+    ``GET /api/limits``) and whether MiniLM word vectors can be asked for."""
+    return {
+        "limits": published_limits(settings),
+        "model_vectors": _model_vectors_available(settings.model_dir),
+    }
+
+
 def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
-    # The widest vector the API accepts: pages narrow wider (model) vectors to it.
-    limits = {"max_dim": request.app.state.settings.max_dim}
+    settings = request.app.state.settings
     return templates.TemplateResponse(
         request=request,
         name=name,
         context={
             "page": page,
             "title": title,
-            "initial": {**_initial_data(), "limits": limits},
+            "initial": {**_initial_data(), **_server_data(settings)},
         },
     )
 
