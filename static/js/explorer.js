@@ -858,6 +858,7 @@ async function boot() {
   const { tokens, notes } = capTokens(state.spec.tokens, { maxTokens: LIMITS.max_tokens, maxChars: LIMITS.max_token_chars });
   state.spec.tokens = tokens;
   state.notes.tokens = notes;
+  if (!("embedding" in overrides)) adaptEmbedding(); // a hand-made link with any words
   if (fromUrl.focus !== null) {
     state.focus = fromUrl.focus;
     $("headview-panel").open = true;

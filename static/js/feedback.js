@@ -110,7 +110,7 @@ export function markStale(region, note, reason) {
   region.dataset.stale = "true";
   if (note) {
     note.hidden = false;
-    note.textContent = `Out of date: these plots still show the last settings that could be computed. ${reason}`;
+    note.textContent = `Out of date: these plots still show the last settings that could be computed. ${reason}`.trim();
     if (note.id) region.setAttribute("aria-describedby", note.id);
   }
 }

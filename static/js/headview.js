@@ -29,6 +29,7 @@ const MODES = [
   ["lines", "lines"],
   ["bars", "bars"],
 ];
+const MAX_WIDTH = 900;
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -67,11 +68,15 @@ function buildToolbar(container, id, onSelect, onMode) {
   });
   const legend = el("ul", { class: "hv-legend", "data-testid": "headview-legend", "aria-label": "Heads shown" });
   legend.addEventListener("change", () => onMode(container.dataset.mode));
+  // Nearly uniform rows (weights ~1/T) draw nearly invisible lines: let the reader stretch them.
+  const fit = el("input", { type: "checkbox", id: `${id}-fit`, "data-testid": "headview-fit" });
+  fit.addEventListener("change", () => onMode(container.dataset.mode));
   container.append(
     el("div", { class: "hv-toolbar" }, [
       el("label", { for: `${id}-query`, text: "From token" }),
       select,
       modes,
+      el("span", { class: "hv-fit" }, [fit, el("label", { for: `${id}-fit`, text: " darkest line = largest weight" })]),
     ]),
     legend,
     el("p", { class: "hv-summary", "data-testid": "headview-summary", "aria-live": "polite" }),
@@ -98,11 +103,11 @@ function syncLegend(legend, heads) {
   );
 }
 
-function linesFigure({ queries, keys, query, rows }, visible, onSelect) {
+function linesFigure({ queries, keys, query, rows }, visible, onSelect, { fitted, room }) {
   const height = Math.max(queries.length, keys.length) * ROW_PX + 8;
   const longest = Math.max(...[...queries, ...keys].map((t) => Math.min(Array.from(t).length, 18)), 3);
   const labelW = 12 + longest * 7.2;
-  const width = Math.max(360, 2 * labelW + 240);
+  const width = Math.max(2 * labelW + 120, Math.min(room || 0, MAX_WIDTH), 360);
   const x0 = labelW;
   const x1 = width - labelW;
   const yOf = (i) => 4 + i * ROW_PX + ROW_PX / 2;
@@ -116,6 +121,8 @@ function linesFigure({ queries, keys, query, rows }, visible, onSelect) {
   });
   root.append(svg("title", {}, `Attention from ${queries[query]} to every token, one line colour per head`));
   const shown = rows.map((_, h) => h).filter((h) => visible[h]);
+  // Opacity = weight; or, fitted, weight / the largest weight shown (stated in the title).
+  const top = fitted ? Math.max(...shown.flatMap((h) => rows[h].map(weightOf)), 1e-12) : 1;
   // Each head's line ends a little apart, so overlapping heads stay visible.
   const spread = Math.min(2.5, (ROW_PX - 6) / Math.max(shown.length, 1));
   const lines = svg("g", { class: "hv-line-group" });
@@ -130,7 +137,7 @@ function linesFigure({ queries, keys, query, rows }, visible, onSelect) {
         y2: yOf(j) + dy,
         stroke: headColour(h),
         "stroke-width": 2.5,
-        "stroke-opacity": w.toFixed(4),
+        "stroke-opacity": (w / top).toFixed(4),
         "data-head": h,
         "data-key": j,
         "data-weight": w,
@@ -222,8 +229,11 @@ function render(container) {
   const data = container._hvData;
   const visible = [...container.querySelectorAll("[data-testid='headview-head']")].map((c) => c.checked);
   const figure = container.querySelector(".hv-figure");
+  const fitted = container.querySelector("[data-testid='headview-fit']").checked;
   figure.replaceChildren(
-    container.dataset.mode === "bars" ? barsFigure(data, visible) : linesFigure(data, visible, (i) => container._hvSelect(i)),
+    container.dataset.mode === "bars"
+      ? barsFigure(data, visible)
+      : linesFigure(data, visible, (i) => container._hvSelect(i), { fitted, room: figure.clientWidth }),
   );
   const strongest = strongestKeys(data.rows).filter(({ head }) => visible[head]);
   const summary = container.querySelector(".hv-summary");

@@ -52,6 +52,14 @@ function parseScores(text) {
   return { scores: values };
 }
 
+/** Mark a lesson's plot and readout out of date ("" = stale; the reason is beside the control) or current (null). */
+function stale(which, reason) {
+  markStale($(`plot-${which}`), $(`stale-${which}`), reason);
+  const readout = $(`${which}-readout`);
+  if (reason === null) delete readout.dataset.stale;
+  else readout.dataset.stale = "true";
+}
+
 function save() {
   writeLessonState({ dim: $("dim-slider").value, scale: $("scale-slider").value, scores: $("scores-input").value });
 }
@@ -66,7 +74,7 @@ async function updateVariance() {
     const lesson = await api.scaling({ dims, trials: trialsFor(dims), seed: 0, scores: [0], scales: [1] });
     if (mine !== varianceSeq) return;
     clearFieldErrors($("dims-controls"));
-    markStale($("plot-variance"), $("stale-variance"), null);
+    stale("variance", null);
     const rows = lesson.variance;
     const lastRow = rows[rows.length - 1];
     const readout = $("variance-readout");
@@ -98,7 +106,7 @@ async function updateVariance() {
   } catch (err) {
     if (mine !== varianceSeq) return;
     const shown = showFieldErrors($("dims-controls"), err, () => ({ key: "dims", label: "d_k" }));
-    markStale($("plot-variance"), $("stale-variance"), shown.join(" "));
+    stale("variance", shown.length ? "" : null);
   }
 }
 
@@ -111,13 +119,13 @@ async function updateSharpness() {
   clearFieldErrors(controls);
   if (problem) {
     showFieldError(controls, "scores", problem);
-    markStale($("plot-sharpness"), $("stale-sharpness"), problem);
+    stale("sharpness", "");
     return;
   }
   try {
     const lesson = await api.scaling({ dims: [1], trials: 2, seed: 0, scores, scales: [1, scale] });
     if (mine !== sharpSeq) return;
-    markStale($("plot-sharpness"), $("stale-sharpness"), null);
+    stale("sharpness", null);
     const [base, chosen] = lesson.sharpness;
     const labels = scores.map((s, i) => `score ${i + 1}: ${s}`);
     const uniform = Math.log(scores.length);
@@ -148,7 +156,7 @@ async function updateSharpness() {
   } catch (err) {
     if (mine !== sharpSeq) return;
     const shown = showFieldErrors(controls, err, () => ({ key: "scores", label: "Scores" }));
-    markStale($("plot-sharpness"), $("stale-sharpness"), shown.join(" "));
+    stale("sharpness", shown.length ? "" : null);
   }
 }
 

@@ -357,6 +357,13 @@ def test_head_view_from_a_row_label(page: Page, server_url: str) -> None:
     assert all(line["weight"] == 0 for line in lines if line["key"] > 2)
     summary = page.get_by_test_id("headview-summary")
     expect(summary).to_contain_text("bank reads most from")
+    # Faint rows can be stretched: the strongest line becomes fully opaque.
+    page.get_by_test_id("headview-fit").check()
+    top = max(line["weight"] for line in lines)
+    fitted = head_lines(page)
+    assert max(line["opacity"] for line in fitted) == 1
+    for line in fitted:
+        assert abs(line["opacity"] - line["weight"] / top) < 1e-4
     # The choice is in the URL.
     page.wait_for_function("() => location.search.includes('focus=2')")
     # Bars show the same numbers.
