@@ -91,7 +91,7 @@ async def expand_request(body: AttentionRequest, settings: SettingsDep) -> Respo
     return json_response(await offload(work, _expand, body))
 
 
-def published_limits(settings: Settings) -> dict:
+def published_limits(settings: Settings) -> dict[str, Any]:
     """The limits a client needs to keep its requests legal (also in each page's initial data)."""
     return Limits(
         max_tokens=settings.max_tokens,

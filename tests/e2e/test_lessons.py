@@ -117,7 +117,7 @@ def test_largest_controls_stay_within_the_server_limits(page: Page, server_url: 
 
 def test_controls_follow_a_server_with_smaller_limits(browser) -> None:
     """The limits come from the server (initial data = GET /api/limits), not from the page."""
-    from tests.conftest import start_server, stop_server
+    from devtools.server import start_server, stop_server
 
     env = {"ATTENTION_VIZ_MAX_LESSON_DIM": "256", "ATTENTION_VIZ_MAX_LESSON_SAMPLES": "50000"}
     url, process = start_server(env)
