@@ -5,13 +5,22 @@ import { ApiError, api } from "./api.js";
 import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js";
 import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
 import { clone, eyeLike, identity, matrixGrid } from "./grid.js";
+import { renderEmbeddingNotice, renderUnknownPieces } from "./explorer-notices.js";
+import {
+  errorPlace,
+  localProblems,
+  normalize,
+  resizeExplicit,
+  specInputDim,
+  unknownWords as unknownIn,
+} from "./explorer-spec.js";
 import { drawHeadView } from "./headview.js";
 import { dimLabels, tokenLabels } from "./labels.js";
 import { LIMITS, MODEL_VECTORS } from "./limits.js";
 import { MODEL_WIDTH, modelDim, modelVectors, wordsWithUnknownPieces } from "./model-vectors.js";
 import { STEPS, drawPipeline } from "./pipeline.js";
 import { URL_LIMIT, canonical, readExplorerState, writeExplorerState } from "./state.js";
-import { capTokens, renderChips, renderUnknown, sentenceCount, splitSentence } from "./tokens.js";
+import { bindTokenEditor, capTokens, renderChips, renderUnknown } from "./tokens.js";
 
 const init = initialData();
 const VOCAB = init.vocabulary || {};
@@ -45,19 +54,7 @@ const state = {
 };
 let requestSeq = 0;
 
-function normalize(spec) {
-  return {
-    tokens: spec.tokens,
-    embedding: spec.embedding || { kind: "vocabulary", extra: {} },
-    projection: spec.projection || { kind: "identity" },
-    num_heads: spec.num_heads ?? 1,
-    causal: spec.causal ?? false,
-    scale: spec.scale ?? "sqrt_dk",
-    mode: spec.mode || "attention",
-    ...(spec.source_tokens ? { source_tokens: spec.source_tokens } : {}),
-    ...(spec.source_embedding ? { source_embedding: spec.source_embedding } : {}),
-  };
-}
+const unknownWords = (spec = state.spec) => unknownIn(spec, VOCAB);
 
 function presetSpec(name) {
   const summary = init.presets.find((p) => p.name === name);
@@ -116,33 +113,6 @@ function inputDim() {
   return specInputDim(state.spec);
 }
 
-function specInputDim(spec) {
-  const e = spec.embedding;
-  if (e.kind === "vocabulary") {
-    const extra = Object.values(e.extra || {});
-    return extra.length ? extra[0].length : 4;
-  }
-  if (e.kind === "explicit") return e.vectors.length ? e.vectors[0].length : 0;
-  return e.dim; // hashed, seeded_random and model
-}
-
-/** The query/key width the heads split, when the spec alone tells it (else null). */
-function queryKeyWidth(spec) {
-  const p = spec.projection;
-  if (spec.mode === "causal_average") return null;
-  if (p.kind === "explicit") return p.W_query.length && p.W_query[0].length;
-  if (p.kind === "seeded_rand" || p.kind === "seeded_linear") return p.d_out;
-  return specInputDim(spec) || null;
-}
-
-function unknownWords(spec = state.spec) {
-  const e = spec.embedding;
-  if (e.kind !== "vocabulary") return [];
-  const known = new Set([...Object.keys(VOCAB), ...Object.keys(e.extra || {})]);
-  const all = [...spec.tokens, ...((!spec.source_embedding && spec.source_tokens) || [])];
-  return [...new Set(all.filter((t) => !known.has(t)))];
-}
-
 // ---------- choosing vectors for words outside the toy vocabulary ----------
 
 /** Words outside the toy vocabulary: give every word the best vectors there are. */
@@ -176,55 +146,18 @@ function useOwnVectors() {
   update();
 }
 
-const quoted = (words, max = 6) =>
-  words.slice(0, max).flatMap((w, i) => [i ? ", " : "", el("code", { text: w })]).concat(words.length > max ? [`, … (${words.length} in all)`] : []);
-
-function renderEmbeddingNotice() {
-  const box = $("embedding-notice");
-  const a = state.auto;
-  const current = state.spec.embedding.kind;
-  box.hidden = !a || a.kind !== current;
-  if (box.hidden) return box.replaceChildren();
-  const which =
-    a.kind === "model"
-      ? "so every word gets MiniLM's word vector (the pretrained model's embedding table: one fixed vector per word, no context)."
-      : `so every word gets a hashed vector (a fixed random vector per word)${a.why ? `: ${a.why}` : ""}.`;
-  box.replaceChildren(
-    el("p", {}, [
-      a.words.length === 1 ? "This word is not in the toy vocabulary: " : "These words are not in the toy vocabulary: ",
-      ...quoted(a.words),
-      `, ${which}`,
-    ]),
-    el("div", { class: "inline-actions" }, [
-      a.kind === "model"
-        ? el("button", { type: "button", "data-testid": "use-hashed-instead", text: "Use hashed vectors instead", onclick: () => {
-            switchEmbedding("hashed", a.words, null);
-            update();
-          } })
-        : null,
-      el("button", { type: "button", "data-testid": "own-vectors", text: "Give these words my own vectors", onclick: useOwnVectors }),
-    ]),
-  );
-}
-
-/** MiniLM turns what its vocabulary lacks (emoji, some scripts) into [UNK]: say which. */
-function renderUnknownPieces() {
-  const box = $("unk-note");
-  const e = state.spec.embedding;
-  const words = isModel(e) ? wordsWithUnknownPieces([...state.spec.tokens, ...(state.spec.source_tokens || [])]) : [];
-  box.hidden = words.length === 0;
-  box.replaceChildren(
-    ...(words.length
-      ? [
-          "MiniLM's vocabulary lacks ",
-          ...quoted(words),
-          ` (in whole or in part): ${words.length === 1 ? "it becomes" : "each becomes"} the token `,
-          el("code", { text: "[UNK]" }),
-          `, so ${words.length === 1 ? "its vector is" : "their vectors are"} that one token's vector (or mixed with it) and say little about the word.`,
-        ]
-      : []),
-  );
-  return new Set(words);
+function renderNotices() {
+  renderEmbeddingNotice($("embedding-notice"), state.auto, state.spec.embedding.kind, {
+    onHashed: () => {
+      switchEmbedding("hashed", state.auto.words, null);
+      update();
+    },
+    onOwn: useOwnVectors,
+  });
+  const s = state.spec;
+  const unk = isModel(s.embedding) ? wordsWithUnknownPieces([...s.tokens, ...(s.source_tokens || [])]) : [];
+  renderUnknownPieces($("unk-note"), unk);
+  return new Set(unk);
 }
 
 // ---------- rendering controls ----------
@@ -258,7 +191,7 @@ function renderNotes(key, testid) {
 
 function renderControls() {
   const s = state.spec;
-  const unk = renderUnknownPieces();
+  const unk = renderNotices();
   const marks = s.tokens.map((t) => (unk.has(t) ? "MiniLM does not know this word: [UNK]" : ""));
   renderChips($("token-chips"), s.tokens, (i) => setTokens(s.tokens.filter((_, j) => j !== i)), {
     onChoose: (i) => chooseToken(i),
@@ -309,7 +242,6 @@ function renderControls() {
   $("opt-scale-number").value = numeric ? s.scale : "";
   $("opt-scale-number").disabled = !numeric;
   $("opt-mode").value = s.mode;
-  renderEmbeddingNotice();
   renderUnknown($("unknown-words"), unknownWords(), specInputDim(s), {
     onAdd: (word, vector) => {
       state.spec.embedding = { kind: "vocabulary", extra: { ...(state.spec.embedding.extra || {}), [word]: vector } };
@@ -501,27 +433,16 @@ async function editCell(which, i, j, raw) {
   await update();
 }
 
-function resizeExplicit(embedding, oldTokens, tokens) {
-  // Explicit vectors follow the tokens: kept rows stay, new words get their toy vector or zeros.
-  if (!embedding || embedding.kind !== "explicit") return embedding;
-  const dim = embedding.vectors.length ? embedding.vectors[0].length : 4;
-  const old = new Map(oldTokens.map((t, i) => [t, embedding.vectors[i]]));
-  return {
-    kind: "explicit",
-    vectors: tokens.map((t) => old.get(t) || (VOCAB[t] && VOCAB[t].length === dim ? VOCAB[t].slice() : Array(dim).fill(0))),
-  };
-}
-
 /** New tokens (or source tokens), capped at the server's limits, then recomputed. */
 function setTokens(words, which = "tokens") {
   const { tokens, notes } = capTokens(words, { maxTokens: LIMITS.max_tokens, maxChars: LIMITS.max_token_chars });
   state.notes[which] = notes;
   const s = state.spec;
   if (which === "tokens") {
-    s.embedding = resizeExplicit(s.embedding, s.tokens, tokens);
+    s.embedding = resizeExplicit(s.embedding, s.tokens, tokens, VOCAB);
     s.tokens = tokens;
   } else {
-    if (s.source_embedding) s.source_embedding = resizeExplicit(s.source_embedding, s.source_tokens || [], tokens);
+    if (s.source_embedding) s.source_embedding = resizeExplicit(s.source_embedding, s.source_tokens || [], tokens, VOCAB);
     s.source_tokens = tokens;
   }
   if (state.focus !== null && state.focus >= s.tokens.length) state.focus = null;
@@ -529,48 +450,30 @@ function setTokens(words, which = "tokens") {
   update();
 }
 
-function addWord(inputId, which) {
-  const input = $(inputId);
-  const word = input.value.trim();
-  if (!word) return;
+/** Add one word (whole, as typed) unless the sequence is full. */
+function addWord(word, which) {
   const current = which === "tokens" ? state.spec.tokens : state.spec.source_tokens || [];
   if (current.length >= LIMITS.max_tokens) {
     state.notes[which] = [`This server takes at most ${LIMITS.max_tokens} tokens per sequence (ATTENTION_VIZ_MAX_TOKENS): remove one first.`];
     renderNotes(which, which === "tokens" ? "tokens-note" : "source-note");
-    return;
+    return false;
   }
-  input.value = "";
   setTokens([...current, word], which);
-}
-
-function bindTokenEditor({ input, add, sentence, use, count, which }) {
-  $(add).addEventListener("click", () => addWord(input, which));
-  $(input).addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") {
-      ev.preventDefault();
-      addWord(input, which);
-    }
-  });
-  const useSentence = () => {
-    const words = splitSentence($(sentence).value);
-    $(count).textContent = "";
-    if (words.length) setTokens(words, which);
-  };
-  $(use).addEventListener("click", useSentence);
-  $(sentence).addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") {
-      ev.preventDefault();
-      useSentence();
-    }
-  });
-  $(sentence).addEventListener("input", () => {
-    $(count).textContent = sentenceCount($(sentence).value, LIMITS.max_tokens);
-  });
+  return true;
 }
 
 function bindControls() {
-  bindTokenEditor({ input: "token-input", add: "token-add", sentence: "sentence-input", use: "sentence-use", count: "sentence-count", which: "tokens" });
-  bindTokenEditor({ input: "source-input", add: "source-add", sentence: "source-sentence", use: "source-use", count: "source-sentence-count", which: "source_tokens" });
+  for (const [ids, which] of [
+    [["token-input", "token-add", "sentence-input", "sentence-use", "sentence-count"], "tokens"],
+    [["source-input", "source-add", "source-sentence", "source-use", "source-sentence-count"], "source_tokens"],
+  ]) {
+    const [input, add, sentence, use, count] = ids.map($);
+    bindTokenEditor({ input, add, sentence, use, count }, {
+      maxTokens: LIMITS.max_tokens,
+      onWord: (word) => addWord(word, which),
+      onSentence: (words) => setTokens(words, which),
+    });
+  }
   const on = (id, fn) =>
     $(id).addEventListener("change", async (ev) => {
       await fn(ev.target);
@@ -692,57 +595,8 @@ function save() {
 
 // ---------- errors: beside their control, in plain words ----------
 
-const LABELS = {
-  tokens: "Tokens",
-  source_tokens: "Source tokens",
-  embedding: "Embedding",
-  emb_dim: "Embedding dim",
-  emb_seed: "Embedding seed",
-  projection: "Projection",
-  d_out: "d_out",
-  proj_seed: "Projection seed",
-  num_heads: "Heads",
-  scale: "Scaling",
-  scale_number: "The scale factor",
-  mode: "Mode",
-  causal: "Causal",
-  grids: "This number",
-  options: "This option",
-};
-
-// Pydantic names the kind of a tagged union in its loc: ["projection", "seeded_rand", "seed"].
-const KINDS = new Set(["vocabulary", "explicit", "seeded_random", "hashed", "identity", "seeded_rand", "seeded_linear"]);
-
-/** Where an error of the API (its loc without "body") is shown, and what its control is called. */
-function errorPlace(fullPath) {
-  const path = KINDS.has(fullPath[1]) ? [fullPath[0], ...fullPath.slice(2)] : fullPath;
-  const [field, sub, i, j] = path;
-  const at = (key, label = LABELS[key]) => ({ key, label });
-  if (field === "tokens" || field === "source_tokens") {
-    return Number.isInteger(sub) ? at(field, `${LABELS[field]}: token ${sub + 1}`) : at(field);
-  }
-  if (field === "embedding" || field === "source_embedding") {
-    if (sub === "dim") return at("emb_dim");
-    if (sub === "seed") return at("emb_seed");
-    if (sub === "vectors") return Number.isInteger(j) ? at("grids", `x row ${i + 1}, column ${j + 1}`) : at("grids", "The vectors");
-    if (sub === "extra") return at("tokens", typeof i === "string" ? `The vector of “${i}”` : "The added words");
-    return at("embedding");
-  }
-  if (field === "projection") {
-    if (sub === "d_out") return at("d_out");
-    if (sub === "seed") return at("proj_seed");
-    if (typeof sub === "string" && sub.startsWith("W_")) {
-      return at("grids", Number.isInteger(j) ? `${sub} row ${i + 1}, column ${j + 1}` : sub);
-    }
-    return at("projection");
-  }
-  if (field === "scale") return typeof state.spec.scale === "number" ? at("scale_number") : at("scale");
-  if (field in LABELS) return at(field);
-  return { key: "general" };
-}
-
 function showErrors(err) {
-  const shown = showFieldErrors(root, err, errorPlace, { maxHeads: LIMITS.max_heads });
+  const shown = showFieldErrors(root, err, (path) => errorPlace(path, state.spec), { maxHeads: LIMITS.max_heads });
   staleBecause(shown.join(" "));
 }
 
@@ -751,37 +605,6 @@ function staleBecause(reason) {
   const hv = $("headview");
   if (reason === null) delete hv.dataset.stale;
   else hv.dataset.stale = "true";
-}
-
-/** What the page can tell before asking the server: the reason, beside its control. */
-function localProblems(spec) {
-  const problems = [];
-  const add = (key, text) => problems.push([key, text]);
-  if (spec.tokens.length === 0) add("tokens", "Add at least one token.");
-  if (spec.source_tokens && spec.source_tokens.length === 0) add("source_tokens", "Add at least one source token, or turn cross-attention off.");
-  const heads = spec.num_heads;
-  if (!Number.isInteger(heads) || heads < 1) add("num_heads", "Heads must be a whole number, at least 1.");
-  else if (heads > LIMITS.max_heads) add("num_heads", `Heads: this server takes at most ${LIMITS.max_heads} (ATTENTION_VIZ_MAX_HEADS).`);
-  else {
-    const width = queryKeyWidth(spec);
-    if (width && width % heads !== 0) {
-      const fits = Array.from({ length: Math.min(width, LIMITS.max_heads) }, (_, k) => k + 1).filter((d) => width % d === 0);
-      const list = fits.length > 1 ? `${fits.slice(0, -1).join(", ")} or ${fits[fits.length - 1]}` : String(fits[0]);
-      add("num_heads", `${heads} heads cannot split a query/key width of ${width} evenly: choose ${list} heads, or change d_out.`);
-    }
-  }
-  const e = spec.embedding;
-  if ("dim" in e && !(Number.isInteger(e.dim) && e.dim >= 1 && e.dim <= MAX_DIM)) {
-    add("emb_dim", `Embedding dim must be a whole number from 1 to ${MAX_DIM}.`);
-  }
-  const p = spec.projection;
-  if ("d_out" in p && !(Number.isInteger(p.d_out) && p.d_out >= 1 && p.d_out <= MAX_DIM)) {
-    add("d_out", `d_out must be a whole number from 1 to ${MAX_DIM}.`);
-  }
-  if (typeof spec.scale === "number" && !(spec.scale > 0 && spec.scale <= LIMITS.max_abs_value)) {
-    add("scale_number", "The scale factor must be a number above 0 (at most 1,000,000).");
-  }
-  return problems;
 }
 
 // ---------- computing ----------

@@ -15,6 +15,11 @@ const fmtNumber = (s) => {
 const divisorsUpTo = (n, max) => Array.from({ length: Math.min(n, max) }, (_, i) => i + 1).filter((d) => n % d === 0);
 const orList = (xs) => (xs.length <= 1 ? xs.join("") : `${xs.slice(0, -1).join(", ")} or ${xs[xs.length - 1]}`);
 
+/** Why `heads` cannot split a query/key width, and which head counts can. */
+export function headsAdvice(width, heads, maxHeads = 16) {
+  return `${heads} heads cannot split a query/key width of ${width} evenly: choose ${orList(divisorsUpTo(width, maxHeads))} heads, or change d_out.`;
+}
+
 // Pydantic's and the server's wording, as a reader would put it. `label` names the control.
 const RULES = [
   [/^Input should be greater than or equal to (\S+)$/, (l, [n]) => `${l} must be at least ${fmtNumber(n)}.`],
@@ -33,8 +38,7 @@ const RULES = [
   [/^Extra inputs are not permitted$/, (l) => `${l} is not something this server knows.`],
   [
     /^the query\/key width \((\d+)\) is not a multiple of the number of heads \((\d+)\)$/,
-    (l, [width, heads], ctx) =>
-      `${heads} heads cannot split a query/key width of ${width} evenly: choose ${orList(divisorsUpTo(Number(width), ctx.maxHeads || 16))} heads, or change d_out.`,
+    (l, [width, heads], ctx) => headsAdvice(Number(width), Number(heads), ctx.maxHeads),
   ],
   [
     /^(.+?) is (\d+); the limit is (\d+) \((ATTENTION_VIZ_\w+)\)$/,

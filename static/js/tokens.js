@@ -74,6 +74,36 @@ export function sentenceCount(text, maxTokens) {
 }
 
 /**
+ * Wire one token editor: an "add a word" input and button (onWord(word) -> whether it was
+ * taken, which clears the input) and a sentence input and button (onSentence(words)),
+ * with a live count under the sentence when it has more than maxTokens words.
+ */
+export function bindTokenEditor({ input, add, sentence, use, count }, { maxTokens, onWord, onSentence }) {
+  const addWord = () => {
+    const word = input.value.trim();
+    if (word && onWord(word)) input.value = "";
+  };
+  const useSentence = () => {
+    const words = splitSentence(sentence.value);
+    count.textContent = "";
+    if (words.length) onSentence(words);
+  };
+  const onEnter = (fn) => (ev) => {
+    if (ev.key === "Enter") {
+      ev.preventDefault();
+      fn();
+    }
+  };
+  add.addEventListener("click", addWord);
+  input.addEventListener("keydown", onEnter(addWord));
+  use.addEventListener("click", useSentence);
+  sentence.addEventListener("keydown", onEnter(useSentence));
+  sentence.addEventListener("input", () => {
+    count.textContent = sentenceCount(sentence.value, maxTokens);
+  });
+}
+
+/**
  * For words missing from the vocabulary: offer to add a vector (dim numbers)
  * or to switch to hashed embeddings. Calls onAdd(word, vector) or onHashed().
  */

@@ -14,13 +14,15 @@ pytestmark = pytest.mark.e2e
 
 def open_explorer(page: Page, query: str = "") -> None:
     page.goto(f"/{query}")
-    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"))
+    wait_ready(page)
     wait_for_plot(page, "plot-attn_weights")
 
 
 def wait_ready(page: Page) -> None:
-    """Every plot of the current view is drawn (the explorer sets data-ready when done)."""
-    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"))
+    """Every plot of the current view is drawn (the explorer sets data-ready when done).
+
+    30 s: a cold first load on a busy shared 2-core machine can take more than 5 s."""
+    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=30_000)
 
 
 def weights_differ_from(page: Page, before: list) -> None:
