@@ -12,18 +12,16 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 
 from attention_core import PRESETS, TOY_VOCABULARY, SpecError
 from attention_core.encoder.config import resolve_model_dir
 
-from .. import paths
 from ..convert import preset_summary, request_from_spec
 from ..settings import Settings
+from ..templating import templates
 from .api import published_limits
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=paths.TEMPLATES_DIR)
 
 
 @cache

@@ -4,7 +4,7 @@
 import { ApiError, api } from "./api.js";
 import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js";
 import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
-import { clone, eyeLike, identity, matrixGrid } from "./grid.js";
+import { clone, eyeLike, identity, matrixGrid, refreshGrids } from "./grid.js";
 import { renderEmbeddingNotice, renderUnknownPieces } from "./explorer-notices.js";
 import {
   errorPlace,
@@ -291,6 +291,11 @@ async function renderGrids() {
   const { trace } = state;
   const W = trace && trace.x ? await currentMatrices().catch(() => null) : null;
   if (trace !== state.trace) return; // a newer trace is on its way
+  // Same shapes and labels as the grids shown: write the changed numbers into the
+  // inputs in place (rebuilding hundreds of inputs costs more than all the plots).
+  const shape = JSON.stringify([trace.x && trace.x.map((r) => r.length), W && [W.W_query, W.W_key, W.W_value].map((m) => [m.length, m[0].length]), trace.tokens, state.spec.mode]);
+  if (box.dataset.shape === shape && refreshGrids(box, [trace.x, ...(W ? [W.W_query, W.W_key, W.W_value] : [])])) return;
+  box.dataset.shape = shape;
   box.replaceChildren();
   if (!trace || !trace.x) return;
   const rowLabels = tokenLabels(trace.tokens);
@@ -387,12 +392,27 @@ function bindPlotClicks() {
   }
 }
 
+/**
+ * A click on a row label (Plotly's or the quick renderer's .ytick) or on a cell of a map
+ * drawn before Plotly took over (the quick renderer's canvas, row 0 at the top) chooses
+ * that row's token. Every row up to 64 has its label, in order.
+ */
 function onRowLabelClick(ev) {
-  const tick = ev.target instanceof Element && ev.target.closest(".ytick");
-  const panel = tick && tick.closest("[data-step]");
-  if (!tick || !panel || !QUERY_ROWS.has(panel.dataset.step)) return;
-  const value = tick.__data__ && Number.isFinite(tick.__data__.x) ? tick.__data__.x : [...tick.parentNode.children].indexOf(tick);
-  chooseToken(Math.round(value));
+  const target = ev.target instanceof Element ? ev.target : null;
+  const panel = target && target.closest("[data-step]");
+  if (!panel || !QUERY_ROWS.has(panel.dataset.step)) return;
+  const tick = target.closest(".ytick");
+  if (tick) {
+    const value = tick.__data__ && Number.isFinite(tick.__data__.x) ? tick.__data__.x : [...tick.parentNode.children].indexOf(tick);
+    chooseToken(Math.round(value));
+    return;
+  }
+  const cells = target.closest(".quick-cells");
+  const rows = state.trace ? state.trace.tokens.length : 0;
+  if (cells && rows) {
+    const box = cells.getBoundingClientRect();
+    chooseToken(Math.min(rows - 1, Math.floor(((ev.clientY - box.top) / box.height) * rows)));
+  }
 }
 
 // ---------- changing the spec ----------
