@@ -393,8 +393,19 @@ def test_head_view_from_a_chip_and_a_cell(page: Page, server_url: str) -> None:
     for line in lines:
         expected = trace["heads"][line["head"]]["attn_weights"][5][line["key"]]
         assert abs(line["weight"] - expected) < 1e-6
-    # A cell of the scores map chooses its row.
-    cells = page.locator("[data-testid='plot-attn_scores'] .nsewdrag")
+    # A cell of the scores map chooses its row: on the map drawn before Plotly ...
+    quick = page.locator("[data-testid='plot-attn_scores'] .quick-cells")
+    box = quick.bounding_box()
+    assert box is not None
+    quick.dispatch_event(
+        "click", {"clientX": box["x"] + 5, "clientY": box["y"] + box["height"] * 3.5 / 8}
+    )
+    expect(page.get_by_test_id("headview-query")).to_have_value("3")
+    # ... and once Plotly has taken it over (a reader's pointer on it loads Plotly).
+    plot = page.get_by_test_id("plot-attn_scores")
+    plot.hover()
+    expect(plot).to_have_attribute("data-renderer", "plotly", timeout=30_000)
+    cells = plot.locator(".nsewdrag")
     box = cells.bounding_box()
     assert box is not None
     cells.click(position={"x": box["width"] * 0.5, "y": box["height"] * (1.5 / 8)})
