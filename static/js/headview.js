@@ -29,7 +29,7 @@ const MODES = [
   ["lines", "lines"],
   ["bars", "bars"],
 ];
-const MAX_WIDTH = 900;
+const MAX_WIDTH = 640;
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG_NS, tag);
