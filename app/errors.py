@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from attention_core import SpecError
+from attention_core.models import ModelNotFound, ModelUnsupported
 
 from .limits import LimitError
 
@@ -34,6 +35,14 @@ def spec_error_loc(exc: SpecError) -> list[str | int]:
 
 async def _spec_error(_: Request, exc: SpecError) -> Response:
     return error_response(422, spec_error_loc(exc), exc.message, "spec_error")
+
+
+async def _model_not_found(_: Request, exc: ModelNotFound) -> Response:
+    return error_response(404, spec_error_loc(exc), exc.message, "model_not_found")
+
+
+async def _model_unsupported(_: Request, exc: ModelUnsupported) -> Response:
+    return error_response(422, spec_error_loc(exc), exc.message, "model_unsupported")
 
 
 async def _limit_error(_: Request, exc: LimitError) -> Response:
@@ -73,5 +82,7 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> Response
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(SpecError, _spec_error)
+    app.add_exception_handler(ModelNotFound, _model_not_found)
+    app.add_exception_handler(ModelUnsupported, _model_unsupported)
     app.add_exception_handler(LimitError, _limit_error)
     app.add_exception_handler(HTTPException, _http_error)
