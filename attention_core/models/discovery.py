@@ -63,10 +63,17 @@ def checkpoint_dirs(path: Path, source: str) -> list[Candidate]:
         for child in _subdirectories(path)
         if (child / CONFIG_FILE).is_file()
     ]
-    if not found and source != "runs":
+    if not found and source != "runs" and _has_entries(path):
         problem = f"{path} holds no {CONFIG_FILE}, nor does any directory in it"
         return [Candidate(name, path, source, problem)]
-    return found
+    return found  # an empty directory (e.g. a mount point with nothing mounted) lists nothing
+
+
+def _has_entries(path: Path) -> bool:
+    try:
+        return any(not p.name.startswith(".") for p in path.iterdir())
+    except OSError:
+        return False
 
 
 def _subdirectories(path: Path) -> list[Path]:

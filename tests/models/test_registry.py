@@ -196,18 +196,19 @@ def test_broken_files_are_listed_with_the_file_and_the_reason(
 
 def test_missing_paths_are_listed_not_fatal(tmp_path: Path) -> None:
     (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "empty").mkdir()
     registry = ModelRegistry(
         include_package=False,
         builtin_dir=None,
         cli_paths=[tmp_path / "nowhere"],
-        env_paths=[tmp_path / "file.txt", tmp_path],
+        env_paths=[tmp_path / "file.txt", tmp_path, tmp_path / "empty"],
     )
     reasons = [(e.name, e.reason) for e in registry.entries()]
     assert reasons == [
         ("nowhere", f"{tmp_path / 'nowhere'} does not exist"),
         ("file.txt", f"{tmp_path / 'file.txt'} is not a directory"),
         (tmp_path.name, f"{tmp_path} holds no config.json, nor does any directory in it"),
-    ]
+    ]  # and an empty directory (a mount point with nothing mounted) lists nothing
 
 
 def test_unknown_names_list_the_models(checkpoints: Path) -> None:
