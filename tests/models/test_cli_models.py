@@ -15,7 +15,8 @@ from app.settings import get_settings
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cli.SERVE_MODELS_ENV, raising=False)
+    # setenv (not delenv): the variable the CLI sets is removed again after each test.
+    monkeypatch.setenv(cli.SERVE_MODELS_ENV, "")
     monkeypatch.setenv("ATTENTION_VIZ_HF_CACHE", "false")
     get_settings.cache_clear()
     yield
