@@ -131,7 +131,7 @@ def head_payload(
             f"{MAX_JSON_WEIGHTS}: use a shorter text",
         )
     rope = trace.q_unrotated is not None
-    steps = {
+    steps: dict[str, np.ndarray | None] = {
         name: _array(getattr(trace, name))
         for name in (
             "q",
