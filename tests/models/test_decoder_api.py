@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from attention_core.models import Decoder
-from tests.models.conftest import DECODERS
+from tests.models.conftest import CHECKPOINTS, DECODERS
 
 PROMPT = "The bank approved the loan because"
 LONG = " ".join(["the river bank was muddy and the money was in the bank"] * 8)
@@ -125,7 +125,8 @@ def test_attentions_and_hidden_states_equal_transformers(
     body = post(
         client, "/api/model/attention", {"model": name, "text": text, "hidden_states": True}
     )
-    assert body["model"] == name and body["causal"] is True and body["family"] == "gpt2"
+    assert body["model"] == name and body["causal"] is True
+    assert body["family"] == CHECKPOINTS[name][0]
     ids = torch.tensor([decoder.tokenize(text).input_ids])
     assert len(body["tokens"]) == length == ids.shape[1]
     with torch.inference_mode():

@@ -42,24 +42,37 @@ def test_decoder_heads_are_the_attention_the_model_computed(
     assert isinstance(decoder, Decoder)
     maps = decoder.encode(TEXT)
     c = decoder.config
+    group = c.num_heads // c.num_kv_heads
     for layer in range(c.num_layers):
         tokenized, layer_trace = decoder.trace(TEXT, layer)
         assert tokenized.tokens == maps.tokens
+        for head in range(c.num_heads):
+            trace = head_trace(layer_trace, head, causal=True)
+            assert (trace.layer, trace.head, trace.kv_head) == (layer, head, head // group)
+            torch.testing.assert_close(trace.attn_weights, maps.layer_attentions[layer][head])
+            assert trace.causal and trace.masked_scores[0, 1] == float("-inf")
+            assert_steps_recompute(trace, causal=True)
+
+
+def test_gpt2_head_inputs_are_the_normed_states_and_projections(registry: ModelRegistry) -> None:
+    """x is ln_1 of the layer's input; q and k are that head's columns of c_attn(x)."""
+    decoder = registry.load("tiny-gpt2")
+    assert isinstance(decoder, Decoder)
+    maps = decoder.encode(TEXT)
+    c = decoder.config
+    for layer in range(c.num_layers):
+        _, layer_trace = decoder.trace(TEXT, layer)
         block = decoder.model.transformer.h[layer]  # type: ignore[attr-defined]
         with torch.inference_mode():
             x = block.ln_1(maps.layer_hidden_states[layer])  # the attention's input (T, C)
             qkv = block.attn.c_attn(x)  # (T, 3C)
         for head in range(c.num_heads):
             trace = head_trace(layer_trace, head, causal=True)
-            assert (trace.layer, trace.head, trace.kv_head) == (layer, head, head)
-            torch.testing.assert_close(trace.attn_weights, maps.layer_attentions[layer][head])
             torch.testing.assert_close(trace.x, x)
             cols = slice(head * c.head_dim, (head + 1) * c.head_dim)
             torch.testing.assert_close(trace.q, qkv[:, : c.hidden_size][:, cols])
             torch.testing.assert_close(trace.k, qkv[:, c.hidden_size : 2 * c.hidden_size][:, cols])
-            assert trace.causal and trace.masked_scores[0, 1] == float("-inf")
-            assert trace.q_unrotated is None and trace.k_unrotated is None
-            assert_steps_recompute(trace, causal=True)
+            assert trace.q_unrotated is None and trace.k_unrotated is None  # no RoPE in GPT-2
 
 
 def test_encoder_heads_are_the_attention_the_model_computed(encoder: Encoder) -> None:
