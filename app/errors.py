@@ -2,7 +2,8 @@
 
 It is FastAPI's own validation-error shape, so clients handle one format;
 Starlette's plain-string HTTP errors (404, 405, unparsable bodies) are
-rewritten into it.
+rewritten into it. The one exception: a browser asking for a page that does not
+exist gets an HTML 404 page (``app.not_found``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from attention_core import SpecError
 from attention_core.models import ModelNotFound, ModelUnsupported
 
 from .limits import LimitError
+from .not_found import not_found_page, wants_html
 
 E = TypeVar("E", bound=Exception)
 
@@ -58,6 +60,8 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
         return error_response(400, ["body"], UNPARSABLE_BODY, "body_unparsable")
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and wants_html(request):
+        return not_found_page(request)
     if exc.status_code == 404 and message == "Not Found":
         message = f"nothing at {request.url.path}; see /docs for the API"
     kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
