@@ -14,9 +14,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from attention_core import PRESETS, TOY_VOCABULARY, SpecError
-from attention_core.encoder.config import resolve_model_dir
 
 from ..convert import preset_summary, request_from_spec
+from ..model_registry import get_registry
 from ..settings import Settings
 from ..templating import templates
 from .api import published_limits
@@ -40,22 +40,22 @@ def _initial_data() -> dict[str, Any]:
     }
 
 
-@cache
-def _model_vectors_available(model_dir: str | None) -> bool:
-    """Whether a checkpoint is there to answer ``POST /api/model/embeddings`` (not loaded here)."""
+def _model_vectors_available(request: Request) -> bool:
+    """Whether ``POST /api/model/embeddings`` can answer: the default model is a supported
+    encoder (found on disk, not loaded here)."""
     try:
-        resolve_model_dir(model_dir)
+        entry = get_registry(request).entry(None)
     except SpecError:
         return False
-    return True
+    return entry.supported and entry.causal is False
 
 
-def _server_data(settings: Settings) -> dict[str, Any]:
-    """What depends on the settings: the limits pages cap their controls to (the same as
+def _server_data(request: Request, settings: Settings) -> dict[str, Any]:
+    """What depends on the server: the limits pages cap their controls to (the same as
     ``GET /api/limits``) and whether MiniLM word vectors can be asked for."""
     return {
         "limits": published_limits(settings),
-        "model_vectors": _model_vectors_available(settings.model_dir),
+        "model_vectors": _model_vectors_available(request),
     }
 
 
@@ -67,7 +67,7 @@ def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
         context={
             "page": page,
             "title": title,
-            "initial": {**_initial_data(), **_server_data(settings)},
+            "initial": {**_initial_data(), **_server_data(request, settings)},
         },
     )
 
