@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from attention_core import SpecError
+from attention_core.models import ModelNotFound, ModelUnsupported
 
 from .limits import LimitError
 from .not_found import not_found_page, wants_html
@@ -41,6 +42,14 @@ def spec_error_loc(exc: SpecError) -> list[str | int]:
 
 async def _spec_error(_: Request, exc: SpecError) -> Response:
     return error_response(422, spec_error_loc(exc), exc.message, "spec_error")
+
+
+async def _model_not_found(_: Request, exc: ModelNotFound) -> Response:
+    return error_response(404, spec_error_loc(exc), exc.message, "model_not_found")
+
+
+async def _model_unsupported(_: Request, exc: ModelUnsupported) -> Response:
+    return error_response(422, spec_error_loc(exc), exc.message, "model_unsupported")
 
 
 async def _limit_error(_: Request, exc: LimitError) -> Response:
@@ -99,5 +108,7 @@ def _add_handler(
 def install_error_handlers(app: FastAPI) -> None:
     _add_handler(app, RequestValidationError, _validation_error)
     _add_handler(app, SpecError, _spec_error)
+    _add_handler(app, ModelNotFound, _model_not_found)
+    _add_handler(app, ModelUnsupported, _model_unsupported)
     _add_handler(app, LimitError, _limit_error)
     _add_handler(app, HTTPException, _http_error)

@@ -44,10 +44,35 @@ class Settings(BaseSettings):
         description="PyTorch intra-op threads; 1 suits one worker per core and tiny tensors",
     )
 
+    # --- real models (attention_core.models; README "Models") ---
     model_dir: str | None = Field(
-        None, description="a BERT-family checkpoint directory; default: the packaged MiniLM"
+        None,
+        description="the default model's checkpoint directory (any supported family); "
+        "default: the packaged MiniLM",
     )
-    model_max_tokens: int = Field(512, ge=2, description="WordPiece tokens per model input")
+    model_max_tokens: int = Field(
+        512, ge=3, description="tokens per model input (each model's context caps it too)"
+    )
+    models: str = Field(
+        "",
+        description="checkpoint directories, separated by os.pathsep (':' on Linux); "
+        "each may be one checkpoint or hold several",
+    )
+    serve_models: str = Field(
+        "",
+        description="set by `attention-viz serve --model PATH` (os.pathsep-separated); "
+        "listed before ATTENTION_VIZ_MODELS",
+    )
+    runs_dir: str | None = Field(
+        None, description="trained runs (checkpoint directories), rescanned on every listing"
+    )
+    hf_cache: bool = Field(
+        True,
+        description="list the local Hugging Face cache (HF_HUB_CACHE, else "
+        "~/.cache/huggingface/hub), read-only",
+    )
+    loaded_models: int = Field(2, ge=1, description="models kept in memory at once (LRU)")
+    max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
 
 
 @lru_cache
