@@ -18,22 +18,22 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 
 
-def read_config(directory: Path) -> dict[str, Any]:
-    """``directory/config.json`` as a dict; a ``SpecError`` naming the directory otherwise."""
-    path = directory / CONFIG_FILE
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; a ``SpecError`` naming the file if it is not one."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise SpecError(
-            f"{directory.name}: cannot read {CONFIG_FILE} ({exc})", field="model"
-        ) from exc
-    except ValueError as exc:
-        raise SpecError(
-            f"{directory.name}: {CONFIG_FILE} is not JSON ({exc})", field="model"
+            f"{path.parent.name}: cannot read {path.name} ({exc})", field="model"
         ) from exc
     if not isinstance(raw, dict):
-        raise SpecError(f"{directory.name}: {CONFIG_FILE} is not a JSON object", field="model")
+        raise SpecError(f"{path.parent.name}: {path.name} is not a JSON object", field="model")
     return raw
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    """``directory/config.json`` as a dict; a ``SpecError`` naming the directory otherwise."""
+    return read_json(directory / CONFIG_FILE)
 
 
 def matched_state(

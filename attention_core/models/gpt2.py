@@ -35,7 +35,7 @@ from .checkpoints import read_config as read_config
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .safetensors_io import load_checkpoint_tensors
-from .stack import run_blocks
+from .stack import first_position, run_blocks
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
@@ -312,13 +312,7 @@ class GPT2(nn.Module):
         ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
         """
         B, T = input_ids.shape
-        start = cache.length if cache is not None else 0
-        if start + T > self.config.n_positions:
-            raise SpecError(
-                f"the sequence is {start + T} tokens; this model reads at most "
-                f"{self.config.n_positions}",
-                field="text",
-            )
+        start = first_position(cache, T, self.config.n_positions)
         positions = torch.arange(start, start + T)  # (T,)
         body = self.transformer
         x = body.drop(body.wte(input_ids) + body.wpe(positions))  # (B, T, C)

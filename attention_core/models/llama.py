@@ -46,7 +46,7 @@ from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
 from .safetensors_io import load_checkpoint_tensors
-from .stack import run_blocks
+from .stack import first_position, run_blocks
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
 ARCHITECTURES = {
@@ -468,13 +468,7 @@ class Llama(nn.Module):
         ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
         """
         B, T = input_ids.shape
-        start = cache.length if cache is not None else 0
-        if start + T > self.config.max_positions:
-            raise SpecError(
-                f"the sequence is {start + T} tokens; this model reads at most "
-                f"{self.config.max_positions}",
-                field="text",
-            )
+        start = first_position(cache, T, self.config.max_positions)
         if cache is not None and self.config.rope.rope_type == "dynamic":
             if not isinstance(cache, TokenKVCache):
                 raise SpecError(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import SpecError
-from .decoder import read_json
+from .checkpoints import read_json
 from .discovery import (
     BUILTIN_DIR,
     Candidate,

@@ -15,8 +15,23 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from ..errors import SpecError
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
+
+
+def first_position(cache: KVCache | None, length: int, context: int) -> int:
+    """Where ``length`` new tokens go: after the cache's positions (0 without a cache).
+
+    A ``SpecError`` naming the limit if they would run past the model's ``context``.
+    """
+    start = cache.length if cache is not None else 0
+    if start + length > context:
+        raise SpecError(
+            f"the sequence is {start + length} tokens; this model reads at most {context}",
+            field="text",
+        )
+    return start
 
 
 def run_blocks(

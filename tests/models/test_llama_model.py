@@ -23,6 +23,8 @@ from attention_core.errors import SpecError
 from attention_core.models import LLAMA_MODEL_TYPES, Llama, LlamaConfig, read_header
 from attention_core.models import llama as llama_module
 from attention_core.models.rope import apply_rope
+from tests.models.checkpoints import LLAMA_CLASSES as CLASSES
+from tests.models.checkpoints import make_llama
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
@@ -31,11 +33,6 @@ torch.set_num_threads(1)
 TOLERANCE = {"atol": 1e-5, "rtol": 1e-5}
 VOCAB = 61
 MAX_POSITIONS = 32
-CLASSES = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM"),
-    "mistral": ("MistralConfig", "MistralForCausalLM"),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
-}
 
 # name -> (model_type, config overrides); every config is small (hidden 32, 3 layers).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -82,37 +79,20 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def make_checkpoint(directory: Path, model_type: str, seed: int = 0, **overrides: Any) -> Path:
-    """A random transformers checkpoint of ``model_type`` saved to ``directory``."""
+    """A random transformers checkpoint of ``model_type`` (hidden 32, 3 layers, 4 query heads
+    on 2 kv heads, 32 positions, vocabulary 61) saved to ``directory``."""
     overrides = dict(overrides)
-    dtype = overrides.pop("dtype", None)
-    rope_theta = overrides.pop("rope_theta", 10000.0)
-    rope = dict(overrides.pop("rope_scaling", None) or {"rope_type": "default"})
-    config_class, model_class = (getattr(transformers, name) for name in CLASSES[model_type])
+    dtype = torch.bfloat16 if overrides.pop("dtype", None) == "bfloat16" else torch.float32
     settings: dict[str, Any] = {
         "vocab_size": VOCAB,
-        "hidden_size": 32,
         "intermediate_size": 40,
         "num_hidden_layers": 3,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
         "max_position_embeddings": MAX_POSITIONS,
         "rms_norm_eps": 1e-5,
-        "rope_parameters": {**rope, "rope_theta": rope_theta},
-        "tie_word_embeddings": False,
+        "initializer_range": 0.02,
         **overrides,
     }
-    config = config_class(**settings)
-    torch.manual_seed(seed)
-    model = model_class(config)
-    # Random norm gains and biases, so the norms and biases are tested too.
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                param.normal_(mean=1.0 if name.endswith("weight") else 0.0, std=0.2)
-    if dtype == "bfloat16":
-        model = model.to(torch.bfloat16)
-    model.save_pretrained(directory)
-    return directory
+    return make_llama(directory, model_type=model_type, seed=seed, dtype=dtype, **settings)
 
 
 def load_reference(directory: Path) -> torch.nn.Module:
