@@ -15,9 +15,10 @@ tensors, so neither side has its own copy):
   intermediate 2048, vocabulary 32000 (≈ 110M parameters) — our ``Llama``
   against ``LlamaForCausalLM``.
 
-Equal work: both compute the logits of every position and every layer's
-attention weights (``output_attentions=True``; with ``--hidden`` both also
-return the hidden states), under ``torch.inference_mode()``, batch 1.  Each
+Equal work (checked before timing: logits and maps agree at T = 128): both
+compute the logits of every position and every layer's attention weights
+(``output_attentions=True``; with ``--hidden`` both also return the hidden
+states), under ``torch.inference_mode()``, batch 1.  Each
 round runs ours and theirs back to back, alternating which goes first, so
 drift in machine load hits both alike; reported are medians over rounds (ms)
 and the ratio of medians ours / theirs (goal ≤ 1.0), with the ratio of the
@@ -80,6 +81,18 @@ def build(name: str) -> tuple[nn.Module, nn.Module]:
     return ours.eval(), theirs.eval()
 
 
+def same_outputs(ours: nn.Module, theirs: nn.Module, ids: torch.Tensor) -> str:
+    """Both sides' largest differences on ``ids``: the timed work is the same work."""
+    with torch.inference_mode():
+        a = ours(ids, output_attentions=True)
+        b = theirs(ids, output_attentions=True)
+    logits = (a.logits - b.logits).abs().max().item()
+    maps = max((x - y).abs().max().item() for x, y in zip(a.attentions, b.attentions, strict=True))
+    if not (logits < 1e-4 and maps < 1e-5):
+        raise SystemExit(f"the two models disagree: logits {logits:.1e}, attentions {maps:.1e}")
+    return f"max |ours - theirs| at T={ids.shape[1]}: logits {logits:.1e}, attentions {maps:.1e}"
+
+
 def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1e3
 
@@ -112,10 +125,7 @@ def main() -> None:
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     keep = not args.no_keep_freed_memory
     if keep:
-        try:
-            from app.model_registry import keep_freed_memory
-        except ImportError:  # before the model registry, the encoder's route held it
-            from app.routes.model import keep_freed_memory
+        from app.model_registry import keep_freed_memory
 
         if not keep_freed_memory():
             parser.error("keep_freed_memory needs glibc (Linux); pass --no-keep-freed-memory")
@@ -143,6 +153,8 @@ def main() -> None:
         def run_theirs(ids: torch.Tensor, model: nn.Module = theirs) -> None:
             model(ids, output_attentions=True, output_hidden_states=args.hidden)
 
+        check = torch.randint(0, vocab, (1, 128), generator=torch.Generator().manual_seed(2))
+        print(f"{name}: {same_outputs(ours, theirs, check)}")
         sides: list[tuple[str, Callable[[torch.Tensor], None]]] = [
             ("ours", run_ours),
             ("theirs", run_theirs),
