@@ -20,7 +20,13 @@ import torch
 
 from attention_core import attention_with_steps
 from attention_core.errors import SpecError
-from attention_core.models import LLAMA_MODEL_TYPES, Llama, LlamaConfig, read_header
+from attention_core.models import (
+    LLAMA_MODEL_TYPES,
+    Llama,
+    LlamaConfig,
+    load_safetensors,
+    read_header,
+)
 from attention_core.models import llama as llama_module
 from attention_core.models.rope import apply_rope
 from tests.models.checkpoints import LLAMA_CLASSES as CLASSES
@@ -476,3 +482,28 @@ def test_a_dynamic_step_past_the_limit_traces_like_a_full_pass(tmp_path: Path) -
         want = getattr(full.trace.steps, name)[..., -2:, :]
         torch.testing.assert_close(getattr(step.trace.steps, name), want, **TOLERANCE)
     torch.testing.assert_close(step.trace.x, full.trace.x[:, -2:], **TOLERANCE)
+
+
+def test_a_sharded_checkpoint_with_stored_rope_frequencies_loads(tmp_path: Path) -> None:
+    """Shards (``model.safetensors.index.json``) and the ``rotary_emb.inv_freq`` buffers
+    older checkpoints hold: the same model, and the buffers are not counted as parameters."""
+    from attention_core.models import ModelRegistry
+    from attention_core.models.safetensors_io import save_safetensors
+
+    whole = make_checkpoint(tmp_path / "whole", "llama", seed=9)
+    reference = load_reference(whole)
+    sharded = tmp_path / "sharded"
+    reference.save_pretrained(sharded, max_shard_size="20KB")
+    shards = sorted(p.name for p in sharded.glob("*.safetensors"))
+    assert len(shards) > 2 and (sharded / "model.safetensors.index.json").is_file()
+    frequencies = {
+        f"model.layers.{i}.self_attn.rotary_emb.inv_freq": torch.rand(4) for i in range(3)
+    }
+    save_safetensors(sharded / shards[0], {**load_safetensors(sharded / shards[0]), **frequencies})
+    (sharded / "tokenizer.json").write_text((whole / "tokenizer.json").read_text())
+    ids = random_ids(MAX_POSITIONS, seed=10)
+    with torch.inference_mode():
+        got = Llama.from_pretrained(sharded)(ids).logits
+        torch.testing.assert_close(got, Llama.from_pretrained(whole)(ids).logits, rtol=0, atol=0)
+    (entry,) = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[sharded]).entries()
+    assert entry.supported and entry.parameters == reference.num_parameters()
