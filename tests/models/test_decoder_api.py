@@ -43,6 +43,9 @@ def models_dir(checkpoints: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 def client(models_dir: Path) -> Iterator[TestClient]:
     settings = Settings(models=str(models_dir), hf_cache=False, max_new_tokens=40)
     with TestClient(create_app(settings)) as test_client:
+        # The registry (app.state.models) is built on the first request: make it exist
+        # for tests that load a model from it first, whichever of them runs alone.
+        assert test_client.get("/api/models").status_code == 200
         yield test_client
 
 
