@@ -7,6 +7,11 @@ import { quoted } from "./explorer-notices.js";
 import { modelApi } from "./model-data.js";
 import { UNKNOWN_PIECE, wordsWithUnknownPieces } from "./model-vectors.js";
 
+// The unknown token of WordPiece vocabularies and of SentencePiece ones (Llama-family
+// tokenizers without byte fallback): what a text's missing characters become.
+const UNKNOWN_TOKENS = new Set([UNKNOWN_PIECE, "<unk>"]);
+export const isUnknown = (t) => UNKNOWN_TOKENS.has(t);
+
 /** A token as a chip shows it: line breaks, tabs and other control characters as visible marks. */
 export const visibleToken = (t) =>
   t
@@ -28,7 +33,7 @@ export function renderTokenList(list, meta, { chosen, onChoose }) {
       meta.token_type_ids[i] === 1 ? "seg-b" : "",
       token.startsWith("##") ? "piece" : "",
       generated ? "generated" : "",
-      token === UNKNOWN_PIECE ? "unk" : "",
+      isUnknown(token) ? "unk" : "",
     ];
     const button = el("button", {
       type: "button",
@@ -36,7 +41,7 @@ export function renderTokenList(list, meta, { chosen, onChoose }) {
       "data-testid": "wp-token",
       "data-index": i,
       "aria-pressed": String(i === chosen),
-      title: `position ${position}${generated ? " · written by the model" : ""}${token === UNKNOWN_PIECE ? " · not in the vocabulary" : ""}`,
+      title: `position ${position}${generated ? " · written by the model" : ""}${isUnknown(token) ? " · not in the vocabulary" : ""}`,
       text: visibleToken(token),
       onclick: () => onChoose(i),
     });
@@ -71,21 +76,24 @@ export function renderGenerationSummary(box, meta) {
 }
 
 /**
- * An encoder turns what its vocabulary lacks (emoji, rarer scripts) into [UNK]: say so
- * beside the token list and, when the server can tell, name the words.
+ * A model turns what its vocabulary lacks (emoji, rarer scripts) into [UNK] (or <unk>):
+ * say so beside the token list and, for an encoder (whose word pieces the server can
+ * list: lookup), name the words.
  * texts: what was sent; limits: {max_vocabulary_words, max_token_chars}.
  * Resolves once the notice is final; `isCurrent()` false drops a late answer.
  */
-export async function explainUnknown(box, { tokens, texts, model, modelName, limits, isCurrent }) {
-  const count = tokens.filter((t) => t === UNKNOWN_PIECE).length;
+export async function explainUnknown(box, { tokens, texts, model, modelName, limits, isCurrent, lookup = true }) {
+  const unknown = tokens.filter(isUnknown);
+  const count = unknown.length;
   box.hidden = count === 0;
   box.dataset.words = "";
   if (!count) return box.replaceChildren();
   box.replaceChildren(
     `${count} token${count === 1 ? " is" : "s are"} `,
-    el("code", { text: UNKNOWN_PIECE }),
+    el("code", { text: unknown[0] }),
     `: ${modelName}'s vocabulary lacks some characters of the text (emoji, rarer scripts), and the model sees one unknown token there, the same for any character it lacks.`,
   );
+  if (!lookup) return;
   const words = [...new Set(texts.join(" ").split(/\s+/).filter(Boolean))]
     .filter((w) => w.length <= (limits.max_token_chars || 64))
     .slice(0, limits.max_vocabulary_words || 256);

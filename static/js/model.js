@@ -487,18 +487,15 @@ async function run() {
     drawTokens();
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
     setStatus(`${meta.tokens.length} tokens (${what}${info.layers} layers × ${info.heads} heads) in ${Math.round(performance.now() - started)} ms`);
-    if (!info.causal) {
-      explainUnknown($("unk-note"), {
-        tokens: meta.tokens,
-        texts: [asked.text, asked.textB],
-        model: info.name,
-        modelName: info.name.split("/").pop(),
-        limits: LIMITS,
-        isCurrent: () => mine === seq,
-      });
-    } else {
-      $("unk-note").hidden = true;
-    }
+    explainUnknown($("unk-note"), {
+      tokens: meta.tokens,
+      texts: generating ? [asked.prompt] : [asked.text, asked.textB],
+      model: info.name,
+      modelName: info.name.split("/").pop(),
+      limits: LIMITS,
+      isCurrent: () => mine === seq,
+      lookup: !info.causal, // /api/model/embeddings lists an encoder's word pieces
+    });
   } catch (err) {
     if (mine !== seq) return;
     const messages = showFieldErrors(form, plainModelError(err), modelErrorPlace);

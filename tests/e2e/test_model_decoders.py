@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from devtools.server import start_server, stop_server
 from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
-from tests.models.checkpoints import make_gpt2, write_config
+from tests.models.checkpoints import make_gpt2, metaspace_tokenizer, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -26,7 +26,7 @@ WAIT = 30_000  # ms: a forward pass and a page draw on a loaded 2-core machine
 UINT8_ERROR = 1 / 510
 MAX_NEW_TOKENS = 60  # above a tiny model's context, so both limits can be met
 # name -> (layers, heads); n_positions 48 (tests/models/checkpoints.py)
-DECODERS = {"tiny-gpt2": (2, 4), "tiny-gpt2-deep": (3, 2)}
+DECODERS = {"tiny-gpt2": (2, 4), "tiny-gpt2-deep": (3, 2), "tiny-gpt2-unk": (2, 4)}
 CONTEXT = 48
 TEXT = "The bank approved the loan because the river"
 PROMPT = "The dog ran in the park because"
@@ -37,6 +37,10 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("page-models")
     make_gpt2(root / "tiny-gpt2")
     make_gpt2(root / "tiny-gpt2-deep", seed=3, n_layer=3, n_head=2)
+    # A SentencePiece-style vocabulary with <unk> (no byte fallback), as some Llama-family
+    # tokenizers have: characters it lacks become <unk>.
+    make_gpt2(root / "tiny-gpt2-unk", seed=5)
+    metaspace_tokenizer().save(str(root / "tiny-gpt2-unk" / "tokenizer.json"))
     write_config(root / "tiny-t5", {"model_type": "t5", "is_encoder_decoder": True})
     return root
 
@@ -530,6 +534,17 @@ def test_a_decoder_has_no_unk_notice_for_emoji(page: Page, server_url: str) -> N
     assert "[UNK]" not in tokens
     expect(page.get_by_test_id("unk-note")).to_be_hidden()
     assert "😀" in "".join(page.get_by_test_id("wp-token").all_text_contents())
+
+
+def test_a_decoder_says_which_tokens_are_unknown(page: Page, server_url: str) -> None:
+    text = "The cat ☃ sat on the mat"
+    tokens = attention(server_url, "tiny-gpt2-unk", text, layers=[1])["tokens"]
+    assert tokens.count("<unk>") == 1
+    open_model(page, "tiny-gpt2-unk", text=text)
+    note = page.get_by_test_id("unk-note")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("1 token is <unk>")
+    expect(page.locator("[data-testid='wp-token'].unk")).to_have_text(["<unk>"])
 
 
 # ---------- 390 px ----------
