@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from ..model_registry import get_registry
 from ..templating import templates
-from .models import summary
+from .models import listing
 
 router = APIRouter(include_in_schema=False)
 
@@ -66,16 +66,11 @@ def option_label(model: dict[str, Any]) -> str:
 
 def model_list(request: Request) -> dict[str, Any]:
     """``GET /api/models``'s body, each model with its picker label and description."""
-    registry = get_registry(request)
-    entries = registry.entries()
-    default = next((e.name for e in entries if e.source in ("default", "package")), None)
-    models = []
-    for entry in entries:
-        item = summary(entry, registry, default)
+    body = listing(get_registry(request))
+    for item in body["models"]:
         item["label"] = option_label(item)
         item["about"] = describe(item) if item["supported"] else str(item["reason"] or "")
-        models.append(item)
-    return {"default": default, "models": models}
+    return body
 
 
 def chosen_model(listing: dict[str, Any], asked: str | None) -> dict[str, Any] | None:
