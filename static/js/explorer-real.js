@@ -31,6 +31,12 @@ function captions(trace) {
       : ["k = x @ W_key", ` The keys this head matches against${shared}.`],
     v: ["v = x @ W_value", ` The values this head averages${shared}.`],
     scaled_scores: ["scaled_scores", ` The scores times ${trace.scale.toPrecision(4)} (1/sqrt(d_k), d_k = ${d}).`],
+    attn_weights: [
+      "attn_weights = softmax(masked_scores)",
+      ` Each row turned into weights that sum to 1: how much each token (row) takes from each token (column)${
+        trace.causal ? "; the masked cells get no weight and stay blank" : ""
+      }.`,
+    ],
     masked_scores: [
       "masked_scores",
       trace.causal
@@ -38,6 +44,18 @@ function captions(trace) {
         : " An encoder masks nothing: every token reads every token, so these are the scaled scores.",
     ],
   };
+}
+
+/**
+ * The trace as drawn: where masked_scores is masked (null), attn_weights is blank too
+ * rather than a weight of 0 in the colour of the smallest weights. The downloaded
+ * trace keeps the API's numbers.
+ */
+export function shownTrace(trace) {
+  const steps = trace.heads[0];
+  if (!steps.masked_scores.some((row) => row.includes(null))) return trace;
+  const weights = steps.attn_weights.map((row, i) => row.map((v, j) => (steps.masked_scores[i][j] === null ? null : v)));
+  return { ...trace, heads: [{ ...steps, attn_weights: weights }] };
 }
 
 function setCaption(panel, [title, text]) {
@@ -112,7 +130,7 @@ export async function bootRealHead(root) {
   $("real-head-facts").textContent = facts(trace);
   root.dataset.model = trace.model;
   for (const [key, caption] of Object.entries(captions(trace))) setCaption(pipeline.querySelector(`[data-step="${key}"]`), caption);
-  const done = drawPipeline(pipeline, trace, "0");
+  const done = drawPipeline(pipeline, shownTrace(trace), "0");
   const steps = trace.heads[0];
   if (trace.rope) {
     const labels = tokenLabels(trace.tokens);

@@ -375,11 +375,18 @@ def test_a_head_opens_step_by_step_in_the_explorer(page: Page, server_url: str) 
         server_url, "/api/model/head", {"model": "tiny-gpt2", "text": TEXT, "layer": 2, "head": 3}
     )
     steps = expected["heads"][0]
-    for key in ("q", "k", "v", "attn_scores", "attn_weights", "context_vec"):
+    for key in ("q", "k", "v", "attn_scores", "context_vec"):
         assert flat(plot_data(page, f"plot-{key}")) == pytest.approx(flat(steps[key]), abs=1e-6)
     assert flat(plot_data(page, "plot-x")) == pytest.approx(flat(expected["x"]), abs=1e-6)
     masked = plot_data(page, "plot-masked_scores")
     assert masked[0][1] is None and masked[1][0] == pytest.approx(steps["masked_scores"][1][0])
+    # The weights: the API's below the diagonal; above it blank (masked), not a weight of 0.
+    weights = plot_data(page, "plot-attn_weights")
+    for i, row in enumerate(weights):
+        assert all(v is None for v in row[i + 1 :]), (i, row)
+        assert row[: i + 1] == pytest.approx(steps["attn_weights"][i][: i + 1], abs=1e-6)
+        assert all(v == 0 for v in steps["attn_weights"][i][i + 1 :])
+    expect(page.locator("[data-step='attn_weights'] .step-text")).to_contain_text("stay blank")
     # A number on the page equals the API's: row 2's largest weight, as its hover text says.
     j = max(range(2), key=lambda j: steps["attn_weights"][1][j])
     text = plot_data(page, "plot-attn_weights", field="text")
