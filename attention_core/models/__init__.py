@@ -2,7 +2,7 @@
 
 A model is a checkpoint directory in Hugging Face's layout (``config.json``,
 safetensors weights, ``tokenizer.json``); weights are memory-mapped.  Families:
-``bert`` (encoders), ``gpt2`` (and, with ``llama.py``, the Llama family).
+``bert`` (encoders), ``gpt2`` and ``llama`` (Llama, Mistral, Qwen2: ``llama.py``).
 ``registry.ModelRegistry`` lists every checkpoint the app can see and loads a
 few at a time; ``generation`` and ``head_trace`` are written once for all
 decoders.
@@ -23,6 +23,8 @@ from .generation import AttentionRecorder, Generation, decode_one_token, generat
 from .gpt2 import GPT2, GPT2Config
 from .head_trace import HeadTrace, head_trace
 from .kv_cache import KVCache
+from .llama import MODEL_TYPES as LLAMA_MODEL_TYPES
+from .llama import Llama, LlamaConfig
 from .maps import MapFeatures, ModelMaps
 from .outputs import DecoderOutput, LayerTrace
 from .protocols import CausalLM, DecoderConfig, TextModel
@@ -67,7 +69,10 @@ __all__ = [
     "Generation",
     "HeadTrace",
     "KVCache",
+    "LLAMA_MODEL_TYPES",
     "LayerTrace",
+    "Llama",
+    "LlamaConfig",
     "MapFeatures",
     "ModelEntry",
     "ModelMaps",

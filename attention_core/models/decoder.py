@@ -7,15 +7,14 @@ layer's full trace, and generation with the attention of the whole sequence.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from ..errors import SpecError
+from .checkpoints import read_json
 from .generation import Generation, StopReason, generate
 from .maps import MapFeatures
 from .outputs import LayerTrace
@@ -81,19 +80,6 @@ class GeneratedText(MapFeatures):
     @property
     def generated(self) -> tuple[bool, ...]:
         return (False,) * len(self.prompt) + (True,) * len(self.new_ids)
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from ``path``; a ``SpecError`` naming the file if it is not one."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError(
-            f"{path.parent.name}: cannot read {path.name} ({exc})", field="model"
-        ) from exc
-    if not isinstance(raw, dict):
-        raise SpecError(f"{path.parent.name}: {path.name} is not a JSON object", field="model")
-    return raw
 
 
 def eos_token_ids(directory: Path) -> frozenset[int]:

@@ -17,6 +17,8 @@ from ..errors import SpecError
 from .bert import Encoder, EncoderConfig
 from .decoder import decoder_loader
 from .gpt2 import GPT2, GPT2Config
+from .llama import MODEL_TYPES as LLAMA_MODEL_TYPES
+from .llama import Llama, LlamaConfig
 from .protocols import DecoderConfig, TextModel
 
 # (directory, name, max_tokens, cache_bytes) -> a loaded model
@@ -94,13 +96,20 @@ def _gpt2_sizes(raw: Mapping[str, Any]) -> Sizes:
     return Sizes.of(GPT2Config.from_dict(raw))
 
 
+def _llama_sizes(raw: Mapping[str, Any]) -> Sizes:
+    return Sizes.of(LlamaConfig.from_dict(raw))
+
+
 FAMILIES: tuple[Family, ...] = (
     Family("bert", ("bert",), False, _bert_sizes, _load_bert),
     Family("gpt2", ("gpt2",), True, _gpt2_sizes, decoder_loader("gpt2", GPT2.from_pretrained)),
-    # LLAMA (A2, llama.py): add this entry when the family lands (same shape as gpt2's):
-    # Family("llama", ("llama", "mistral", "qwen2"), True,
-    #        lambda raw: Sizes.of(LlamaConfig.from_dict(raw)),
-    #        decoder_loader("llama", Llama.from_pretrained)),
+    Family(
+        "llama",
+        LLAMA_MODEL_TYPES,
+        True,
+        _llama_sizes,
+        decoder_loader("llama", Llama.from_pretrained),
+    ),
 )
 
 SUPPORTED_TYPES = tuple(t for f in FAMILIES for t in f.model_types)

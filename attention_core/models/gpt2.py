@@ -16,7 +16,6 @@ weights, hidden states, and one layer's full trace.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -29,12 +28,14 @@ from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
+from .checkpoints import CONFIG_FILE as CONFIG_FILE  # re-exported: moved to checkpoints.py
+from .checkpoints import WEIGHTS_FILE as WEIGHTS_FILE
+from .checkpoints import matched_state, write_checkpoint
+from .checkpoints import read_config as read_config
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
-from .safetensors_io import load_checkpoint_tensors, save_safetensors
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
+from .safetensors_io import load_checkpoint_tensors
+from .stack import first_position, run_blocks
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
@@ -311,39 +312,21 @@ class GPT2(nn.Module):
         ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
         """
         B, T = input_ids.shape
-        start = cache.length if cache is not None else 0
-        if start + T > self.config.n_positions:
-            raise SpecError(
-                f"the sequence is {start + T} tokens; this model reads at most "
-                f"{self.config.n_positions}",
-                field="text",
-            )
+        start = first_position(cache, T, self.config.n_positions)
         positions = torch.arange(start, start + T)  # (T,)
         body = self.transformer
         x = body.drop(body.wte(input_ids) + body.wpe(positions))  # (B, T, C)
-        attentions: list[torch.Tensor] = []
-        hidden: list[torch.Tensor] = [x] if output_hidden_states else []
-        trace = None
-        for i, block in enumerate(body.blocks):
-            x, steps, layer_trace = block(x, cache, want_trace=i == trace_layer)
-            if output_attentions:
-                attentions.append(steps.attn_weights)
-            # Free this layer's scores (3 x (B, H, T, S)) before the next layer makes its own.
-            del steps
-            if output_hidden_states:
-                hidden.append(x)
-            trace = layer_trace or trace
-        x = body.ln_f(x)
-        if output_hidden_states:
-            hidden[-1] = x
-        if cache is not None:
-            cache.advance(T)
-        kept = x if num_logits is None else x[:, x.shape[1] - num_logits :]
-        return DecoderOutput(
-            logits=self.lm_head(kept),
-            attentions=tuple(attentions),
-            hidden_states=tuple(hidden),
-            trace=trace,
+        return run_blocks(
+            x,
+            body.blocks,
+            (cache,),
+            body.ln_f,
+            self.lm_head,
+            cache=cache,
+            num_logits=num_logits,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            trace_layer=trace_layer,
         )
 
     # --- checkpoints ------------------------------------------------------------------
@@ -366,30 +349,10 @@ class GPT2(nn.Module):
 
     def save_pretrained(self, directory: Path, metadata: Mapping[str, str] | None = None) -> None:
         """Write ``config.json`` and ``model.safetensors`` in transformers' layout."""
-        directory.mkdir(parents=True, exist_ok=True)
-        state = {k: v for k, v in self.state_dict().items()}
+        state = dict(self.state_dict())
         if self.config.tie_word_embeddings:
             state.pop("lm_head.weight")  # transformers re-ties it on load
-        save_safetensors(directory / WEIGHTS_FILE, state, {"format": "pt", **(metadata or {})})
-        text = json.dumps(self.config.to_dict(), indent=2, sort_keys=True) + "\n"
-        (directory / CONFIG_FILE).write_text(text, encoding="utf-8")
-
-
-def read_config(directory: Path) -> dict[str, Any]:
-    path = directory / CONFIG_FILE
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(
-            f"{directory.name}: cannot read {CONFIG_FILE} ({exc})", field="model"
-        ) from exc
-    except ValueError as exc:
-        raise SpecError(
-            f"{directory.name}: {CONFIG_FILE} is not JSON ({exc})", field="model"
-        ) from exc
-    if not isinstance(raw, dict):
-        raise SpecError(f"{directory.name}: {CONFIG_FILE} is not a JSON object", field="model")
-    return raw
+        write_checkpoint(directory, state, self.config.to_dict(), metadata)
 
 
 # OpenAI's checkpoints also store the causal mask as buffers; they carry no weights.
@@ -397,7 +360,7 @@ _IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
 
 
 def _checkpoint_state(directory: Path, model: GPT2) -> dict[str, torch.Tensor]:
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    expected = set(model.state_dict())
     state: dict[str, torch.Tensor] = {}
     for key, tensor in load_checkpoint_tensors(directory).items():
         name = key if key.startswith(("transformer.", "lm_head.")) else f"transformer.{key}"
@@ -406,22 +369,4 @@ def _checkpoint_state(directory: Path, model: GPT2) -> dict[str, torch.Tensor]:
         state[name] = tensor
     if model.config.tie_word_embeddings:
         state.setdefault("lm_head.weight", state.get("transformer.wte.weight", torch.empty(0)))
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise SpecError(
-            f"{directory.name}: the weights do not match config.json "
-            f"(missing: {', '.join(missing[:5]) or 'none'}; "
-            f"unexpected: {', '.join(unexpected[:5]) or 'none'})",
-            field="model",
-        )
-    for name, shape in expected.items():
-        if tuple(state[name].shape) != shape:
-            raise SpecError(
-                f"{directory.name}: tensor {name!r} has shape {tuple(state[name].shape)}; "
-                f"config.json implies {shape}",
-                field="model",
-            )
-        if state[name].dtype != torch.float32:
-            state[name] = state[name].to(torch.float32)
-    return state
+    return matched_state(directory, model, state)

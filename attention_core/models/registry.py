@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import SpecError
-from .decoder import read_json
+from .checkpoints import read_json
 from .discovery import (
     BUILTIN_DIR,
     Candidate,
@@ -41,8 +41,9 @@ from .result_cache import DEFAULT_CACHE_BYTES
 from .safetensors_io import checkpoint_files, read_header
 
 TOKENIZER_FILE = "tokenizer.json"
-# Buffers some GPT-2 checkpoints store beside the weights (the causal mask): not parameters.
-_BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias")
+# Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
+# checkpoints' RoPE frequencies): not parameters.
+_BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
 # Names listed in an "unknown model" message before "and N more".
 MAX_NAMES_SHOWN = 20
 

@@ -66,10 +66,11 @@ def metaspace_tokenizer(vocab_size: int = 160) -> Any:
 
 
 def randomize_norms(model: torch.nn.Module) -> None:
-    """Random LayerNorm gains and biases (transformers' init makes them 1 and 0)."""
+    """Random LayerNorm/RMSNorm gains and all biases (transformers' init makes them 1 and 0),
+    so the norms and biases are tested too."""
     with torch.no_grad():
         for name, param in model.named_parameters():
-            if "ln_" in name or name.endswith("bias"):
+            if "ln_" in name or "norm" in name or name.endswith("bias"):
                 param.normal_(mean=1.0 if name.endswith("weight") else 0.0, std=0.2)
 
 
@@ -109,6 +110,68 @@ def make_gpt2(
     )
     torch.manual_seed(seed)
     model = transformers.GPT2LMHeadModel(config)
+    randomize_norms(model)
+    model.to(dtype).save_pretrained(directory)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return directory
+
+
+LLAMA_CLASSES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM"),
+    "mistral": ("MistralConfig", "MistralForCausalLM"),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
+}
+
+
+def make_llama(
+    directory: Path,
+    *,
+    model_type: str = "llama",
+    seed: int = 0,
+    max_position_embeddings: int = 64,
+    hidden_size: int = 32,
+    num_hidden_layers: int = 2,
+    num_attention_heads: int = 4,
+    num_key_value_heads: int = 2,
+    rope_theta: float = 10000.0,
+    rope_scaling: dict[str, Any] | None = None,
+    dtype: torch.dtype = torch.float32,
+    initializer_range: float = 0.4,
+    **overrides: Any,
+) -> Path:
+    """A random Llama-family model (``model_type`` llama, mistral or qwen2) with a
+    SentencePiece-style tokenizer that starts every text with ``<s>``, saved as
+    transformers would save it.
+
+    Defaults: grouped-query attention (4 query heads on 2 kv heads), untied
+    embeddings, a 64-position context; ``overrides`` go to the config (a
+    ``vocab_size`` below the tokenizer's is for model-only tests).  Weights at
+    20x transformers' scale, as ``make_gpt2``'s, so greedy decoding has no
+    near-ties.
+    """
+    import transformers
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer = metaspace_tokenizer()
+    config_class, model_class = (getattr(transformers, n) for n in LLAMA_CLASSES[model_type])
+    rope = dict(rope_scaling or {"rope_type": "default"})
+    settings: dict[str, Any] = {
+        "vocab_size": tokenizer.get_vocab_size(),
+        "hidden_size": hidden_size,
+        "intermediate_size": 2 * hidden_size,
+        "num_hidden_layers": num_hidden_layers,
+        "num_attention_heads": num_attention_heads,
+        "num_key_value_heads": num_key_value_heads,
+        "max_position_embeddings": max_position_embeddings,
+        "rope_parameters": {**rope, "rope_theta": rope_theta},
+        "bos_token_id": tokenizer.token_to_id(BOS),
+        "eos_token_id": tokenizer.token_to_id("</s>"),
+        "initializer_range": initializer_range,
+        "tie_word_embeddings": False,
+        **overrides,
+    }
+    torch.manual_seed(seed)
+    model = model_class(config_class(**settings))
     randomize_norms(model)
     model.to(dtype).save_pretrained(directory)
     tokenizer.save(str(directory / "tokenizer.json"))

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attention_core.models.bert import Encoder, default_model_dir
-from tests.models.checkpoints import make_gpt2
+from tests.models.checkpoints import make_gpt2, make_llama
 
 # The app runs torch with one intra-op thread (ATTENTION_VIZ_TORCH_THREADS);
 # on a shared 2-core machine this is also many times faster for short inputs.
@@ -26,7 +26,30 @@ CHECKPOINTS: dict[str, tuple[str, Callable[..., Path], dict[str, object]]] = {
     "tiny-gpt2": ("gpt2", make_gpt2, {}),
     "tiny-gpt2-untied": ("gpt2", make_gpt2, {"tie_word_embeddings": False, "seed": 1}),
     "tiny-gpt2-bf16": ("gpt2", make_gpt2, {"dtype": torch.bfloat16, "seed": 2}),
-    # LLAMA (A2): ("llama", make_llama, {"num_key_value_heads": 2}) once llama.py lands.
+    # Llama family: GQA 4 query heads on 2 kv heads unless said otherwise.
+    "tiny-llama": ("llama", make_llama, {}),
+    "tiny-llama-bf16-tied": (
+        "llama",
+        make_llama,
+        {"dtype": torch.bfloat16, "tie_word_embeddings": True, "seed": 3},
+    ),
+    "tiny-llama3-rope": (
+        "llama",
+        make_llama,
+        {
+            "seed": 5,
+            "max_position_embeddings": 32,
+            "rope_theta": 500000.0,
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 4.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 16,
+            },
+        },
+    ),
+    "tiny-qwen2": ("llama", make_llama, {"model_type": "qwen2", "seed": 6}),
 }
 DECODERS = sorted(CHECKPOINTS)
 

@@ -23,6 +23,7 @@ from attention_core.models import registry as registry_module
 from attention_core.models.discovery import hf_cache_dir, split_paths
 from attention_core.models.loaded import LoadedModels
 from tests.models.checkpoints import write_config
+from tests.models.conftest import CHECKPOINTS, DECODERS
 
 
 def copy(checkpoints: Path, name: str, to: Path) -> Path:
@@ -67,16 +68,16 @@ def test_env_paths_split_on_pathsep_and_a_directory_may_hold_several(
     assert paths == [one, checkpoints]
     registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=paths)
     entries = registry.entries()
-    assert [e.name for e in entries] == [
-        "solo-gpt2",
-        "tiny-gpt2",
-        "tiny-gpt2-bf16",
-        "tiny-gpt2-untied",
-    ]
-    assert all(e.supported and e.source == "env" and e.family == "gpt2" for e in entries)
-    sizes = entries[1].sizes
+    assert [e.name for e in entries] == ["solo-gpt2", *DECODERS]
+    assert all(e.supported and e.source == "env" for e in entries)
+    assert [e.family for e in entries[1:]] == [CHECKPOINTS[name][0] for name in DECODERS]
+    sizes = by_name(entries)["tiny-gpt2"].sizes
     assert sizes is not None
     assert (sizes.layers, sizes.heads, sizes.kv_heads, sizes.max_positions) == (2, 4, 4, 48)
+    llama, llama3 = by_name(entries)["tiny-llama"].sizes, by_name(entries)["tiny-llama3-rope"].sizes
+    assert llama is not None and llama3 is not None
+    assert (llama.heads, llama.kv_heads, llama.head_dim, llama.max_positions) == (4, 2, 8, 64)
+    assert llama3.max_positions == 64  # llama3 RoPE scaling: factor 4 x the original 16
     # Parameters from the headers: tied embeddings counted once, untied twice.
     tied, untied = by_name(entries)["tiny-gpt2"], by_name(entries)["tiny-gpt2-untied"]
     assert tied.parameters is not None and untied.parameters is not None

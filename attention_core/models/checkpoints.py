@@ -1,0 +1,77 @@
+"""What every family does with a checkpoint directory: read ``config.json``, check the
+weights against the model they must fill, write both back in transformers' layout."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..errors import SpecError
+from .safetensors_io import save_safetensors
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; a ``SpecError`` naming the file if it is not one."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(
+            f"{path.parent.name}: cannot read {path.name} ({exc})", field="model"
+        ) from exc
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path.parent.name}: {path.name} is not a JSON object", field="model")
+    return raw
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    """``directory/config.json`` as a dict; a ``SpecError`` naming the directory otherwise."""
+    return read_json(directory / CONFIG_FILE)
+
+
+def matched_state(
+    directory: Path, model: nn.Module, state: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """``state`` checked name by name and shape by shape against ``model`` (which may live
+    on the meta device), fp16/bf16 tensors converted to float32; float32 ones untouched
+    (still memory-mapped)."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise SpecError(
+            f"{directory.name}: the weights do not match config.json "
+            f"(missing: {', '.join(missing[:5]) or 'none'}; "
+            f"unexpected: {', '.join(unexpected[:5]) or 'none'})",
+            field="model",
+        )
+    for name, shape in expected.items():
+        if tuple(state[name].shape) != shape:
+            raise SpecError(
+                f"{directory.name}: tensor {name!r} has shape {tuple(state[name].shape)}; "
+                f"config.json implies {shape}",
+                field="model",
+            )
+        if state[name].dtype != torch.float32:
+            state[name] = state[name].to(torch.float32)
+    return state
+
+
+def write_checkpoint(
+    directory: Path,
+    state: Mapping[str, torch.Tensor],
+    config: Mapping[str, Any],
+    metadata: Mapping[str, str] | None = None,
+) -> None:
+    """``model.safetensors`` and ``config.json`` in ``directory`` (created if needed)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    save_safetensors(directory / WEIGHTS_FILE, state, {"format": "pt", **(metadata or {})})
+    text = json.dumps(dict(config), indent=2, sort_keys=True) + "\n"
+    (directory / CONFIG_FILE).write_text(text, encoding="utf-8")
