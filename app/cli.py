@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import train_cli
 from .settings import get_settings
 
 
@@ -86,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     presets = sub.add_parser("presets", help="list the presets")
     presets.set_defaults(func=_presets)
+
+    train_cli.add_parser(sub)
     return parser
 
 

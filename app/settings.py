@@ -1,6 +1,8 @@
 """All tunables in one place, overridable by ATTENTION_VIZ_* environment variables."""
 
+import os
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -48,6 +50,45 @@ class Settings(BaseSettings):
         None, description="a BERT-family checkpoint directory; default: the packaged MiniLM"
     )
     model_max_tokens: int = Field(512, ge=2, description="WordPiece tokens per model input")
+
+    # Training (POST /api/train, the /train page); see the README's "Training" section.
+    runs_dir: str | None = Field(
+        None,
+        description="where finished training runs are saved (shared by replicas); "
+        "default: $XDG_DATA_HOME/attention-viz/runs, else ~/.local/share/attention-viz/runs",
+    )
+    runs_keep: int = Field(20, ge=1, description="newest training runs kept in runs_dir")
+    train_concurrent: int = Field(
+        0, ge=0, description="training runs at once per server process; 0: one per CPU"
+    )
+    train_threads: int = Field(1, ge=1, description="PyTorch threads of one training process")
+    train_nice: int = Field(
+        10, ge=0, le=19, description="how much lower a training process's CPU priority is"
+    )
+    train_max_seconds: float = Field(900, gt=0, description="wall-clock limit of one run")
+    train_max_steps: int = Field(5000, ge=1, description="max_steps of one run")
+    train_max_parameters: int = Field(2_000_000, ge=1, description="parameters of one model")
+    train_max_text_bytes: int = Field(
+        1_000_000, ge=1, description="UTF-8 bytes of an uploaded or pasted training text"
+    )
+    train_max_vocabulary: int = Field(1024, ge=2, description="distinct characters of a text")
+    train_max_layers: int = Field(8, ge=1, description="n_layer")
+    train_max_embd: int = Field(512, ge=1, description="n_embd")
+    train_max_block_size: int = Field(256, ge=2, description="block_size (context length)")
+    train_max_batch_size: int = Field(128, ge=1, description="batch_size")
+    train_max_attention_cells: int = Field(
+        16_777_216,
+        ge=1,
+        description="batch_size × n_head × block_size² × n_layer: the attention maps one "
+        "step keeps for backward (memory)",
+    )
+
+    def runs_path(self) -> Path:
+        """``runs_dir``, or the per-user default (XDG data directory)."""
+        if self.runs_dir:
+            return Path(self.runs_dir).expanduser()
+        data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(data_home) / "attention-viz" / "runs"
 
 
 @lru_cache
