@@ -2,9 +2,10 @@
 
 Every sentence names its sense early (a fish, a boat, the reeds; the cash, a
 loan, the rent), goes "... to the bank" with the same words either way, and
-only then says something that fits one sense: so a character model can guess
-what follows "bank" only by looking back at the deciding word, which is what
-a trained attention head is seen doing.  Some sentences say nothing of banks.
+only then says something that fits one sense, starting with a letter that
+only that sense's endings start with: so a character model can guess what
+follows "bank " only by looking back at the deciding word, which is what a
+trained attention head is seen doing.  Some sentences say nothing of banks.
 
 The text is ours (CC0, see attention_core/training/data/README.md) and a
 pure function of the seed:
@@ -27,8 +28,8 @@ SUBJECTS = [
     "Kim", "Lea", "Max", "Nia", "Omar", "Pia", "Ravi", "Sam", "Tess", "Uma",
     "the boy", "the girl", "my aunt", "our cook", "the old man", "her uncle",
 ]  # fmt: skip
-TRAVEL = ["went", "walked", "ran", "hurried", "came back", "drove"]
-PLACES = ["to the bank", "down to the bank", "over to the bank"]
+TRAVEL = ["went", "walked", "ran", "hurried", "drove"]
+PLACES = ["to the bank", "down to the bank"]
 
 SENSES: dict[str, dict[str, list[str]]] = {
     "river": {
@@ -37,11 +38,11 @@ SENSES: dict[str, dict[str, list[str]]] = {
             "swam in the river", "walked by the stream", "waded in the water",
             "dug in the mud", "cast a fishing line", "paddled the canoe",
         ],
+        # Every river ending starts with b, u, n or o ...
         "after": [
-            "and sat on the wet grass", "where the water ran cold", "and watched the ducks",
-            "to dry in the sun", "where the frogs sang", "and slept under a willow",
-            "where the river was wide", "and looked for otters", "to listen to the stream",
-            "where the mud was soft",
+            "beside the reeds", "by the cold water", "under the willows", "under a tall tree",
+            "near the ducks", "near the old mill", "on the wet grass", "on the muddy side",
+            "beneath the bridge", "next to the frogs",
         ],
     },
     "money": {
@@ -50,11 +51,12 @@ SENSES: dict[str, dict[str, list[str]]] = {
             "got a salary", "owed the rent", "wrote a cheque", "sold the car",
             "found a gold coin", "lost a wallet",
         ],
+        # ... and every money ending with f, w, t or a: the first letter after "bank "
+        # is decided by the cue word alone.
         "after": [
-            "to pay the loan", "and spoke to the clerk", "where the teller counted notes",
-            "to open an account", "and asked about interest", "to save the money",
-            "where the vault was locked", "and signed the forms", "to change the coins",
-            "where the queue was long",
+            "for a loan", "for the clerk", "with the cash", "with a cheque", "to pay the rent",
+            "to open an account", "at the counter", "at noon to save", "and paid the interest",
+            "and signed the forms",
         ],
     },
 }  # fmt: skip

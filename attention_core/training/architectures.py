@@ -43,6 +43,9 @@ def gpt2_config(config: TrainConfig, vocab_size: int) -> GPT2Config:
         n_embd=config.n_embd,
         n_layer=config.effective_layers,
         n_head=config.effective_heads,
+        # Exact GELU, as nanoGPT trains: on CPU torch's tanh approximation (GPT-2's
+        # "gelu_new") costs ~5× as much, and transformers reads "gelu" as this one.
+        activation_function="gelu",
         resid_pdrop=config.dropout,
         embd_pdrop=config.dropout,
         attn_pdrop=config.dropout,

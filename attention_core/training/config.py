@@ -25,7 +25,9 @@ ARCHITECTURES: dict[str, str] = {
     "gpt": "GPT: blocks of multi-head attention and an MLP, as nanoGPT",
 }
 
-DEFAULT_PROBE = "Kim rowed the boat, then went to the bank"
+# Ends on the space after "bank": its row of attention is where a trained head looks back
+# at "boat", the word that decides the next letter (b/n/o/u for the river, a/f/t/w for money).
+DEFAULT_PROBE = "Kim rowed the boat, then went to the bank "
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def test_a_run_streams_its_events_and_saves_a_checkpoint(
     start = events[0][1]
     assert start["config"]["n_layer"] == 1 and start["n_head"] == 2
     assert start["probe_tokens"] == list("Kim rowed the bo")
-    assert start["baseline_val_loss"] == pytest.approx(1.8314, abs=1e-4)
+    assert start["baseline_val_loss"] == pytest.approx(1.8236, abs=1e-4)
     progress = [data for name, data in events if name == "progress"]
     assert [p["step"] for p in progress] == list(range(7))
     assert [p["step"] for p in progress if p["val_loss"] is not None] == [0, 3, 6]
@@ -291,4 +291,4 @@ def test_presets_list_the_ladder_and_the_limits(train_client: TestClient) -> Non
     assert body["presets"]["bigram"]["n_layer"] == 0
     assert body["limits"]["train_max_parameters"] == 200_000
     assert body["limits"]["train_concurrent"] == 4
-    assert body["default_probe"] == "Kim rowed the boat, then went to the bank"
+    assert body["default_probe"] == "Kim rowed the boat, then went to the bank "
