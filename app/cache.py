@@ -13,6 +13,9 @@ from collections import OrderedDict
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+# An ASGI response's raw headers: (name, value) byte pairs, as sent in http.response.start.
+RawHeaders = list[tuple[bytes, bytes]]
+
 
 class ResponseCache:
     """LRU of (path, body) → (headers, response body), bounded in entries and bytes."""
@@ -21,15 +24,15 @@ class ResponseCache:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.size = 0
-        self._items: OrderedDict[tuple[str, bytes], tuple[list, bytes]] = OrderedDict()
+        self._items: OrderedDict[tuple[str, bytes], tuple[RawHeaders, bytes]] = OrderedDict()
 
-    def get(self, key: tuple[str, bytes]) -> tuple[list, bytes] | None:
+    def get(self, key: tuple[str, bytes]) -> tuple[RawHeaders, bytes] | None:
         item = self._items.get(key)
         if item is not None:
             self._items.move_to_end(key)
         return item
 
-    def put(self, key: tuple[str, bytes], headers: list, body: bytes) -> None:
+    def put(self, key: tuple[str, bytes], headers: RawHeaders, body: bytes) -> None:
         cost = len(key[1]) + len(body)
         if cost > self.max_bytes // 8 or key in self._items:
             return
@@ -76,10 +79,10 @@ class ResponseCacheMiddleware:
         key = (scope["path"], body)
         hit = self.cache.get(key) if cacheable else None
         if hit is not None:
-            headers, answer = hit
+            cached_headers, answer = hit
             # A copy: outer middleware (GZip) edits the list in place, and the
             # edits (content-encoding, a compressed length) must not stick.
-            start = {"type": "http.response.start", "status": 200, "headers": list(headers)}
+            start = {"type": "http.response.start", "status": 200, "headers": list(cached_headers)}
             await send(start)
             await send({"type": "http.response.body", "body": answer})
             return
@@ -94,7 +97,7 @@ class ResponseCacheMiddleware:
             return await receive()
 
         status = 0
-        headers: list = []
+        headers: RawHeaders = []
         parts: list[bytes] = []
 
         async def capture(message: Message) -> None:

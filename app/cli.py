@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 
 from . import train_cli
 from .settings import get_settings
@@ -33,17 +35,12 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         spec: AttentionSpec = get_preset(args.preset).spec
-        changes = {}
         if args.tokens:
-            changes["tokens"] = tuple(args.tokens)
+            spec = replace(spec, tokens=tuple(args.tokens))
         if args.causal is not None:
-            changes["causal"] = args.causal
+            spec = replace(spec, causal=args.causal)
         if args.heads is not None:
-            changes["num_heads"] = args.heads
-        if changes:
-            from dataclasses import replace
-
-            spec = replace(spec, **changes)
+            spec = replace(spec, num_heads=args.heads)
         payload = trace_to_json(run(spec), spec, args.steps)
     except SpecError as exc:
         sys.stderr.write(f"attention-viz: {exc}\n")
@@ -94,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    command: Callable[[argparse.Namespace], int] = args.func
+    return command(args)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ rewritten into it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
 import orjson
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -16,13 +19,15 @@ from attention_core import SpecError
 
 from .limits import LimitError
 
+E = TypeVar("E", bound=Exception)
+
 UNPARSABLE_BODY = (
     "the body could not be parsed: it must be UTF-8 JSON, nested at most a few hundred levels deep"
 )
 
 
 def error_response(
-    status: int, loc: list[str | int], msg: str, kind: str, headers: dict | None = None
+    status: int, loc: list[str | int], msg: str, kind: str, headers: Mapping[str, str] | None = None
 ) -> Response:
     body = orjson.dumps({"detail": [{"loc": loc, "msg": msg, "type": kind}]})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
@@ -50,7 +55,7 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return error_response(exc.status_code, ["path"], message, kind, exc.headers)
 
 
-def _validation_message(error: dict) -> str:
+def _validation_message(error: dict[str, Any]) -> str:
     kind = error.get("type")
     if kind == "finite_number":
         return "Input should be a finite number within ±1e6 (NaN and Infinity are not allowed)"
@@ -70,8 +75,25 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> Response
     return Response(orjson.dumps({"detail": detail}), 422, media_type="application/json")
 
 
+def _add_handler(
+    app: FastAPI, kind: type[E], handler: Callable[[Request, E], Awaitable[Response]]
+) -> None:
+    """Register ``handler`` for ``kind``, with the pairing checked by the type checker.
+
+    Starlette types every handler as taking any ``Exception``; it calls this one
+    only for ``kind`` and its subclasses, which the wrapper narrows to.
+    """
+
+    async def narrowed(request: Request, exc: Exception) -> Response:
+        if not isinstance(exc, kind):
+            raise exc
+        return await handler(request, exc)
+
+    app.add_exception_handler(kind, narrowed)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(SpecError, _spec_error)
-    app.add_exception_handler(LimitError, _limit_error)
-    app.add_exception_handler(HTTPException, _http_error)
+    _add_handler(app, RequestValidationError, _validation_error)
+    _add_handler(app, SpecError, _spec_error)
+    _add_handler(app, LimitError, _limit_error)
+    _add_handler(app, HTTPException, _http_error)

@@ -1,4 +1,10 @@
-"""Builds the app: ``create_app()`` and nothing else happens at import time."""
+"""Builds the app: ``create_app()`` for tests and the CLI, ``app`` for FastAPI's usual commands.
+
+``uvicorn app.main:app`` and ``fastapi run app/main.py`` serve the module-level
+``app``, built from the environment's settings at import.  Building is cheap
+(routes and middleware only); the work that takes time, warming the assets
+and loading the model, happens in the lifespan or on first use.
+"""
 
 from __future__ import annotations
 
@@ -82,3 +88,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware)
     return app
+
+
+app = create_app()

@@ -113,10 +113,8 @@ def attention_with_steps(
         attn_scores = query @ key.transpose(-2, -1)  # (..., L, S)
     else:
         # Each kv head's G query heads as one (G*L)-row matrix: no copy of the keys.
-        *batch, num_q_heads, _, width = query.shape
-        grouped = query.reshape(*batch, num_q_heads // group, group * num_queries, width)
-        attn_scores = (grouped @ key.transpose(-2, -1)).view(
-            *batch, num_q_heads, num_queries, num_keys
+        attn_scores = (_group_rows(query, group) @ key.transpose(-2, -1)).view(
+            *query.shape[:-1], num_keys
         )  # (..., H_q, L, S)
     scaled_scores = attn_scores * scale_factor
     allowed = _combined_mask(attn_mask, is_causal, num_queries, num_keys)
@@ -133,9 +131,8 @@ def attention_with_steps(
     if group == 1:
         context_vec = mixing @ value  # (..., L, E_v)
     else:
-        rows = mixing.reshape(*batch, num_q_heads // group, group * num_queries, num_keys)
-        context_vec = (rows @ value).view(
-            *batch, num_q_heads, num_queries, value.shape[-1]
+        context_vec = (_group_rows(mixing, group) @ value).view(
+            *query.shape[:-1], value.shape[-1]
         )  # (..., H_q, L, E_v)
     return AttentionSteps(
         attn_scores=attn_scores,
@@ -146,6 +143,12 @@ def attention_with_steps(
         scale=scale_factor,
         allowed=allowed,
     )
+
+
+def _group_rows(t: torch.Tensor, group: int) -> torch.Tensor:
+    """Stack each run of ``group`` consecutive heads' rows into one matrix."""
+    *batch, heads, rows, width = t.shape
+    return t.reshape(*batch, heads // group, group * rows, width)  # (..., H/G, G*L, X)
 
 
 def _query_group(query: torch.Tensor, key: torch.Tensor) -> int:

@@ -53,7 +53,7 @@ def compare(
     """
     trace_a = run(replace(spec, tokens=tokens_a))
     trace_b = run(replace(spec, tokens=tokens_b))
-    first_b = {}
+    first_b: dict[str, int] = {}
     for j, token in enumerate(tokens_b):
         first_b.setdefault(token, j)
     shared = []

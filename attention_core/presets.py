@@ -19,6 +19,7 @@ from .errors import SpecError
 from .projections import (
     ExplicitProjection,
     IdentityProjection,
+    Role,
     SeededLinearProjection,
     SeededRandProjection,
 )
@@ -47,7 +48,7 @@ NEXT_DAY_VECTORS = (
 # Seeds 000/003 have no words, only 8 time steps.
 EIGHT_STEPS = tuple(f"t{i}" for i in range(1, 9))
 # nanoGPT's order: key, query (scores computed), then value.
-KEY_QUERY_VALUE = ("key", "query", "value")
+KEY_QUERY_VALUE: tuple[Role, ...] = ("key", "query", "value")
 
 
 @dataclass(frozen=True)

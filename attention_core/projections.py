@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import nn
@@ -18,7 +19,8 @@ from .embeddings import matrix_from_rows
 from .errors import SpecError
 from .multihead import Projections
 
-ROLES = ("query", "key", "value")
+Role = Literal["query", "key", "value"]
+ROLES: tuple[Role, ...] = ("query", "key", "value")
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class SeededRandProjection:
 
     d_out: int
     seed: int | None = 123
-    order: tuple[str, ...] = ROLES
+    order: tuple[Role, ...] = ROLES
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class SeededLinearProjection:
 
     d_out: int
     seed: int | None = 789
-    order: tuple[str, ...] = ROLES
+    order: tuple[Role, ...] = ROLES
 
 
 ProjectionSpec = (

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import start_server, stop_server  # noqa: E402
+from devtools.server import start_server, stop_server  # noqa: E402
 
 FLAGSHIP = {
     "tokens": ["stream", "bank", "mud"],

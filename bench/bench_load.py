@@ -57,7 +57,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import start_server, stop_server  # noqa: E402
+from devtools.server import start_server, stop_server  # noqa: E402
 
 LUA = ROOT / "bench" / "wrk" / "rotate.lua"
 

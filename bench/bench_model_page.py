@@ -28,7 +28,8 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
+from devtools.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from devtools.server import start_server, stop_server  # noqa: E402
 
 LAYERS, HEADS = 6, 12
 WORDS = (

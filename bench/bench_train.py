@@ -69,7 +69,7 @@ from attention_core.training import (  # noqa: E402
     train,
 )
 from attention_core.training.batches import get_batch, language_model_loss  # noqa: E402
-from tests.conftest import start_server, stop_server  # noqa: E402
+from devtools.server import start_server, stop_server  # noqa: E402
 
 WARMUP = 10
 

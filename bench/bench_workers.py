@@ -47,7 +47,7 @@ from bench_load import (  # noqa: E402
     write_requests,
 )
 
-from tests.conftest import launch, stop_server  # noqa: E402
+from devtools.server import launch, stop_server  # noqa: E402
 
 CLI = ROOT / ".venv" / "bin" / "attention-viz"
 REQUESTS["healthz"] = ("GET", "/healthz", None)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up and run the whole test suite on a fresh machine: system packages,
-# a virtualenv with the project and its test extras, lint, then pytest.
+# a virtualenv with the project and its test extras, lint, type checks, then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +12,6 @@ bash scripts/install-system-deps.sh
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# Packages and flags: [tool.mypy] in pyproject.toml.
+.venv/bin/mypy
 .venv/bin/python -m pytest "$@"

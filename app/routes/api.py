@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Query, Response
@@ -44,12 +44,12 @@ from .common import ERRORS, SettingsDep, json_response
 router = APIRouter(prefix="/api", tags=["attention"])
 
 
-def _trace(body: AttentionRequest) -> dict:
+def _trace(body: AttentionRequest) -> dict[str, Any]:
     spec = spec_from_request(body)
     return trace_to_json(run(spec), spec, body.steps)
 
 
-def _compare(body: CompareRequest) -> dict:
+def _compare(body: CompareRequest) -> dict[str, Any]:
     spec = spec_from_options(body, body.tokens_a)
     result = compare(spec, tuple(body.tokens_a), tuple(body.tokens_b))
     spec_b = spec_from_options(body, body.tokens_b)
@@ -75,7 +75,7 @@ async def compare_sentences(body: CompareRequest, settings: SettingsDep) -> Resp
     return json_response(await offload(work, _compare, body))
 
 
-def _expand(body: AttentionRequest) -> dict:
+def _expand(body: AttentionRequest) -> dict[str, Any]:
     expanded = request_from_spec(expand(spec_from_request(body)))
     return expanded.model_copy(update={"steps": body.steps}).model_dump(mode="json")
 
@@ -94,7 +94,7 @@ async def list_presets() -> Response:
     return json_response([preset_summary(p) for p in PRESETS.values()])
 
 
-def _preset_detail(name: str) -> dict:
+def _preset_detail(name: str) -> dict[str, Any]:
     preset = get_preset(name)
     return {
         **preset_summary(preset),
@@ -132,7 +132,9 @@ LESSON_CACHE_SIZE = 64
 _LESSON_CACHE: dict[bytes, bytes] = {}
 
 
-def _lesson(dims: list[int], trials: int, seed: int, scores: list[float], scales: list[float]):
+def _lesson(
+    dims: list[int], trials: int, seed: int, scores: list[float], scales: list[float]
+) -> dict[str, Any]:
     return {
         "trials": trials,
         "seed": seed,

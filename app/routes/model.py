@@ -25,7 +25,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from typing import Annotated
+from typing import Annotated, Any
 
 import torch
 from fastapi import APIRouter, Depends, Request, Response
@@ -127,7 +127,7 @@ def _layers(body: ModelAttentionRequest, count: int) -> list[int]:
     return list(dict.fromkeys(body.layers))
 
 
-def _attention_payload(encoder: Encoder, body: ModelAttentionRequest) -> dict:
+def _attention_payload(encoder: Encoder, body: ModelAttentionRequest) -> dict[str, Any]:
     layers = _layers(body, encoder.config.num_hidden_layers)
     out: EncoderOutput = encoder.encode(body.text, body.text_b)
     tok = out.tokenized

@@ -90,6 +90,10 @@ EmbeddingIn = Annotated[
 Role = Literal["query", "key", "value"]
 
 
+def _all_roles() -> list[Role]:
+    return ["query", "key", "value"]
+
+
 class IdentityProjectionIn(Strict):
     """No projection: queries, keys and values are the embeddings themselves."""
 
@@ -118,7 +122,7 @@ class SeededRandProjectionIn(Strict):
     kind: Literal["seeded_rand"] = "seeded_rand"
     d_out: StrictInt = Field(ge=1)
     seed: StrictInt | None = Field(123, ge=0, le=2**63 - 1)
-    order: list[Role] = Field(default_factory=lambda: ["query", "key", "value"])
+    order: list[Role] = Field(default_factory=_all_roles)
 
 
 class SeededLinearProjectionIn(Strict):
@@ -127,7 +131,7 @@ class SeededLinearProjectionIn(Strict):
     kind: Literal["seeded_linear"] = "seeded_linear"
     d_out: StrictInt = Field(ge=1)
     seed: StrictInt | None = Field(789, ge=0, le=2**63 - 1)
-    order: list[Role] = Field(default_factory=lambda: ["query", "key", "value"])
+    order: list[Role] = Field(default_factory=_all_roles)
 
 
 ProjectionIn = Annotated[

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from attention_core.presets import FINANCE, RIVER
+from tests import reference_values as ref
+from tests.printed import assert_printed
 
 BANK_RAW = {
     "embedding": {"kind": "vocabulary"},
@@ -58,14 +60,10 @@ def test_scaling_lesson_defaults(client):
         # Var(q·k) ≈ d before scaling, ≈ 1 after (1,000 samples: within ~20 %).
         assert row["variance_unscaled"] == pytest.approx(row["dim"], rel=0.25)
         assert row["variance_scaled"] == pytest.approx(1.0, rel=0.25)
-    assert lesson["scores"] == [0.1, -0.2, 0.3, -0.2, 0.5]
+    assert lesson["scores"] == list(ref.SEED_001_SOFTMAX_SCORES)
     by_scale = {r["scale"]: r for r in lesson["sharpness"]}
-    assert by_scale[1.0]["weights"] == pytest.approx(
-        [0.1925, 0.1426, 0.2351, 0.1426, 0.2872], abs=5e-5
-    )
-    assert by_scale[8.0]["weights"] == pytest.approx(
-        [0.0326, 0.0030, 0.1615, 0.0030, 0.8000], abs=5e-5
-    )
+    assert_printed(by_scale[1.0]["weights"], ref.SEED_001_SOFTMAX)
+    assert_printed(by_scale[8.0]["weights"], ref.SEED_001_SOFTMAX_TIMES_8)
     maxima = [r["max_weight"] for r in lesson["sharpness"]]
     assert maxima == sorted(maxima)  # larger scale, sharper softmax
 

@@ -6,6 +6,8 @@ import httpx
 import pytest
 
 from attention_core.presets import FINANCE, RIVER
+from tests import reference_values as ref
+from tests.printed import assert_printed
 
 BANK_RAW = {"tokens": list(RIVER), "embedding": {"kind": "vocabulary"}, "scale": "none"}
 LIMIT = 2_000_000  # the default ATTENTION_VIZ_MAX_BODY_BYTES
@@ -20,8 +22,7 @@ def http(live_server):
 def test_flagship_over_http(http):
     response = http.post("/api/attention", json=BANK_RAW)
     assert response.status_code == 200
-    output = response.json()["output"]
-    assert [round(v, 3) for v in output[1]] == [0.949, 0.356, 0.089, 0.313]
+    assert_printed(response.json()["output"], ref.SEED_004_OUTPUTS["bank-raw"][0])
     assert response.headers["x-content-type-options"] == "nosniff"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import start_server, stop_server
+from devtools.server import start_server, stop_server
 
 LONG_RUN = {
     "architecture": "gpt",

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+from devtools.chromium import CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -35,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def server_url(live_server: str) -> str:
-    """The shared uvicorn (tests/conftest.py: ``create_app()`` on a free port, /healthz polled)."""
+    """The shared uvicorn (tests/conftest.py's ``live_server``: ``create_app()`` on a free port)."""
     return live_server
 
 

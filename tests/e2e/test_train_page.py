@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from devtools.server import start_server, stop_server
 from tests.api.test_train_live import workers_of
-from tests.conftest import start_server, stop_server
 from tests.e2e.conftest import plot_data
 
 pytestmark = pytest.mark.e2e

@@ -1,0 +1,89 @@
+"""Run the app as a real server process: a free port, uvicorn, /healthz polled, then stopped.
+
+``start_server()`` runs ``python -m uvicorn app.main:create_app --factory`` (the
+project's ``.venv`` interpreter when there is one) and returns its base URL,
+e.g. ``http://127.0.0.1:41234``, once ``/healthz`` answers 200;
+``launch(command)`` does the same for any command that takes ``--port``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+STARTUP_SECONDS = 60.0
+
+Server = subprocess.Popen[bytes]
+
+
+def python_executable() -> str:
+    """The project's ``.venv`` interpreter when there is one, else the running one.
+
+    Console scripts (``uvicorn``, ``fastapi``) sit in the same directory.
+    """
+    return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_until_healthy(url: str, process: Server, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with code {process.returncode} before {url}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url}/healthz did not answer within {timeout:.0f} s")
+
+
+def launch(command: list[str], env: dict[str, str] | None = None) -> tuple[str, Server]:
+    """Run a server ``command`` (with ``--port`` appended) until /healthz answers.
+
+    The command runs in the repository root; ``env`` is added to this process's
+    environment. Returns (url, process); stop it with :func:`stop_server`.
+    """
+    port = free_port()
+    process = subprocess.Popen(
+        [*command, "--port", str(port)], cwd=ROOT, env={**os.environ, **(env or {})}
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, process, STARTUP_SECONDS)
+    except BaseException:
+        stop_server(process)
+        raise
+    return url, process
+
+
+def start_server(env: dict[str, str] | None = None) -> tuple[str, Server]:
+    """Start uvicorn (one worker) with ``env`` added to the environment; return (url, process)."""
+    command = [python_executable(), "-m", "uvicorn", "app.main:create_app", "--factory"]
+    command += ["--host", "127.0.0.1", "--log-level", "warning"]
+    return launch(command, env)
+
+
+def stop_server(process: Server) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
