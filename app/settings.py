@@ -77,10 +77,10 @@ class Settings(BaseSettings):
     train_max_block_size: int = Field(256, ge=2, description="block_size (context length)")
     train_max_batch_size: int = Field(128, ge=1, description="batch_size")
     train_max_attention_cells: int = Field(
-        16_777_216,
+        8_388_608,
         ge=1,
         description="batch_size × n_head × block_size² × n_layer: the attention maps one "
-        "step keeps for backward (memory)",
+        "step keeps for backward: ~45 bytes each (8M: ~0.4 GB)",
     )
 
     def runs_path(self) -> Path:

@@ -185,7 +185,7 @@ BAD_JSON = [
     (
         {"n_embd": 16, "block_size": 256, "batch_size": 128, "n_head": 16, "n_layer": 4},
         ["body", "batch_size"],
-        "batch_size × n_head × block_size² × n_layer is 536870912; the limit is 16777216",
+        "batch_size × n_head × block_size² × n_layer is 536870912; the limit is 8388608",
     ),
     ({"n_embd": 30, "n_head": 4}, ["body", "n_head"], "n_embd (30) is not a multiple of"),
     ({"probe": "Zürich"}, ["body", "probe"], "probe has characters the training text does not"),
