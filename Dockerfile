@@ -123,6 +123,16 @@ RUN groupadd --gid 10001 attention \
 ENV ATTENTION_VIZ_RUNS_DIR=/runs
 VOLUME ["/runs"]
 
+# ---- models (issue 10): checkpoints come from a read-only mount at /models ----
+#   docker run --rm -p 8000:8000 --read-only --tmpfs /tmp \
+#       -v "$PWD/checkpoints:/models:ro" attention-viz
+# /models may be one checkpoint directory (config.json, *.safetensors,
+# tokenizer.json) or hold several; empty, it lists nothing. A Hugging Face cache
+# mounted elsewhere is read with -e HF_HUB_CACHE=/hf -v ~/.cache/huggingface/hub:/hf:ro.
+ENV ATTENTION_VIZ_MODELS=/models
+RUN mkdir -m 0755 /models
+# ---- end models ----
+
 COPY --from=venv /opt/venv /opt/venv
 COPY --from=builder /opt/venv-overlay/opt/venv/ /opt/venv/
 COPY --from=builder /opt/attention-viz /opt/attention-viz

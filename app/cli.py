@@ -1,18 +1,48 @@
-"""The ``attention-viz`` command: serve the app, or print a trace as JSON."""
+"""The ``attention-viz`` command: serve the app, list the models, or print a trace as JSON."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from . import train_cli
 from .settings import get_settings
 
+SERVE_MODELS_ENV = "ATTENTION_VIZ_SERVE_MODELS"
+
+
+def _model_paths(paths: list[str] | None) -> str | None:
+    """``--model`` paths for the registry (absolute, os.pathsep-joined); None if one is missing."""
+    resolved = []
+    for raw in paths or []:
+        path = Path(raw).expanduser().resolve()
+        if not path.is_dir():
+            sys.stderr.write(f"attention-viz: --model {raw}: no such directory\n")
+            return None
+        resolved.append(str(path))
+    return os.pathsep.join(resolved)
+
+
+def _use_models(paths: list[str] | None) -> bool:
+    """Hand ``--model`` paths to the app (its settings read them from the environment)."""
+    value = _model_paths(paths)
+    if value is None:
+        return False
+    if value:
+        os.environ[SERVE_MODELS_ENV] = value  # inherited by uvicorn's workers too
+        get_settings.cache_clear()
+    return True
+
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
+
+    if not _use_models(args.model):
+        return 2
 
     uvicorn.run(
         "app.main:create_app",
@@ -50,6 +80,34 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _models(args: argparse.Namespace) -> int:
+    import orjson
+
+    from .model_registry import build_registry
+    from .routes.models import summary
+
+    if not _use_models(args.model):
+        return 2
+    registry = build_registry(get_settings())
+    entries = registry.entries()
+    default = registry.default_name
+    rows = [{**summary(e, registry, default), "path": str(e.path)} for e in entries]
+    if args.json:
+        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    for row in rows:
+        if row["supported"]:
+            size = f"{row['layers']} layers x {row['heads']} heads"
+            if row["kv_heads"] != row["heads"]:
+                size += f" ({row['kv_heads']} kv)"
+            what = f"{row['family']:6} {size}, {row['parameters']:,} parameters"
+        else:
+            what = f"unsupported: {row['reason']}"
+        mark = "*" if row["default"] else " "
+        sys.stdout.write(f"{mark} {row['name']}  [{row['source']}]  {what}\n    {row['path']}\n")
+    return 0
+
+
 def _presets(_: argparse.Namespace) -> int:
     from attention_core import PRESETS
 
@@ -71,7 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--reload", action="store_true", help="restart on code changes (dev)")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--model",
+        action="append",
+        metavar="PATH",
+        help="a checkpoint directory, or a directory of them (repeatable); "
+        "added to ATTENTION_VIZ_MODELS",
+    )
     serve.set_defaults(func=_serve)
+
+    models = sub.add_parser("models", help="list the models the server would show")
+    models.add_argument("--model", action="append", metavar="PATH", help="as for serve")
+    models.add_argument("--json", action="store_true", help="JSON instead of a table")
+    models.set_defaults(func=_models)
 
     run = sub.add_parser("run", help="print a preset's trace as JSON")
     run.add_argument("preset", help="a preset name (see `attention-viz presets`)")

@@ -2,7 +2,8 @@
 
 It is FastAPI's own validation-error shape, so clients handle one format;
 Starlette's plain-string HTTP errors (404, 405, unparsable bodies) are
-rewritten into it.
+rewritten into it. The one exception: a browser asking for a page that does not
+exist gets an HTML 404 page (``app.not_found``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from attention_core import SpecError
+from attention_core.models import ModelNotFound, ModelUnsupported
 
 from .limits import LimitError
+from .not_found import not_found_page, wants_html
 
 E = TypeVar("E", bound=Exception)
 
@@ -41,6 +44,14 @@ async def _spec_error(_: Request, exc: SpecError) -> Response:
     return error_response(422, spec_error_loc(exc), exc.message, "spec_error")
 
 
+async def _model_not_found(_: Request, exc: ModelNotFound) -> Response:
+    return error_response(404, spec_error_loc(exc), exc.message, "model_not_found")
+
+
+async def _model_unsupported(_: Request, exc: ModelUnsupported) -> Response:
+    return error_response(422, spec_error_loc(exc), exc.message, "model_unsupported")
+
+
 async def _limit_error(_: Request, exc: LimitError) -> Response:
     return error_response(422, exc.loc, exc.message, "limit_exceeded")
 
@@ -49,6 +60,8 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
         return error_response(400, ["body"], UNPARSABLE_BODY, "body_unparsable")
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and wants_html(request):
+        return not_found_page(request)
     if exc.status_code == 404 and message == "Not Found":
         message = f"nothing at {request.url.path}; see /docs for the API"
     kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
@@ -95,5 +108,7 @@ def _add_handler(
 def install_error_handlers(app: FastAPI) -> None:
     _add_handler(app, RequestValidationError, _validation_error)
     _add_handler(app, SpecError, _spec_error)
+    _add_handler(app, ModelNotFound, _model_not_found)
+    _add_handler(app, ModelUnsupported, _model_unsupported)
     _add_handler(app, LimitError, _limit_error)
     _add_handler(app, HTTPException, _http_error)

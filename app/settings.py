@@ -46,16 +46,39 @@ class Settings(BaseSettings):
         description="PyTorch intra-op threads; 1 suits one worker per core and tiny tensors",
     )
 
+    # --- real models (attention_core.models; README "Models") ---
     model_dir: str | None = Field(
-        None, description="a BERT-family checkpoint directory; default: the packaged MiniLM"
+        None,
+        description="the default model's checkpoint directory (any supported family); "
+        "default: the packaged MiniLM",
     )
-    model_max_tokens: int = Field(512, ge=2, description="WordPiece tokens per model input")
+    model_max_tokens: int = Field(
+        512, ge=3, description="tokens per model input (each model's context caps it too)"
+    )
+    models: str = Field(
+        "",
+        description="checkpoint directories, separated by os.pathsep (':' on Linux); "
+        "each may be one checkpoint or hold several",
+    )
+    serve_models: str = Field(
+        "",
+        description="set by `attention-viz serve --model PATH` (os.pathsep-separated); "
+        "listed before ATTENTION_VIZ_MODELS",
+    )
+    hf_cache: bool = Field(
+        True,
+        description="list the local Hugging Face cache (HF_HUB_CACHE, else "
+        "~/.cache/huggingface/hub), read-only",
+    )
+    loaded_models: int = Field(2, ge=1, description="models kept in memory at once (LRU)")
+    max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
 
     # Training (POST /api/train, the /train page); see the README's "Training" section.
     runs_dir: str | None = Field(
         None,
-        description="where finished training runs are saved (shared by replicas); "
-        "default: $XDG_DATA_HOME/attention-viz/runs, else ~/.local/share/attention-viz/runs",
+        description="where finished training runs are saved (shared by replicas), and listed "
+        "as models (rescanned on every listing); default: $XDG_DATA_HOME/attention-viz/runs, "
+        "else ~/.local/share/attention-viz/runs",
     )
     runs_keep: int = Field(20, ge=1, description="newest training runs kept in runs_dir")
     train_concurrent: int = Field(

@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from attention_core.encoder import Encoder, default_model_dir  # noqa: E402
+from attention_core.models import Encoder, default_model_dir  # noqa: E402
 
 LENGTHS = (16, 128, 512)
 
@@ -57,7 +57,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.keep_freed_memory:
-        from app.routes.model import keep_freed_memory
+        from app.model_registry import keep_freed_memory
 
         if not keep_freed_memory():
             parser.error("--keep-freed-memory needs glibc (Linux)")

@@ -23,7 +23,7 @@ import time, json
 t0 = time.perf_counter()
 import torch
 torch.set_num_threads(THREADS)
-from attention_core.encoder import Encoder
+from attention_core.models import Encoder
 t1 = time.perf_counter()
 encoder = Encoder.from_dir()
 t2 = time.perf_counter()

@@ -10,9 +10,12 @@
 # build the Dockerfile -> start `attention-viz serve` from the image with a
 # READ-ONLY root file system, a tmpfs /tmp and the image's non-root user ->
 # wait for GET /healthz -> run the image's HEALTHCHECK command -> POST
-# /api/compare (the flagship bank/bank example) -> train a few steps into the
-# /runs volume (POST /api/train) -> check user, read-only root -> print the
-# image size. Cleans up on exit; exits non-zero on failure.
+# /api/compare (the flagship bank/bank example) -> check user, read-only
+# root -> a small random GPT-2 checkpoint, made on the host with the test
+# venv's transformers and mounted read-only at /models, listed by GET
+# /api/models, its maps and a generation fetched -> train a few steps into the
+# /runs volume (POST /api/train) -> print the image size.
+# Cleans up on exit; exits non-zero on failure.
 #
 # Env: SMOKE_IMAGE (default localhost/attention-viz:smoke)
 #      SMOKE_KEEP_IMAGE=1 keeps the built image (default: kept; layers cache)
@@ -143,6 +146,28 @@ healthcheck=$(inspect '{{json .Config.Healthcheck}}')
 inspect '{{range $p, $_ := .Config.ExposedPorts}}{{$p}}{{"\n"}}{{end}}' | grep -qx 8000/tcp \
     || die "image does not EXPOSE 8000"
 
+# ------------------------------------------------- models: a checkpoint ---
+# A small random GPT-2 in Hugging Face layout, made on the host as the tests make
+# theirs (transformers' save_pretrained + a trained tokenizer.json), mounted
+# read-only at /models as `docker run -v "$PWD/models:/models:ro"` would.
+models_dir="$workdir/models"
+smoke_model=smoke-gpt2
+python_host="$repo/.venv/bin/python"
+[[ -x "$python_host" ]] || python_host=python3
+"$python_host" - "$models_dir/$smoke_model" <<'PY' >"$workdir/models.log" 2>&1 \
+    || { tail -n 20 "$workdir/models.log" >&2; die "could not make the smoke checkpoint (the test extra's transformers is needed)"; }
+import sys
+from pathlib import Path
+
+sys.path.insert(0, ".")
+from tests.models.checkpoints import make_gpt2
+
+make_gpt2(Path(sys.argv[1]), n_positions=64)
+PY
+chmod -R a+rX "$models_dir"
+log "made $smoke_model ($(du -sh "$models_dir/$smoke_model" | cut -f1)) to mount read-only at /models"
+# ------------------------------------------------------------ end models ---
+
 # ------------------------------------------------------- run the image ---
 ctr=$(buildah from --pull=false "$IMAGE")
 rootfs=$(buildah mount "$ctr")
@@ -157,8 +182,8 @@ echo "ATTENTION_VIZ_PORT=$port" >>"$workdir/env"
 workdir_img=$(inspect '{{.Config.WorkingDir}}')
 # The runs directory as a volume (the image's VOLUME /runs), owned by the app's user.
 mkdir "$workdir/runs" && chown "$APP_UID:$APP_UID" "$workdir/runs"
-export RUN_READONLY_VOLUMES="$workdir/runs:/runs"
 log "serving from the image on 127.0.0.1:$port (read-only root, tmpfs /tmp, volume /runs, uid $APP_UID)"
+RUN_READONLY_MOUNTS="$models_dir:/models" RUN_READONLY_VOLUMES="$workdir/runs:/runs" \
 "$repo/scripts/docker/run-readonly.sh" "$rootfs" "$user" "$workdir/env" "${workdir_img:-/}" -- \
     attention-viz serve --host 127.0.0.1 --port "$port" \
     </dev/null >"$workdir/server.log" 2>&1 &
@@ -220,6 +245,42 @@ case "$code" in
     404) log "GET /api/model -> 404: no model route in this app version; model check skipped" ;;
     *) die "GET /api/model -> HTTP $code: $(head -c 500 "$workdir/model.json")" ;;
 esac
+
+# ----------------------------------------- models: the mounted checkpoint ---
+grep -q '^MOUNT-PROBE: /models mounted read-only: Read-only file system' "$workdir/server.log" \
+    || die "/models is not a read-only mount: $(grep MOUNT-PROBE "$workdir/server.log" || true)"
+code=$(curl -s -o "$workdir/models.json" -w '%{http_code}' "$base_url/api/models") || code=000
+[[ "$code" == 200 ]] || die "GET /api/models -> HTTP $code: $(head -c 500 "$workdir/models.json")"
+body='{"model":"'$smoke_model'","text":"The cat sat on the mat.","format":"compact"}'
+code=$(curl -s -o "$workdir/maps.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data "$body" "$base_url/api/model/attention") || code=000
+[[ "$code" == 200 ]] || die "POST /api/model/attention -> HTTP $code: $(head -c 500 "$workdir/maps.json")"
+body='{"model":"'$smoke_model'","prompt":"The bank","max_new_tokens":8,"layers":[1]}'
+code=$(curl -s -o "$workdir/generate.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data "$body" "$base_url/api/model/generate") || code=000
+[[ "$code" == 200 ]] || die "POST /api/model/generate -> HTTP $code: $(head -c 500 "$workdir/generate.json")"
+python3 - "$workdir" "$smoke_model" <<'PY' || die "the mounted checkpoint's listing or maps are wrong"
+import json, sys
+
+workdir, name = sys.argv[1:3]
+listed = {m["name"]: m for m in json.load(open(f"{workdir}/models.json"))["models"]}
+maps = json.load(open(f"{workdir}/maps.json"))
+gen = json.load(open(f"{workdir}/generate.json"))
+m = listed[name]
+assert m["supported"] and m["source"] == "env" and m["family"] == "gpt2", m
+T = len(maps["tokens"])
+assert maps["causal"] and maps["model"] == name and len(maps["attentions"]) == 2, sorted(maps)
+assert all(a["shape"] == [4, T, T] for a in maps["attentions"]), maps["attentions"][0]
+n = len(gen["all_tokens"])
+new = len(gen["generated_ids"])  # 8, or fewer after an end-of-text token
+assert 1 <= new <= 8 and gen["prompt_tokens"] + new == n, gen["generated_ids"]
+assert len(gen["attentions"][0]) == 4 and len(gen["attentions"][0][0]) == n
+print(f"[docker-smoke] GET /api/models -> {sorted(listed)}; POST /api/model/attention "
+      f"-> 2 layers of (4, {T}, {T}); /api/model/generate -> {gen['generated_ids']}",
+      file=sys.stderr)
+PY
+log "models: the read-only /models checkpoint is listed, mapped and generates"
+# ------------------------------------------------------------ end models ---
 
 # Training (issue 11): a few steps of a tiny GPT streamed from POST /api/train, saved
 # into the /runs volume as a checkpoint directory.

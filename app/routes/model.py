@@ -1,195 +1,144 @@
-"""The real-model API: a pretrained encoder's attention maps, word shifts and vectors.
+"""The real-model API: attention maps, one head step by step, word shifts and vectors.
 
-The encoder is loaded once (``load_encoder``, called from the app's lifespan,
-or lazily by the first request) and lives on ``app.state.encoder``.  Handlers
-are plain ``def`` so FastAPI runs them in its thread pool: a 512-token
-forward pass takes a few hundred milliseconds and must not block the event
-loop.
+Every request names a ``model`` from ``GET /api/models`` (default: the
+built-in MiniLM encoder, so older clients keep working); the registry
+(``app.model_registry``) loads it on first use.  Handlers are plain ``def`` so
+FastAPI runs them in its thread pool: a 512-token forward pass takes a few
+hundred milliseconds and must not block the event loop.
 
-Torch threads: ``load_encoder`` sets ``torch.set_num_threads`` once for the
-process (default 1, or ``settings.torch_threads`` when that setting exists).
-Requests already run in parallel on the thread pool; one intra-op thread per
-request avoids OpenMP oversubscription, which on a busy 2-core machine made a
-7-token forward pass 20-50x slower with 2 threads than with 1.
-
-Memory: on glibc, ``load_encoder`` also raises malloc's mmap and trim
-thresholds (``keep_freed_memory``).  A 512-token layer allocates three
-12 MB (heads, T, T) tensors; by default glibc serves each from a fresh mmap,
-and the page faults cost ~20-25% of the forward pass.  With the thresholds
-raised, freed blocks are reused instead; up to 256 MB of freed memory may stay
-resident.
+Torch threads: the app's lifespan sets ``torch.set_num_threads`` once for the
+process (``ATTENTION_VIZ_TORCH_THREADS``, default 1).  Requests already run in
+parallel on the thread pool; one intra-op thread per request avoids OpenMP
+oversubscription, which on a busy 2-core machine made a 7-token forward pass
+20-50x slower with 2 threads than with 1.
 """
 
 from __future__ import annotations
 
-import ctypes
-import sys
-import threading
-from typing import Annotated, Any
+from typing import Annotated
 
 import torch
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Query, Response
 
-from attention_core import SpecError
-from attention_core.encoder import (
+from attention_core.models import (
     DECODE_DESCRIPTION,
     Encoder,
-    EncoderOutput,
-    encode_compact,
-    hide_special,
+    ModelNotFound,
+    ModelUnsupported,
+    TextModel,
+    head_trace,
 )
 
+from ..errors import error_response
 from ..limits import LimitError
+from ..model_payloads import head_payload, maps_payload
+from ..model_registry import RegistryDep, load
 from ..schemas.model import (
+    MAX_MODEL_NAME_CHARS,
     CompareWordRequest,
     CompareWordResponse,
     EmbeddingsRequest,
     EmbeddingsResponse,
     ModelAttentionRequest,
     ModelAttentionResponse,
+    ModelHeadRequest,
+    ModelHeadResponse,
     ModelInfo,
 )
-from ..settings import Settings, get_settings
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
-DEFAULT_TORCH_THREADS = 1
-# JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
-MAX_JSON_WEIGHTS = 2_000_000
 
-_load_lock = threading.Lock()
+ModelQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_MODEL_NAME_CHARS,
+        description="a model name from GET /api/models; default: the built-in MiniLM",
+    ),
+]
 
-# glibc mallopt parameters (malloc.h) and the values load_encoder sets.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-TRIM_THRESHOLD_BYTES = 256 * 2**20
-MMAP_THRESHOLD_BYTES = 32 * 2**20  # glibc's maximum on 64-bit
+
+def encoder_only(entry_name: str, model: TextModel, what: str) -> Encoder:
+    """``model`` if it is an encoder; else the error that says ``what`` needs one."""
+    if not isinstance(model, Encoder):
+        raise ModelUnsupported(
+            f"{what} works with encoders (their WordPiece vocabulary); {entry_name!r} is a "
+            f"{model.family} decoder",
+            field="model",
+        )
+    return model
 
 
-def keep_freed_memory() -> bool:
-    """Let glibc reuse freed large blocks instead of unmapping them (see the module doc).
-
-    Process-wide; returns False (and does nothing) where glibc is not the allocator.
-    """
-    if not sys.platform.startswith("linux"):
-        return False
+@router.get("", response_model=ModelInfo, responses=ERRORS)
+def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
+    """One model (default: the built-in MiniLM): sizes, token limit, compact formats."""
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        return bool(
-            libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-            and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
-        )
-    except (OSError, AttributeError):
-        return False
-
-
-def load_encoder(settings: Settings) -> Encoder:
-    """Load the checkpoint named by the settings (default: the packaged MiniLM).
-
-    Also sets torch's intra-op thread count and glibc's malloc thresholds for
-    the process (see the module doc).
-    """
-    threads = getattr(settings, "torch_threads", None) or DEFAULT_TORCH_THREADS
-    torch.set_num_threads(threads)
-    keep_freed_memory()
-    return Encoder.from_dir(settings.model_dir, max_tokens=settings.model_max_tokens)
-
-
-def get_encoder(request: Request) -> Encoder:
-    """``app.state.encoder``, loading it on first use if the lifespan did not."""
-    state = request.app.state
-    encoder = getattr(state, "encoder", None)
-    if encoder is None:
-        with _load_lock:
-            encoder = getattr(state, "encoder", None)
-            if encoder is None:
-                settings = getattr(state, "settings", None) or get_settings()
-                encoder = state.encoder = load_encoder(settings)
-    return encoder
-
-
-EncoderDep = Annotated[Encoder, Depends(get_encoder)]
-
-
-def _weights(tensor: torch.Tensor, body: ModelAttentionRequest) -> object:
-    if body.format == "compact":
-        return encode_compact(tensor, body.dtype).describe()
-    return tensor.numpy()
-
-
-def _layers(body: ModelAttentionRequest, count: int) -> list[int]:
-    if body.layers is None:
-        return list(range(1, count + 1))
-    bad = [layer for layer in body.layers if not 1 <= layer <= count]
-    if bad:
-        raise SpecError(
-            f"layers {bad} do not exist; this model has layers 1 to {count}", field="layers"
-        )
-    return list(dict.fromkeys(body.layers))
-
-
-def _attention_payload(encoder: Encoder, body: ModelAttentionRequest) -> dict[str, Any]:
-    layers = _layers(body, encoder.config.num_hidden_layers)
-    out: EncoderOutput = encoder.encode(body.text, body.text_b)
-    tok = out.tokenized
-    special = tok.special if body.hide_special else (False,) * len(tok)
-    positions = [i for i, s in enumerate(special) if not s]
-    T, H = len(positions), encoder.config.num_attention_heads
-    if body.format == "json" and len(layers) * (H + 2) * T * T > MAX_JSON_WEIGHTS:
-        raise LimitError(
-            ["body", "format"],
-            f"format 'json' would carry {len(layers) * (H + 2) * T * T} numbers for "
-            f"{len(layers)} layers of {T} tokens; the limit is {MAX_JSON_WEIGHTS}: "
-            "use format 'compact' or ask for fewer layers",
-        )
-
-    def shown(tensor: torch.Tensor) -> torch.Tensor:
-        return hide_special(tensor, tok.special) if body.hide_special else tensor
-
-    rollout = out.rollout
-    return {
-        "model": encoder.config.name,
-        "tokens": [tok.tokens[i] for i in positions],
-        "token_type_ids": [tok.token_type_ids[i] for i in positions],
-        "positions": positions,
-        "all_tokens": list(tok.tokens),
-        "hide_special": body.hide_special,
-        "layers": layers,
-        "heads": H,
-        "format": body.format,
-        "attentions": [_weights(shown(out.layer_attentions[n - 1]), body) for n in layers],
-        "head_average": [_weights(shown(out.head_averages[n - 1]), body) for n in layers],
-        "rollout": [_weights(shown(rollout[n - 1]), body) for n in layers],
-    }
-
-
-@router.get("", response_model=ModelInfo)
-def model_info(encoder: EncoderDep) -> Response:
-    """The loaded checkpoint: name, layers, heads, widths, token limit, compact formats."""
-    return json_response({**encoder.info(), "compact_formats": DECODE_DESCRIPTION})
+        entry, loaded = load(registry, model)
+    except ModelNotFound as exc:
+        return error_response(404, ["query", "model"], exc.message, "model_not_found")
+    except ModelUnsupported as exc:
+        return error_response(422, ["query", "model"], exc.message, "model_unsupported")
+    return json_response(
+        {**loaded.info(), "name": entry.name, "compact_formats": DECODE_DESCRIPTION}
+    )
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)
-def model_attention(body: ModelAttentionRequest, encoder: EncoderDep) -> Response:
-    """WordPiece tokens and every layer's attention, head average and rollout.
+def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Response:
+    """The tokens and every layer's attention, head average and rollout.
 
     Attentions are (heads, T, T) per layer in Hugging Face's layout: row i is
-    the attending token, rows sum to 1.  ``format: "compact"`` sends each
-    layer as base64 (1 byte per weight with dtype uint8); ``layers`` fetches
-    some layers only (results are cached, so fetching layer by layer is cheap).
-    With ``hide_special`` the rollout is computed over all tokens first, then
-    [CLS]/[SEP] are dropped and rows renormalized, like the attentions.
+    the attending token, rows sum to 1; a decoder's (``causal``) cells above
+    the diagonal are masked.  ``format: "compact"`` sends each layer as base64
+    (1 byte per weight with dtype uint8); ``layers`` fetches some layers only
+    (results are cached, so fetching layer by layer is cheap).  With
+    ``hide_special`` the special tokens and the first token are dropped and
+    rows renormalized (the rollout is computed over all tokens first).
     """
+    entry, model = load(registry, body.model)
     with torch.inference_mode():
-        return json_response(_attention_payload(encoder, body))
+        maps = model.encode(body.text, body.text_b)
+        payload = maps_payload(
+            maps,
+            body,
+            model=entry.name,
+            family=model.family,
+            causal=model.causal,
+            hidden_states=body.hidden_states,
+        )
+    return json_response(payload)
+
+
+@router.post("/head", response_model=ModelHeadResponse, responses=ERRORS)
+def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
+    """One real head, step by step, in /api/attention's shape (layer and head from 1).
+
+    x is the layer's attention input (after the layer's norm), then q, k, v,
+    attn_scores = q·kᵀ, scaled_scores, masked_scores (masked: null),
+    attn_weights and context_vec, all computed by the core's attention
+    function.  With grouped-query attention the head reads its ``kv_head``;
+    with RoPE, q and k are rotated and ``q_unrotated``/``k_unrotated`` are given.
+    """
+    entry, model = load(registry, body.model)
+    with torch.inference_mode():
+        tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)
+        trace = head_trace(layer_trace, body.head - 1, causal=model.causal)
+        payload = head_payload(
+            trace, tokenized.tokens, tokenized.special, model=entry.name, family=model.family
+        )
+    return json_response(payload)
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
-def compare_word(body: CompareWordRequest, encoder: EncoderDep) -> Response:
+def compare_word(body: CompareWordRequest, registry: RegistryDep) -> Response:
     """How one word's hidden state differs between two texts, layer by layer (cosine)."""
+    entry, model = load(registry, body.model)
+    encoder = encoder_only(entry.name, model, "compare-word")
     result = encoder.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
         {
-            "model": encoder.config.name,
+            "model": entry.name,
             "word": result.word,
             "pieces": list(result.pieces),
             "tokens_a": list(result.tokens_a),
@@ -202,7 +151,7 @@ def compare_word(body: CompareWordRequest, encoder: EncoderDep) -> Response:
 
 
 @router.post("/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
-def embeddings(body: EmbeddingsRequest, encoder: EncoderDep, settings: SettingsDep) -> Response:
+def embeddings(body: EmbeddingsRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
     """The model's own (context-free) vectors for any words, for the toy explorer."""
     limit = settings.max_vocabulary_words
     if len(body.words) > limit:
@@ -218,11 +167,13 @@ def embeddings(body: EmbeddingsRequest, encoder: EncoderDep, settings: SettingsD
                 f"word {i} is {len(word)} characters; the limit is {settings.max_token_chars} "
                 "(ATTENTION_VIZ_MAX_TOKEN_CHARS)",
             )
+    entry, model = load(registry, body.model)
+    encoder = encoder_only(entry.name, model, "embeddings")
     pieces = encoder.word_pieces(body.words)
     vectors = encoder.word_vectors(body.words)
     return json_response(
         {
-            "model": encoder.config.name,
+            "model": entry.name,
             "dim": encoder.config.hidden_size,
             "words": body.words,
             "pieces": [list(p) for p in pieces],

@@ -11,12 +11,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 
-from .. import paths
+from ..templating import templates
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=paths.TEMPLATES_DIR)
 
 DEFAULTS: dict[str, Any] = {
     "text": "The cat sat on the mat because it was tired.",

@@ -12,15 +12,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 
 from attention_core import PRESETS, TOY_VOCABULARY
 
-from .. import paths
 from ..convert import preset_summary, request_from_spec
+from ..templating import templates
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=paths.TEMPLATES_DIR)
 
 
 @cache

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 
 from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, TRAINING_PRESETS, default_text
 
-from .. import paths
+from ..templating import templates
 from .train import train_limits
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=paths.TEMPLATES_DIR)
 CORPUS_EXCERPT_CHARS = 600
 
 

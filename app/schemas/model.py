@@ -1,13 +1,14 @@
-"""Request and response bodies of the real-model API (``/api/model``).
+"""Request and response bodies of the real-model API (``/api/models``, ``/api/model/...``).
 
-Layers are numbered from 1 (the first encoder layer) to L, so that layer l's
-attention produces hidden state l; in word comparisons index 0 is the
-embedding output.
+Layers are numbered from 1 (the first layer) to L, so that layer l's
+attention produces hidden state l; heads from 1 to H; in word comparisons
+index 0 is the embedding output.  Every request takes an optional ``model``
+(a name from ``GET /api/models``; default: the built-in MiniLM encoder).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
@@ -17,8 +18,52 @@ MAX_TEXT_CHARS = 20_000
 MAX_WORD_CHARS = 100
 
 
+MAX_MODEL_NAME_CHARS = 300
+
+ModelName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_MODEL_NAME_CHARS,
+        description="a model name from GET /api/models; default: the built-in MiniLM",
+        examples=["sentence-transformers/all-MiniLM-L6-v2"],
+    ),
+]
+# Real models' activations are not bounded like the toy API's inputs: no ±1e6 here.
+Rows = list[list[float]]
+NullableRows = list[list[float | None]]
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class ModelSummary(BaseModel):
+    """One model the server can see.  Sizes are null when config.json could not be read."""
+
+    name: str
+    source: Literal["default", "package", "builtin", "cli", "env", "runs", "hf-cache"] = Field(
+        description="where it was found (see the README's Models section)"
+    )
+    default: bool = Field(description="the model requests without `model` get")
+    family: str | None = Field(description="'bert', 'gpt2', 'llama', or null if unknown")
+    causal: bool | None = Field(description="true for decoders (each token sees the past only)")
+    layers: int | None
+    heads: int | None
+    kv_heads: int | None = Field(description="key/value heads (fewer than heads with GQA)")
+    hidden_size: int | None
+    head_dim: int | None
+    max_positions: int | None = Field(description="the model's context, in tokens")
+    vocab_size: int | None
+    parameters: int | None = Field(description="from the safetensors headers")
+    loaded: bool = Field(description="in memory now")
+    supported: bool
+    reason: str | None = Field(description="why it is not supported (null when it is)")
+
+
+class ModelList(BaseModel):
+    default: str | None = Field(description="the default model's name (null: none installed)")
+    models: list[ModelSummary]
 
 
 class CompactFormat(BaseModel):
@@ -42,27 +87,30 @@ class CompactTensorOut(CompactFormat):
 
 class ModelInfo(BaseModel):
     name: str
+    family: str
+    causal: bool
     layers: int
     heads: int
+    kv_heads: int
     hidden: int
     head_dim: int
     vocab_size: int
-    max_tokens: int = Field(description="WordPiece tokens per input, [CLS] and [SEP] included")
+    max_positions: int
+    max_tokens: int = Field(description="tokens per input, special tokens included")
     compact_formats: dict[str, CompactFormat]
 
 
-class ModelAttentionRequest(Strict):
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank approved it."])
-    text_b: str | None = Field(
-        None,
-        min_length=1,
-        max_length=MAX_TEXT_CHARS,
-        description="optional second text of a sentence pair (token_type_ids 1)",
-    )
-    hide_special: StrictBool = Field(
-        False,
-        description="drop [CLS]/[SEP] rows and columns and renormalize each row to sum to 1",
-    )
+HIDE_SPECIAL = (
+    "hide special and first tokens, renormalize rows: drop the rows and columns of the "
+    "special tokens ([CLS], [SEP], BOS…) and of the first token (where decoders put most "
+    "of their attention), then rescale each row to sum to 1"
+)
+
+
+class MapOptions(Strict):
+    """How to return attention maps (for /api/model/attention and /api/model/generate)."""
+
+    hide_special: StrictBool = Field(False, description=HIDE_SPECIAL)
     layers: list[StrictInt] | None = Field(
         None,
         min_length=1,
@@ -77,16 +125,42 @@ class ModelAttentionRequest(Strict):
     )
 
 
+class ModelAttentionRequest(MapOptions):
+    model: ModelName | None = None
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank approved it."])
+    text_b: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="encoders only: the second text of a sentence pair (token_type_ids 1)",
+    )
+    hidden_states: StrictBool = Field(
+        False,
+        description="also return each listed layer's output (T, hidden) as JSON numbers, "
+        "as transformers' hidden_states[layer] (a decoder's last layer after its final norm)",
+    )
+
+
 Matrix = list[list[float]]
 Weights = Matrix | list[Matrix] | CompactTensorOut
 
 
-class ModelAttentionResponse(BaseModel):
+class MapsResponse(BaseModel):
+    """Attention maps of one sequence: every layer's heads, their mean, and the rollout."""
+
     model: str
-    tokens: list[str] = Field(description="the tokens shown (without [CLS]/[SEP] if hidden)")
+    family: str
+    causal: bool = Field(
+        description="decoders: each row sees only its own and earlier tokens; the cells "
+        "above the diagonal are masked (weight 0, never attended), not small"
+    )
+    tokens: list[str] = Field(
+        description="the tokens shown, as the text each covers (without the hidden ones)"
+    )
     token_type_ids: list[int] = Field(description="segment of each shown token (0 = A, 1 = B)")
     positions: list[int] = Field(description="index of each shown token in all_tokens")
     all_tokens: list[str]
+    special: list[bool] = Field(description="per token of all_tokens: a special token")
     hide_special: bool
     layers: list[int] = Field(description="layer numbers (1..L) of the lists below, in order")
     heads: int
@@ -98,7 +172,102 @@ class ModelAttentionResponse(BaseModel):
     )
 
 
+class ModelAttentionResponse(MapsResponse):
+    hidden_states: list[Rows] | None = Field(
+        None, description="per listed layer (T, hidden), when asked for; rows of shown tokens"
+    )
+
+
+class GenerateRequest(MapOptions):
+    model: ModelName | None = None
+    prompt: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on"])
+    max_new_tokens: StrictInt = Field(
+        32, ge=1, description="tokens to write at most (limit: ATTENTION_VIZ_MAX_NEW_TOKENS)"
+    )
+    temperature: float = Field(
+        0.0,
+        strict=True,
+        allow_inf_nan=False,
+        ge=0.0,
+        le=100.0,
+        description="0: greedy (argmax); above 0: sample from softmax(logits / temperature)",
+    )
+    top_k: StrictInt | None = Field(
+        None, ge=1, description="sample among the k most likely tokens only (default: all)"
+    )
+    seed: StrictInt | None = Field(
+        None,
+        ge=0,
+        le=2**63 - 1,
+        description="seeds the sampler; default: a random seed, returned in the answer",
+    )
+
+
+class GenerateResponse(MapsResponse):
+    """The prompt, the tokens written after it, and the attention over all of them."""
+
+    prompt_tokens: int = Field(description="how many tokens the prompt is (they come first)")
+    generated: list[bool] = Field(description="per shown token: written by the model")
+    generated_ids: list[int]
+    generated_tokens: list[str] = Field(description="the text each generated token adds")
+    generated_text: str
+    stop_reason: Literal["eos", "max_new_tokens"]
+    seed: int
+    temperature: float
+    top_k: int | None
+
+
+class ModelHeadRequest(Strict):
+    model: ModelName | None = None
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on the mat"])
+    text_b: str | None = Field(
+        None, min_length=1, max_length=MAX_TEXT_CHARS, description="encoders only, as above"
+    )
+    layer: StrictInt = Field(ge=1, description="1..L")
+    head: StrictInt = Field(ge=1, description="1..H (a query head)")
+
+
+class ModelHeadSteps(BaseModel):
+    """One real head's steps, named as in /api/attention's heads.  Masked entries are null."""
+
+    q: Rows = Field(description="(T, D) queries, as attention used them (after RoPE if any)")
+    k: Rows = Field(description="(T, D) keys of the head's key/value head")
+    v: Rows
+    attn_scores: Rows
+    scaled_scores: Rows
+    masked_scores: NullableRows
+    attn_weights: Rows
+    context_vec: Rows
+    q_unrotated: Rows | None = Field(description="RoPE families: q before the rotation")
+    k_unrotated: Rows | None = Field(description="RoPE families: k before the rotation")
+
+
+class ModelHeadResponse(BaseModel):
+    """One head of a real model in /api/attention's shape (one head, self-attention)."""
+
+    model: str
+    family: str
+    layer: int = Field(description="1..L")
+    head: int = Field(description="1..H")
+    kv_head: int = Field(description="1..H_kv: the key/value head this query head reads")
+    rope: bool = Field(description="q and k are rotated (q_unrotated, k_unrotated given)")
+    tokens: list[str]
+    source_tokens: list[str]
+    special: list[bool]
+    mode: Literal["attention"]
+    num_heads: Literal[1]
+    causal: bool
+    cross: Literal[False]
+    scale: float
+    shapes: dict[str, list[int]]
+    x: Rows = Field(description="(T, C): the layer's attention input, after its norm")
+    source: None = Field(None, description="always null: self-attention (keys come from x)")
+    heads: list[ModelHeadSteps] = Field(description="one entry: the head asked for")
+    output: None = Field(None, description="always null: one head has no output projection")
+
+
 class CompareWordRequest(Strict):
+    model: ModelName | None = None
     text_a: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["the river bank"])
     text_b: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["the bank approved"])
     word: str = Field(min_length=1, max_length=MAX_WORD_CHARS, examples=["bank"])
@@ -118,6 +287,7 @@ class CompareWordResponse(BaseModel):
 
 
 class EmbeddingsRequest(Strict):
+    model: ModelName | None = None
     words: list[str] = Field(min_length=1, examples=[["bank", "river", "loan"]])
 
 

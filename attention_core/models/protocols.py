@@ -8,7 +8,8 @@ from typing import Protocol
 import torch
 
 from .kv_cache import KVCache
-from .outputs import DecoderOutput
+from .maps import ModelMaps
+from .outputs import DecoderOutput, LayerTrace
 
 
 class DecoderConfig(Protocol):
@@ -55,3 +56,37 @@ class CausalLM(Protocol):
     def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache: ...
 
     def save_pretrained(self, directory: Path) -> None: ...
+
+
+class TokenizedLike(Protocol):
+    """A tokenized text as any family gives it."""
+
+    @property
+    def tokens(self) -> tuple[str, ...]: ...
+    @property
+    def special(self) -> tuple[bool, ...]: ...
+
+
+class TextModel(Protocol):
+    """A loaded checkpoint of any family, as the app uses it (``bert.Encoder``, ``Decoder``).
+
+    ``encode`` gives every layer's maps for a text (``text_b``: an encoder's
+    sentence pair); ``trace`` one layer's every tensor (0-based layer).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def causal(self) -> bool: ...
+    @property
+    def max_tokens(self) -> int: ...
+
+    def info(self) -> dict[str, object]: ...
+
+    def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
+
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[TokenizedLike, LayerTrace]: ...

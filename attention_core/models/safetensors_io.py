@@ -90,6 +90,8 @@ def read_header(path: Path) -> SafetensorsHeader:
                     path, f"the header claims {header_len} bytes but the file has {size - 8}"
                 )
             raw = json.loads(f.read(header_len))
+    except SpecError:
+        raise  # a ValueError too: already says what is wrong
     except OSError as exc:
         raise _broken(path, f"cannot be read ({exc.strerror or exc})") from exc
     except (ValueError, UnicodeDecodeError) as exc:

@@ -12,6 +12,8 @@
 #   ENVFILE: NAME=VALUE lines (the image's Config.Env, plus overrides)
 #   RUN_READONLY_VOLUMES: optional "HOSTDIR:DIR ..." bind-mounted writable at DIR
 #   (which must exist in the image), as `docker run -v HOSTDIR:DIR` would.
+#   RUN_READONLY_MOUNTS (env, optional): "SRC:DST ..." host directories bind-mounted
+#   read-only at DST inside the root, like `docker run -v SRC:DST:ro` (DST must exist)
 # Before exec'ing COMMAND it proves, and prints, that:
 #   - root cannot write to / (Read-only file system),
 #   - the user can write to /tmp.
@@ -39,6 +41,12 @@ for volume in ${RUN_READONLY_VOLUMES:-}; do
 done
 mount --rbind /dev "$rootfs/dev"
 mount --rbind -o ro /sys "$rootfs/sys" 2>/dev/null || true
+for pair in ${RUN_READONLY_MOUNTS:-}; do
+    mount --bind "${pair%%:*}" "$rootfs${pair#*:}"
+    mount -o remount,bind,ro "$rootfs${pair#*:}"
+    err=$(chroot "$rootfs" /bin/sh -c "echo x > '${pair#*:}/.rofs-probe'" 2>&1 || true)
+    echo "MOUNT-PROBE: ${pair#*:} mounted read-only: ${err##*: }"
+done
 
 # Proofs, printed for the caller to check.
 if chroot "$rootfs" /bin/sh -c 'echo x > /.rofs-probe' 2>/dev/null; then

@@ -2,7 +2,7 @@
 
 import { api, clearErrors, showErrors } from "./api.js";
 import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js";
-import { clone, eyeLike, identity, matrixGrid } from "./grid.js";
+import { clone, eyeLike, identity, matrixGrid, refreshGrids } from "./grid.js";
 import { dimLabels, tokenLabels } from "./labels.js";
 import { MODEL_WIDTH, modelDim, modelVectors } from "./model-vectors.js";
 import { drawPipeline } from "./pipeline.js";
@@ -206,6 +206,11 @@ async function renderGrids() {
   const { trace } = state;
   const W = trace && trace.x ? await currentMatrices().catch(() => null) : null;
   if (trace !== state.trace) return; // a newer trace is on its way
+  // Same shapes and labels as the grids shown: write the changed numbers into the
+  // inputs in place (rebuilding hundreds of inputs costs more than all the plots).
+  const shape = JSON.stringify([trace.x && trace.x.map((r) => r.length), W && [W.W_query, W.W_key, W.W_value].map((m) => [m.length, m[0].length]), trace.tokens, state.spec.mode]);
+  if (box.dataset.shape === shape && refreshGrids(box, [trace.x, ...(W ? [W.W_query, W.W_key, W.W_value] : [])])) return;
+  box.dataset.shape = shape;
   box.replaceChildren();
   if (!trace || !trace.x) return;
   const rowLabels = tokenLabels(trace.tokens);

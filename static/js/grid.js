@@ -37,6 +37,27 @@ export function matrixGrid({ name, testid, matrix, rowLabels, colLabels, onEdit 
   return wrap;
 }
 
+/**
+ * Write `matrices` (in the order of the grids in `box`) into the existing inputs,
+ * touching only the cells whose number changed and leaving the one being typed in.
+ * Returns false when the grids do not match (then the caller rebuilds them).
+ */
+export function refreshGrids(box, matrices) {
+  const tables = box.querySelectorAll("table.grid");
+  if (tables.length !== matrices.length) return false;
+  for (const [k, table] of [...tables].entries()) {
+    const inputs = table.querySelectorAll("input");
+    const m = matrices[k];
+    if (!m || inputs.length !== m.length * (m.length ? m[0].length : 0)) return false;
+    for (const input of inputs) {
+      if (input === document.activeElement) continue;
+      const text = String(Number(m[input.dataset.row][input.dataset.col].toFixed(4)));
+      if (input.value !== text) input.value = text;
+    }
+  }
+  return true;
+}
+
 export function identity(n) {
   return Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
 }

@@ -1,7 +1,18 @@
-// Plotly drawing: newPlot once per div, Plotly.react after that, with the
-// project's colour scales, escaped labels and PNG/SVG export on every plot.
+// Drawing figures. Every figure is a Plotly figure (data + layout); it is drawn
+// at once by the quick renderers (canvas/SVG, no Plotly), and replaced in place
+// by Plotly itself when a reader reaches for that plot (hover, touch, focus),
+// which loads Plotly the first time. While a Plotly figure is in use, changes go
+// through Plotly.react; a figure whose inputs did not change is not redrawn.
+//
+// Marks for bench/: "first-heatmap" (first figure on screen), "plot-drawn"
+// (after every draw, detail = the plot's test id), "plotly-ready", "first-plotly".
 
 import { escapePlotly, tickLabel } from "./labels.js";
+import { plotlyReady } from "./plotly-loader.js";
+import { drawQuickChart } from "./quick-chart.js";
+import { drawQuickHeatmap } from "./quick-heatmap.js";
+
+export { plotlyReady };
 
 // ColorBrewer RdBu (colour-blind safe), negative = blue, positive = red, white at 0.
 export const DIVERGING = [
@@ -20,46 +31,38 @@ const SVG_ICON = {
   path: "M100 100h600l200 200v600h-800zM200 200v600h600v-450l-150-150zM300 500h400v80h-400zM300 650h400v80h-400z",
 };
 
+// The last figure asked for, per plot div: what an upgrade to Plotly draws.
+const figures = new Map();
+// drawHeatmap's options per div, to redraw on a resize or a colour-range switch.
+const heatmaps = new Map();
 let firstDrawMarked = false;
+let firstPlotlyMarked = false;
 
-function markFirstDraw() {
-  if (firstDrawMarked) return;
-  firstDrawMarked = true;
-  performance.mark("first-heatmap");
-}
-
-/**
- * window.Plotly, once plotly.min.js has run. Pages that open with plots have it in
- * <head> with `async` (their API requests run while it is parsed); on the others
- * (the model page, whose grid is canvas) the first plot adds the script here.
- * Each call listens for itself, as the draws of a page are independent.
- */
-export function plotlyReady() {
-  if (window.Plotly) return Promise.resolve(window.Plotly);
-  let script = document.getElementById("plotly-js");
-  if (!script) {
-    script = document.createElement("script");
-    script.id = "plotly-js";
-    script.async = true;
-    script.src = document.body.dataset.plotlySrc;
-    script.addEventListener("load", () => performance.mark("plotly-ready"), { once: true });
-    script.addEventListener("error", () => script.remove(), { once: true }); // the next plot retries
-    document.head.append(script);
+function markDrawn(div) {
+  if (!firstDrawMarked) {
+    firstDrawMarked = true;
+    performance.mark("first-heatmap");
   }
-  return new Promise((resolve, reject) => {
-    script.addEventListener("load", () => resolve(window.Plotly), { once: true });
-    script.addEventListener("error", () => reject(new Error("plotly.min.js did not load")), { once: true });
-  });
+  performance.mark("plot-drawn", { detail: div.dataset.testid || "" });
 }
 
-// Where <head> already asked for it, note when it is ready (bench/ reads the mark).
-if (document.getElementById("plotly-js")) plotlyReady().then(() => performance.mark("plotly-ready"), () => {});
+// One config object per file name: Plotly.react compares configs, and any new
+// object (a new click function) would make it rebuild the plot from scratch.
+const configs = new Map();
 
 function plotConfig(Plotly, filename) {
+  if (!configs.has(filename)) configs.set(filename, newConfig(Plotly, filename));
+  return configs.get(filename);
+}
+
+function newConfig(Plotly, filename) {
   return {
     responsive: true,
     displaylogo: false,
-    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+    // Nothing leaves the machine: no "Share chart..." (Plotly Cloud) button.
+    showSendToCloud: false,
+    showEditInChartStudio: false,
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d", "sendChartToCloud"],
     toImageButtonOptions: { format: "png", filename, scale: 2 },
     modeBarButtonsToAdd: [
       {
@@ -68,35 +71,155 @@ function plotConfig(Plotly, filename) {
         icon: (Plotly.Icons && Plotly.Icons.disk) || SVG_ICON,
         click: (gd) => Plotly.downloadImage(gd, { format: "svg", filename }),
       },
+      "downloadjson",
     ],
   };
 }
 
-/** newPlot the first time a div is drawn, Plotly.react afterwards (keeps zoom via uirevision). */
-export async function drawFigure(div, data, layout, filename = "attention-viz") {
-  const Plotly = await plotlyReady();
-  const fullLayout = {
-    font: FONT,
-    paper_bgcolor: "rgba(0,0,0,0)",
-    plot_bgcolor: "#ffffff",
-    margin: { l: 10, r: 10, t: 10, b: 10 },
-    ...layout,
+// ---------- Plotly ----------
+
+/** Plotly events asked for on a plot, kept so that every Plotly figure the div gets has them. */
+function keepHandlers(div, real = null) {
+  div.on = (event, fn) => {
+    (div._handlers ||= []).push([event, fn]);
+    return real ? real(event, fn) : div;
   };
-  if (div.dataset.plotted === "1") {
-    await Plotly.react(div, data, fullLayout, plotConfig(Plotly, filename));
-  } else {
-    div.dataset.plotted = "1";
-    await Plotly.newPlot(div, data, fullLayout, plotConfig(Plotly, filename));
+}
+
+/** A Plotly figure that a reader is using: under the pointer, holding focus, or zoomed. */
+function inUse(div) {
+  return div.matches(":hover") || div.contains(document.activeElement) || Boolean(div._zoomed);
+}
+
+async function drawWithPlotly(Plotly, div, fig) {
+  if (div.dataset.renderer === "plotly") {
+    await Plotly.react(div, fig.data, fig.layout, plotConfig(Plotly, fig.filename));
+    return;
   }
+  // In place of the quick figure, in the same task (no blank frame between).
+  delete div.on;
+  delete div.data;
+  delete div.layout;
+  div.replaceChildren();
+  div.dataset.renderer = "plotly";
+  div.dataset.plotted = "1";
+  await Plotly.newPlot(div, fig.data, fig.layout, plotConfig(Plotly, fig.filename));
+  const real = div.on.bind(div);
+  div._zoomed = false;
+  real("plotly_relayout", (ev) => {
+    const keys = Object.keys(ev || {});
+    if (keys.some((k) => /axis\d*\.range/.test(k))) div._zoomed = true;
+    if (keys.some((k) => /axis\d*\.autorange/.test(k))) div._zoomed = false;
+  });
+  const handlers = div._handlers || [];
+  div._handlers = [];
+  keepHandlers(div, real);
+  for (const [event, fn] of handlers) div.on(event, fn);
+  if (!firstPlotlyMarked) {
+    firstPlotlyMarked = true;
+    performance.mark("first-plotly");
+  }
+}
+
+/** Reached for (hover, touch, focus): load Plotly and let it take over this plot. */
+async function upgrade(div) {
+  try {
+    const Plotly = await plotlyReady();
+    if (div.dataset.renderer === "quick" && div.isConnected && figures.has(div)) {
+      await drawWithPlotly(Plotly, div, figures.get(div));
+    }
+  } catch {
+    // Plotly could not be loaded: the quick figure stays, and the next reach retries.
+  }
+}
+
+function watchForIntent(div) {
+  if (div._watched) return;
+  div._watched = true;
+  const want = () => {
+    if (div.dataset.renderer === "quick") upgrade(div);
+  };
+  div.addEventListener("pointerover", want, { passive: true });
+  div.addEventListener("touchstart", want, { passive: true });
+  div.addEventListener("focusin", want);
+}
+
+// ---------- quick ----------
+
+function drawQuick(div, fig, width) {
+  if (div.dataset.renderer === "plotly") window.Plotly.purge(div);
+  const w = fig.layout.width || width || plotWidth(div) || 320;
+  if (fig.data.every((t) => t.type === "heatmap")) drawQuickHeatmap(div, fig.data[0], fig.layout, w);
+  else drawQuickChart(div, fig.data, fig.layout, w);
+  div.dataset.renderer = "quick";
+  // What is drawn, where Plotly keeps it too (tests and the console read div.data).
+  div.data = fig.data;
+  div.layout = fig.layout;
+  keepHandlers(div); // attached when Plotly takes over
+  watchForIntent(div);
+}
+
+/**
+ * Draw a Plotly figure into `div`. A Plotly figure in use (hovered, focused or
+ * zoomed) is updated with Plotly.react; every other figure is drawn at once by
+ * the quick renderer (a Plotly figure not in use gives way to it: Plotly.react
+ * costs 15-40 ms a plot, the quick renderer 1-3 ms), and Plotly takes over again
+ * when the reader reaches for it. `width` (optional) is the div's width, read by
+ * the caller with others'.
+ */
+export async function drawFigure(div, data, layout, filename = "attention-viz", width = undefined) {
+  const fig = {
+    data,
+    layout: {
+      font: FONT,
+      paper_bgcolor: "rgba(0,0,0,0)",
+      plot_bgcolor: "#ffffff",
+      margin: { l: 10, r: 10, t: 10, b: 10 },
+      ...layout,
+    },
+    filename,
+  };
+  figures.set(div, fig);
+  div.classList.toggle("wide", Boolean(fig.layout.width));
+  if (window.Plotly && div.dataset.renderer === "plotly" && inUse(div)) await drawWithPlotly(window.Plotly, div, fig);
+  else drawQuick(div, fig, width);
   div.dataset.revision = String(Number(div.dataset.revision || 0) + 1);
-  markFirstDraw();
+  markDrawn(div);
   return div;
 }
 
-function maxAbs(z) {
-  let m = 0;
-  for (const row of z) for (const v of row) if (v !== null && Math.abs(v) > m) m = Math.abs(v);
-  return m;
+// ---------- heatmaps ----------
+
+let weightRange = "fixed";
+
+/** How weight maps are coloured: "fixed" (0 to 1) or "fitted" (the data's own range). */
+export function getWeightRange() {
+  return weightRange;
+}
+
+/** Switch the weight maps' colour range and redraw them (only those). */
+export function setWeightRange(mode) {
+  weightRange = mode === "fitted" ? "fitted" : "fixed";
+  for (const select of document.querySelectorAll("[data-weight-range]")) select.value = weightRange;
+  const draws = [];
+  for (const [div, opts] of heatmaps) {
+    if (!div.isConnected) heatmaps.delete(div);
+    else if (opts.kind === "weights") draws.push(drawHeatmap(div, opts));
+  }
+  return Promise.all(draws);
+}
+
+function dataRange(z) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const row of z) {
+    for (const v of row) {
+      if (v === null || v === undefined) continue;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  return lo <= hi ? [lo, hi] : [0, 1];
 }
 
 function format(v) {
@@ -105,21 +228,28 @@ function format(v) {
   return a !== 0 && (a < 0.001 || a >= 10000) ? v.toExponential(3) : v.toFixed(4);
 }
 
-/** Column ticks: every one up to 24, else every n-th so that about 16 are labelled. */
-function everyNth(n) {
-  const step = n <= 24 ? 1 : Math.ceil(n / 16);
+const rangeText = (v) => (Math.abs(v) >= 0.01 || v === 0 ? v.toFixed(3) : v.toExponential(1));
+
+/** Every index up to `max`; above, every n-th so that about 16 are labelled. */
+function tickIndices(n, thin) {
+  const step = n <= (thin ? 24 : 64) ? 1 : Math.ceil(n / 16);
   return Array.from({ length: Math.ceil(n / step) }, (_, i) => i * step);
 }
 
+const labelFont = (count) => (count <= 16 ? 12 : count <= 32 ? 10 : 9);
+// Rough width of a label in px (system-ui digits and lower case ≈ 0.6 em).
+const labelPx = (label, size) => Array.from(label).length * size * 0.6;
+
 /**
- * A labelled heatmap.
- * opts: z (rows × cols, null = masked), rows, cols (plain-text labels: shortened
- * on the axes, whole in the hover text; escaped for Plotly here), kind
- * ("signed" | "weights"), rowTitle, colTitle, zmin/zmax (weights), filename,
- * highlightRows (row indices to outline), uirevision.
+ * The Plotly figure of a labelled heatmap, `width` pixels wide. Every token is
+ * labelled (up to 64): the font shrinks, the plot grows taller, and x labels
+ * turn vertical when they do not fit; past what the width can hold, the plot
+ * gets its own width and its panel scrolls sideways.
  */
-export function drawHeatmap(div, opts) {
+export function heatmapFigure(opts, width, range = weightRange) {
   const { z, rows, cols, kind = "signed", rowTitle = "", colTitle = "" } = opts;
+  const n = rows.length;
+  const m = cols.length;
   const rowsEsc = rows.map(escapePlotly);
   const colsEsc = cols.map(escapePlotly);
   const rowName = escapePlotly(rowTitle || "row");
@@ -127,10 +257,21 @@ export function drawHeatmap(div, opts) {
   const text = z.map((row, i) =>
     row.map((v, j) => `${rowName}: ${rowsEsc[i]}<br>${colName}: ${colsEsc[j]}<br>value: ${format(v)}`),
   );
-  // Numbers in the cells only when a cell is wide and tall enough to hold "-0.00".
-  const longest = Math.max(...rows.map((r) => Math.min(Array.from(r).length, 14)), 1);
-  const plotWidth = (div.clientWidth || 320) - 110 - 6.5 * longest;
-  const small = rows.length <= 12 && plotWidth / Math.max(cols.length, 1) >= 36;
+  const yTicks = tickIndices(n, false);
+  const xTicks = tickIndices(m, Boolean(opts.thinCols));
+  const yText = yTicks.map((i) => tickLabel(rows[i]));
+  const xText = xTicks.map((j) => tickLabel(cols[j]));
+  const yFont = labelFont(yTicks.length);
+  const xFont = labelFont(xTicks.length);
+  const yLabelW = Math.max(0, ...yText.map((t) => labelPx(t, yFont)));
+  const xLabelW = Math.max(0, ...xText.map((t) => labelPx(t, xFont)));
+  const chrome = 30 + yLabelW + 80; // axis title, y labels, colour bar
+  const plotW = Math.max(40, width - chrome);
+  const slot = (plotW / Math.max(m, 1)) * (xTicks.length > 1 ? xTicks[1] - xTicks[0] : 1);
+  const vertical = xLabelW + 4 > slot;
+  const minSlot = xFont + 3;
+  const ownWidth = vertical && slot < minSlot ? Math.ceil(chrome + (m * minSlot) / (xTicks.length > 1 ? xTicks[1] - xTicks[0] : 1)) : null;
+
   const trace = {
     type: "heatmap",
     z,
@@ -140,22 +281,33 @@ export function drawHeatmap(div, opts) {
     hovertemplate: "%{text}<extra></extra>",
     hoverongaps: false,
     // Gaps separate a few cells; on a 256-wide row they would leave no colour at all.
-    xgap: cols.length <= 40 ? 1 : 0,
-    ygap: rows.length <= 40 ? 1 : 0,
+    xgap: m <= 40 ? 1 : 0,
+    ygap: n <= 40 ? 1 : 0,
     colorbar: { thickness: 10, len: 0.9, outlinewidth: 0, tickfont: { size: 10 } },
   };
-  if (small) {
+  // Numbers in the cells only when a cell is wide and tall enough to hold "-0.00".
+  if (n <= 12 && plotW / Math.max(m, 1) >= 36) {
     trace.texttemplate = "%{z:.2f}";
-    trace.textfont = { size: cols.length > 8 ? 9 : 11 };
+    trace.textfont = { size: m > 8 ? 9 : 11 };
   }
   if (kind === "weights") {
-    Object.assign(trace, { colorscale: SEQUENTIAL, zmin: opts.zmin ?? 0, zmax: opts.zmax ?? 1 });
+    let [lo, hi] = [opts.zmin ?? 0, opts.zmax ?? 1];
+    let title = "0–1 fixed";
+    if (range === "fitted" && opts.zmin === undefined && opts.zmax === undefined) {
+      [lo, hi] = dataRange(z);
+      if (hi - lo < 1e-12) [lo, hi] = [lo - 1e-6, hi + 1e-6];
+      title = `fitted: ${rangeText(lo)}–${rangeText(hi)}`;
+    }
+    Object.assign(trace, { colorscale: SEQUENTIAL, zmin: lo, zmax: hi });
+    trace.colorbar.title = { text: title, side: "right", font: { size: 10 } };
   } else {
-    const m = opts.zrange || maxAbs(z) || 1;
-    Object.assign(trace, { colorscale: DIVERGING, zmid: 0, zmin: -m, zmax: m });
+    const [lo, hi] = dataRange(z);
+    const mabs = opts.zrange || Math.max(Math.abs(lo), Math.abs(hi)) || 1;
+    Object.assign(trace, { colorscale: DIVERGING, zmid: 0, zmin: -mabs, zmax: mabs });
   }
-  const rowPx = Math.max(22, Math.min(40, 300 / Math.max(rows.length, 1)));
-  const height = Math.round(Math.max(200, Math.min(560, 90 + rows.length * rowPx)));
+  const rowPx = Math.max(yFont + 2, Math.min(40, 300 / Math.max(n, 1)));
+  const extra = vertical ? Math.max(0, xLabelW - 14) : 0;
+  const height = Math.round(Math.max(260, 90 + n * rowPx + extra));
   const shapes = (opts.highlightRows || []).map((i) => ({
     type: "rect",
     xref: "paper",
@@ -172,8 +324,10 @@ export function drawHeatmap(div, opts) {
     shapes,
     xaxis: {
       tickmode: "array",
-      tickvals: everyNth(cols.length),
-      ticktext: everyNth(cols.length).map((j) => escapePlotly(tickLabel(cols[j]))),
+      tickvals: xTicks,
+      ticktext: xText.map(escapePlotly),
+      tickangle: vertical ? -90 : 0,
+      tickfont: { size: xFont },
       title: { text: colName, standoff: 6, font: { size: 11 } },
       automargin: true,
       showgrid: false,
@@ -182,8 +336,9 @@ export function drawHeatmap(div, opts) {
     },
     yaxis: {
       tickmode: "array",
-      tickvals: rows.map((_, i) => i),
-      ticktext: rows.map((r) => escapePlotly(tickLabel(r))),
+      tickvals: yTicks,
+      ticktext: yText.map(escapePlotly),
+      tickfont: { size: yFont },
       title: { text: rowName, standoff: 6, font: { size: 11 } },
       autorange: "reversed",
       automargin: true,
@@ -191,5 +346,96 @@ export function drawHeatmap(div, opts) {
       zeroline: false,
     },
   };
-  return drawFigure(div, [trace], layout, opts.filename || "attention-viz");
+  if (ownWidth) layout.width = ownWidth;
+  return { data: [trace], layout };
+}
+
+const lastKey = new WeakMap();
+
+/**
+ * A labelled heatmap.
+ * opts: z (rows × cols, null = masked), rows, cols (plain-text labels: shortened
+ * on the axes, whole in the hover text; escaped for Plotly here), kind
+ * ("signed" | "weights"), rowTitle, colTitle, zmin/zmax (weights; else the page's
+ * colour range, fixed 0–1 or fitted), zrange (signed), filename,
+ * highlightRows (row indices to outline), uirevision, thinCols (label about 16
+ * columns when there are more than 24, e.g. dimensions), width (the div's width,
+ * when the caller read it with others').
+ * Resolves once drawn; a call with the same inputs as the last draw draws nothing.
+ */
+export function drawHeatmap(div, opts) {
+  const width = opts.width || plotWidth(div) || 320;
+  heatmaps.set(div, opts);
+  const key = JSON.stringify([opts.z, opts.rows, opts.cols, opts.kind, opts.rowTitle, opts.colTitle, opts.zmin, opts.zmax, opts.zrange, opts.highlightRows, opts.thinCols, opts.kind === "weights" ? weightRange : "", Math.round(width)]);
+  if (lastKey.get(div) === key && div.dataset.renderer) return Promise.resolve(div);
+  lastKey.set(div, key);
+  const { data, layout } = heatmapFigure(opts, width);
+  return drawFigure(div, data, layout, opts.filename || "attention-viz", width);
+}
+
+// ---------- sizes and visibility, without forcing a layout ----------
+
+// Each plot's width and whether it is near the viewport, kept up to date by
+// observers (which report after the browser's own layout): a redraw reads these
+// instead of clientWidth/getBoundingClientRect, which would force a layout
+// between one plot's write and the next one's read.
+const widths = new WeakMap();
+const visible = new WeakMap();
+const resized = new Set();
+let resizeTimer = null;
+
+const sizeObserver = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const width = entry.contentRect.width;
+    const before = widths.get(entry.target);
+    widths.set(entry.target, width);
+    if (before !== undefined && Math.abs(before - width) >= 1) resized.add(entry.target);
+  }
+  if (!resized.size) return;
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(redrawResized, 150);
+});
+
+const viewObserver = new IntersectionObserver(
+  (entries) => {
+    for (const entry of entries) visible.set(entry.target, entry.isIntersecting);
+  },
+  { rootMargin: "200px 0px" },
+);
+
+function observe(div) {
+  if (widths.has(div)) return;
+  widths.set(div, div.clientWidth);
+  sizeObserver.observe(div);
+  viewObserver.observe(div);
+}
+
+/** The plot div's width in CSS pixels (one forced layout the first time, then from the observer). */
+export function plotWidth(div) {
+  observe(div);
+  return widths.get(div);
+}
+
+/** Whether the plot is in (or within 200 px of) the viewport; unknown before its first draw counts as yes. */
+export function plotInView(div) {
+  return visible.get(div) ?? true;
+}
+
+// A new width redraws the quick figures (Plotly's own are responsive) and re-fits every heatmap's labels.
+function redrawResized() {
+  const divs = [...resized].filter((d) => d.isConnected && !d.hidden && figures.has(d));
+  resized.clear();
+  for (const div of divs) {
+    const width = widths.get(div);
+    if (heatmaps.has(div)) drawHeatmap(div, { ...heatmaps.get(div), width });
+    else if (div.dataset.renderer === "quick") drawQuick(div, figures.get(div), width);
+  }
+}
+
+// ---------- the page-wide bits ----------
+
+// Any <select data-weight-range> on the page switches the weight maps' colour range.
+for (const select of document.querySelectorAll("[data-weight-range]")) {
+  select.value = weightRange;
+  select.addEventListener("change", () => setWeightRange(select.value));
 }

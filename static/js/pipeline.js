@@ -1,8 +1,10 @@
 // The pipeline: one labelled heatmap per step of the trace, for one head or
-// the heads' average.
+// the heads' average. explorer.html holds the panels (so their space is there
+// before any data); STEPS says what each one shows.
 
 import { el } from "./dom.js";
-import { drawHeatmap } from "./heatmap.js";
+import { drawHeatmap, plotInView, plotWidth } from "./heatmap.js";
+import { yieldToMain } from "./plotly-loader.js";
 import { dimLabels, tokenLabels } from "./labels.js";
 
 export const STEPS = [
@@ -42,36 +44,46 @@ export function stepMatrix(trace, key, view) {
   return per[Math.min(Number(view) || 0, per.length - 1)];
 }
 
-const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+/** The panel of one step: the page's own (explorer.html) or, where there is none, a new one. */
+function panelFor(container, step) {
+  let panel = container.querySelector(`[data-step="${step.key}"]`);
+  if (!panel) {
+    panel = el("figure", { class: "panel", "data-step": step.key }, [
+      el("figcaption", {}, [el("strong", { class: "step-title", text: step.title }), el("span", { class: "step-text", text: ` ${step.text}` })]),
+      el("div", { class: "plot", "data-testid": `plot-${step.key}`, role: "img", "aria-label": `${step.title} heatmap` }),
+      el("p", { class: "hint empty-note", hidden: true }),
+    ]);
+    container.append(panel);
+  }
+  return panel;
+}
 
 /**
- * Build (once) the panels, then draw every step (newPlot the first time,
- * Plotly.react after), one per frame so the first appears at once. A newer
- * call supersedes an older one still drawing.
+ * Draw every step of the trace for one view ("0", "1", … or "avg"). Widths are
+ * read once, before anything is written; the plots in view are drawn first, each
+ * in its own task; a plot whose inputs did not change is left as it is
+ * (drawHeatmap). A newer call supersedes an older one still drawing. Resolves to
+ * true when this call drew everything.
  */
 export async function drawPipeline(container, trace, view) {
   const generation = String(Number(container.dataset.generation || 0) + 1);
   container.dataset.generation = generation;
-  if (!container.dataset.built) {
-    container.dataset.built = "1";
-    for (const step of STEPS) {
-      container.append(
-        el("figure", { class: "panel", "data-step": step.key }, [
-          el("figcaption", {}, [el("strong", { class: "step-title", text: step.title }), el("span", { class: "step-text", text: ` ${step.text}` })]),
-          el("div", { class: "plot", "data-testid": `plot-${step.key}`, role: "img", "aria-label": `${step.title} heatmap` }),
-          el("p", { class: "hint empty-note", hidden: true }),
-        ]),
-      );
-    }
-  }
   const qLabels = tokenLabels(trace.tokens);
   const kLabels = tokenLabels(trace.source_tokens);
-  for (const step of STEPS) {
+  const jobs = STEPS.map((step) => {
+    const panel = panelFor(container, step);
+    return { step, panel, plot: panel.querySelector(".plot"), note: panel.querySelector(".empty-note"), z: stepMatrix(trace, step.key, view) };
+  });
+  // Widths and visibility come from observers (heatmap.js): no forced layout here.
+  for (const job of jobs) job.width = job.plot.hidden ? 0 : plotWidth(job.plot);
+  jobs.sort((a, b) => Number(plotInView(b.plot)) - Number(plotInView(a.plot))); // in view first, else in order
+  let first = true;
+  for (const { step, plot, note, z, width } of jobs) {
+    // One plot per task (the one in view first): a quick draw is a few ms, a
+    // Plotly.react 15-40 ms; together they would block input for a while.
+    if (!first) await yieldToMain();
+    first = false;
     if (container.dataset.generation !== generation) return false;
-    const panel = container.querySelector(`[data-step="${step.key}"]`);
-    const plot = panel.querySelector(".plot");
-    const note = panel.querySelector(".empty-note");
-    const z = stepMatrix(trace, step.key, view);
     const empty = !z || z.length === 0 || z[0].length === 0;
     plot.hidden = empty;
     note.hidden = !empty;
@@ -84,16 +96,17 @@ export async function drawPipeline(container, trace, view) {
     const rows = step.rows === "q" ? qLabels : kLabels;
     const cols = step.cols === "k" ? kLabels : dimLabels(z[0].length);
     await drawHeatmap(plot, {
-        z,
-        rows,
-        cols,
-        kind: step.weights ? "weights" : "signed",
-        rowTitle: step.rows === "q" ? "attends (query)" : "attended to (key)",
-        colTitle: step.cols === "k" ? "attended to (key)" : "dimension",
-        filename: `attention-${step.key}`,
-        uirevision: `${qLabels.join("|")}/${kLabels.join("|")}`,
+      z,
+      rows,
+      cols,
+      kind: step.weights ? "weights" : "signed",
+      rowTitle: step.rows === "q" ? "attends (query)" : "attended to (key)",
+      colTitle: step.cols === "k" ? "attended to (key)" : "dimension",
+      thinCols: step.cols === "dim",
+      width: width || undefined,
+      filename: `attention-${step.key}`,
+      uirevision: `${qLabels.join("|")}/${kLabels.join("|")}`,
     });
-    await nextFrame();
   }
   return container.dataset.generation === generation;
 }

@@ -43,13 +43,16 @@ export function drawLoss(div, losses, baseline, maxSteps) {
       }),
     );
   }
+  const all = [...losses.batch, ...losses.train, ...losses.val].map((p) => p[1]);
+  const top = Math.max(1, baseline || 0, ...all.filter(Number.isFinite));
   const layout = {
     height: 320,
     margin: { l: 50, r: 10, t: 10, b: 40 },
     uirevision: "loss",
     legend: { orientation: "h", y: 1.12, x: 0 },
     xaxis: { title: { text: "step" }, range: [0, Math.max(maxSteps, 1)], zeroline: false },
-    yaxis: { title: { text: "loss (nats / char)" }, rangemode: "tozero", zeroline: false },
+    // From 0, explicitly: the quick (pre-Plotly) renderer reads ranges, not rangemode.
+    yaxis: { title: { text: "loss (nats / char)" }, range: [0, top * 1.05], zeroline: false },
   };
   return drawFigure(div, data, layout, "training-loss");
 }

@@ -204,3 +204,28 @@ def test_own_static_files_are_revalidated_with_etag(client) -> None:
     assert first.headers["cache-control"] == "no-cache"
     again = client.get("/static/js/api.js", headers={"if-none-match": first.headers["etag"]})
     assert again.status_code == 304
+
+
+def test_own_static_files_under_their_versioned_url_are_immutable(client) -> None:
+    import hashlib
+    import re
+
+    page = client.get("/").text
+    url = re.search(r'"(/static/js/heatmap\.js\?v=([0-9a-f]{12}))"', page)
+    assert url, "the import map names no versioned heatmap.js"
+    response = client.get(url.group(1), headers={"accept-encoding": "gzip"})
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert response.headers["content-encoding"] == "gzip"
+    assert hashlib.sha256(response.content).hexdigest()[:12] == url.group(2)
+    # An old version (or none) is answered with the current bytes, revalidated every time.
+    stale = client.get("/static/js/heatmap.js?v=000000000000")
+    assert stale.headers["cache-control"] == "no-cache"
+    assert stale.content == response.content
+    # The inline import map is allowed by its hash, and by nothing broader.
+    importmap = re.search(r'<script type="importmap">(.*?)</script>', page).group(1)
+    digest = hashlib.sha256(importmap.encode()).digest()
+    import base64
+
+    csp = client.get("/").headers["content-security-policy"]
+    assert f"'sha256-{base64.b64encode(digest).decode()}'" in csp

@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from attention_core.encoder.transport import CompactTensor, decode_compact
 from attention_core.models import GPT2
+from attention_core.models.transport import CompactTensor, decode_compact
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

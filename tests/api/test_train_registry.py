@@ -1,14 +1,9 @@
 """A trained run enters the model registry like any other checkpoint: GET /api/models lists
-it (and the shipped tiny-bank-gpt), and its /model link names it.
-
-The registry (issue 10: attention_core/models/registry.py, GET /api/models) is another
-helper's work; until it is merged these tests run and are expected to fail (xfail,
-strict): the day it lands they must pass, or the suite goes red.
+it (and the shipped tiny-bank-gpt), and the model API serves it by the name /model's link gives.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -18,11 +13,6 @@ from app.main import create_app
 from app.settings import Settings
 from tests.api.test_train_api import TINY, stream
 
-REGISTRY_MERGED = importlib.util.find_spec("attention_core.models.registry") is not None
-needs_registry = pytest.mark.xfail(
-    not REGISTRY_MERGED, reason="GET /api/models (issue 10's registry) is not merged", strict=True
-)
-
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
@@ -31,7 +21,6 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
         yield c
 
 
-@needs_registry
 def test_a_trained_run_is_listed_by_get_api_models(client: TestClient) -> None:
     done = stream(client, json=TINY)[-1][1]
     listing = client.get("/api/models")
@@ -50,9 +39,15 @@ def test_a_trained_run_is_listed_by_get_api_models(client: TestClient) -> None:
     assert answer.status_code == 200, answer.text
 
 
-@needs_registry
-def test_the_model_page_opens_a_trained_run(client: TestClient) -> None:
+def test_the_done_link_names_a_model_the_model_api_serves(client: TestClient) -> None:
+    """/model?model=<name> opens, and what that page asks the API for by name is there."""
     done = stream(client, json=TINY)[-1][1]
-    page = client.get(done["model_url"])
-    assert page.status_code == 200
-    assert done["name"] in page.text  # the page starts on the model its URL names
+    assert client.get(done["model_url"]).status_code == 200
+    info = client.get("/api/model", params={"model": done["name"]})
+    assert info.status_code == 200, info.text
+    assert info.json()["name"] == done["name"]
+    generated = client.post(
+        "/api/model/generate",
+        json={"model": done["name"], "prompt": "Kim rowed", "max_new_tokens": 4},
+    )
+    assert generated.status_code == 200, generated.text

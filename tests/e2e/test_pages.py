@@ -27,20 +27,28 @@ def test_page_loads_cleanly(page: Page, path: str) -> None:
     expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"))
     for testid in PAGES[path]:
         wait_for_plot(page, testid)
-        # Plotly drew an SVG for it, with a colour bar or axes.
-        expect(page.locator(f"[data-testid='{testid}'] .main-svg").first).to_be_visible()
-    # No inline scripts other than the JSON data block (CSP forbids them anyway).
+        # Drawn at once without Plotly (quick renderer: axes and labels in SVG).
+        expect(page.locator(f"[data-testid='{testid}'] .quick-svg").first).to_be_visible()
+    # No inline scripts other than the JSON data block and the import map, which the
+    # CSP allows by its hash (CSP forbids any other anyway).
     inline = page.eval_on_selector_all(
-        "script:not([src])", "els => els.filter(e => e.type !== 'application/json').length"
+        "script:not([src])",
+        "els => els.filter(e => !['application/json', 'importmap'].includes(e.type)).length",
     )
     assert inline == 0
+    # Every module came through its versioned URL (the import map), cached for good.
+    modules = page.evaluate(
+        "() => performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(n => n.includes('/static/js/'))"
+    )
+    assert modules and all(re.search(r"\.js\?v=[0-9a-f]{12}$", m) for m in modules), modules
 
 
 def test_every_plot_exports_png_and_svg(page: Page) -> None:
     page.goto("/")
     wait_for_plot(page, "plot-attn_weights")
     plot = page.locator("[data-testid='plot-attn_weights']")
-    plot.hover()
+    plot.hover()  # loads Plotly, which takes over every plot
     with page.expect_download() as svg:
         plot.locator(".modebar-btn[data-title='Download plot as SVG']").click()
     assert svg.value.suggested_filename.endswith(".svg")
@@ -51,9 +59,9 @@ def test_every_plot_exports_png_and_svg(page: Page) -> None:
     configs = page.evaluate(
         "() => [...document.querySelectorAll('.js-plotly-plot')].map(d =>"
         " [d._context.toImageButtonOptions.format,"
-        "  d._context.modeBarButtonsToAdd.map(b => b.name).join()])"
+        "  d._context.modeBarButtonsToAdd.map(b => b.name || b).join()])"
     )
-    assert configs and all(c == ["png", "downloadSvg"] for c in configs), configs
+    assert configs and all(c == ["png", "downloadSvg,downloadjson"] for c in configs), configs
 
 
 def test_download_trace_json(page: Page) -> None:

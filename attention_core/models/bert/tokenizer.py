@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
+from ...errors import SpecError
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer

@@ -7,10 +7,10 @@ from collections.abc import Callable
 import pytest
 import torch
 
-import attention_core.encoder.model as encoder_model
+import attention_core.models.bert.model as encoder_model
 from attention_core.attention import attention_with_steps
-from attention_core.encoder import Encoder
 from attention_core.errors import SpecError
+from attention_core.models.bert import Encoder
 
 pytestmark = pytest.mark.model
 
@@ -122,16 +122,17 @@ def test_unknown_model_dir_is_an_error(tmp_path) -> None:  # type: ignore[no-unt
         Encoder.from_dir(tmp_path / "nope")
     assert error.value.field == "model_dir"
     (tmp_path / "config.json").write_text("{}")
-    with pytest.raises(SpecError, match="lacks model.safetensors, tokenizer.json"):
+    with pytest.raises(SpecError, match="lacks tokenizer.json"):
         Encoder.from_dir(tmp_path)
 
 
-def test_max_tokens_can_be_lowered_not_raised() -> None:
+def test_max_tokens_can_be_lowered_and_is_capped_at_the_positions() -> None:
     small = Encoder.from_dir(max_tokens=8)
     with pytest.raises(SpecError, match="limit is 8"):
         small.tokenize("one two three four five six seven")
+    assert Encoder.from_dir(max_tokens=4096).max_tokens == 512
     with pytest.raises(SpecError) as error:
-        Encoder.from_dir(max_tokens=513)
+        Encoder.from_dir(max_tokens=2)
     assert error.value.field == "model_max_tokens"
 
 

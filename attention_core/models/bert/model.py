@@ -13,39 +13,32 @@ Dropout is the identity (inference), so the maps are deterministic.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_with_steps
-from ..errors import SpecError
+from ...attention import AttentionSteps, attention_with_steps
+from ...errors import SpecError
+from ..maps import MapFeatures
+from ..outputs import LayerTrace
+from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .config import (
     CONFIG_FILE,
     DEFAULT_MODEL_NAME,
     TOKENIZER_FILE,
-    WEIGHTS_FILE,
     EncoderConfig,
     resolve_model_dir,
 )
-from .features import (
-    WordComparison,
-    attention_rollout,
-    find_word,
-    head_average,
-    layer_cosines,
-)
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights
+from .words import WordComparison, find_word, layer_cosines
 
 
 @dataclass(frozen=True)
-class EncoderOutput:
+class EncoderOutput(MapFeatures):
     """What one forward pass returns, in Hugging Face's layout without the batch axis.
 
     Shapes: ``layer_attentions[l]`` (H, T, T), rows = the attending token and
@@ -61,36 +54,13 @@ class EncoderOutput:
     def tokens(self) -> tuple[str, ...]:
         return self.tokenized.tokens
 
-    @cached_property
-    def attentions(self) -> torch.Tensor:
-        """(L, H, T, T), stacked on first use (per-layer views need no copy)."""
-        return torch.stack(self.layer_attentions)
-
-    @cached_property
-    def hidden_states(self) -> torch.Tensor:
-        """(L+1, T, hidden)."""
-        return torch.stack(self.layer_hidden_states)
-
-    @cached_property
-    def head_averages(self) -> torch.Tensor:
-        """(L, T, T): each layer's mean over heads."""
-        return torch.stack([head_average(a) for a in self.layer_attentions])
-
-    @cached_property
-    def rollout(self) -> torch.Tensor:
-        """(L, T, T): attention rollout after each layer (see ``attention_rollout``)."""
-        return attention_rollout(self.layer_attentions)
+    @property
+    def special(self) -> tuple[bool, ...]:
+        return self.tokenized.special
 
     @property
-    def nbytes(self) -> int:
-        """Bytes held, counting stacked copies made so far by the properties above."""
-        tensors = [*self.layer_attentions, *self.layer_hidden_states]
-        tensors += [v for v in self.__dict__.values() if isinstance(v, torch.Tensor)]
-        return sum(t.numel() * t.element_size() for t in tensors)
-
-
-# Recent results kept by ``Encoder.encode``: two 512-token inputs (~80 MB each).
-DEFAULT_CACHE_BYTES = 192 * 2**20
+    def token_type_ids(self) -> tuple[int, ...]:
+        return self.tokenized.token_type_ids
 
 
 def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -99,6 +69,28 @@ def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     if name in ("gelu_new", "gelu_pytorch_tanh"):
         return lambda t: F.gelu(t, approximate="tanh")
     return F.relu
+
+
+def _layer_trace(
+    layer: int,
+    x: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    steps: AttentionSteps,
+) -> LayerTrace:
+    """One layer's tensors with a batch axis of 1 in front, as decoders give them."""
+    batched = replace(
+        steps,
+        attn_scores=steps.attn_scores[None],  # (1, H, T, T)
+        scaled_scores=steps.scaled_scores[None],
+        masked_scores=steps.masked_scores[None],
+        attn_weights=steps.attn_weights[None],
+        context_vec=steps.context_vec[None],  # (1, H, T, D)
+    )
+    return LayerTrace(
+        layer=layer, x=x[None], q=query[None], k=key[None], v=value[None], steps=batched
+    )
 
 
 class Encoder:
@@ -128,9 +120,14 @@ class Encoder:
         self.layers = layers
         self.model_dir = model_dir
         self._act = _activation(config.hidden_act)
-        self.cache_bytes = cache_bytes
-        self._cache: OrderedDict[tuple[str, str | None], EncoderOutput] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
+
+    family = "bert"
+    causal = False
+
+    @property
+    def name(self) -> str:
+        return self.config.name
 
     @classmethod
     def from_dir(
@@ -138,26 +135,29 @@ class Encoder:
         model_dir: str | Path | None = None,
         max_tokens: int | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        name: str | None = None,
     ) -> Encoder:
-        """Load ``config.json`` + ``model.safetensors`` + ``tokenizer.json`` from a directory.
+        """Load ``config.json`` + safetensors weights + ``tokenizer.json`` from a directory.
 
         ``model_dir=None`` loads the packaged all-MiniLM-L6-v2.  ``max_tokens``
-        (default: the position-embedding size) may lower, never raise, the limit.
+        (default: the position-embedding size) may lower the limit; a larger
+        value is capped at the position-embedding size.  ``name`` defaults to
+        the directory's name.
         """
         path = resolve_model_dir(model_dir)
-        name = DEFAULT_MODEL_NAME if model_dir is None else path.name
+        if name is None:
+            name = DEFAULT_MODEL_NAME if model_dir is None else path.name
         config = EncoderConfig.from_file(path / CONFIG_FILE, name)
         limit = config.max_position_embeddings
         if max_tokens is not None:
-            if not 2 < max_tokens <= limit:
+            if max_tokens < 3:
                 raise SpecError(
-                    f"max_tokens ({max_tokens}) must be between 3 and the model's "
-                    f"position-embedding size ({limit})",
+                    f"max_tokens ({max_tokens}) must be at least 3 ([CLS], a token, [SEP])",
                     field="model_max_tokens",
                 )
-            limit = max_tokens
+            limit = min(limit, max_tokens)
         tokenizer = WordPieceTokenizer(path / TOKENIZER_FILE, limit)
-        embeddings, layers = load_weights(path / WEIGHTS_FILE, config)
+        embeddings, layers = load_weights(path, config)
         return cls(config, tokenizer, embeddings, layers, path, cache_bytes)
 
     @property
@@ -168,6 +168,10 @@ class Encoder:
         c = self.config
         return {
             "name": c.name,
+            "family": self.family,
+            "causal": self.causal,
+            "kv_heads": c.num_attention_heads,
+            "max_positions": c.max_position_embeddings,
             "layers": c.num_hidden_layers,
             "heads": c.num_attention_heads,
             "hidden": c.hidden_size,
@@ -187,28 +191,40 @@ class Encoder:
         The returned tensors are inference tensors: in-place edits raise.
         """
         key = (text, text_b)
-        with self._cache_lock:
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                return cached
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
         tokenized = self.tokenize(text, text_b)
         attentions, hidden = self.forward(
             torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
         )
         output = EncoderOutput(tokenized, attentions, hidden)
-        self._remember(key, output)
+        self._cache.put(key, output)
         return output
 
-    def _remember(self, key: tuple[str, str | None], output: EncoderOutput) -> None:
-        if output.nbytes > self.cache_bytes:
-            return
-        with self._cache_lock:
-            self._cache[key] = output
-            total = sum(o.nbytes for o in self._cache.values())
-            while total > self.cache_bytes:
-                _, dropped = self._cache.popitem(last=False)
-                total -= dropped.nbytes
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[Tokenized, LayerTrace]:
+        """Every tensor of layer ``layer`` (0-based) for one text, batch axis 1 first.
+
+        Shapes: see ``LayerTrace`` (x is the layer's input: the previous
+        layer's output, already LayerNormed, as BERT is post-norm).
+        """
+        if not 0 <= layer < self.config.num_hidden_layers:
+            raise SpecError(
+                f"layer {layer + 1} does not exist; this model has layers 1 to "
+                f"{self.config.num_hidden_layers}",
+                field="layer",
+            )
+        tokenized = self.tokenize(text, text_b)
+        ids = torch.tensor(tokenized.input_ids)
+        types = torch.tensor(tokenized.token_type_ids)
+        self._check_length(ids)
+        with torch.inference_mode():
+            _, _, trace = self._forward(ids, types, trace_layer=layer)
+        if trace is None:  # unreachable: the layer index was checked above
+            raise RuntimeError(f"layer {layer} was not traced")
+        return tokenized, trace
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
@@ -218,6 +234,14 @@ class Encoder:
         Shapes: input_ids, token_type_ids (T,) int64 -> (L tensors (H, T, T),
         L+1 tensors (T, hidden)).
         """
+        self._check_length(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        with torch.inference_mode():
+            attentions, hidden, _ = self._forward(input_ids, token_type_ids)
+        return attentions, hidden
+
+    def _check_length(self, input_ids: torch.Tensor) -> None:
         (T,) = input_ids.shape
         if T == 0:
             raise SpecError("input_ids is empty; give at least one token", field="text")
@@ -227,14 +251,10 @@ class Encoder:
                 f"({self.config.max_position_embeddings})",
                 field="text",
             )
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        with torch.inference_mode():
-            return self._forward(input_ids, token_type_ids)
 
     def _forward(
-        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor
-    ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, trace_layer: int | None = None
+    ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], LayerTrace | None]:
         c, e = self.config, self.embeddings
         T, H, D, C = input_ids.shape[0], c.num_attention_heads, c.head_dim, c.hidden_size
         eps = c.layer_norm_eps
@@ -243,12 +263,15 @@ class Encoder:
         x = F.layer_norm(x, (C,), e.norm_weight, e.norm_bias, eps)  # (T, C)
         hidden_states = [x]
         attentions = []
-        for w in self.layers:
+        trace = None
+        for index, w in enumerate(self.layers):
             qkv = F.linear(x, w.W_qkv, w.b_qkv)  # (T, 3C)
             # (T, 3C) -> (T, 3, H, D) -> (3, H, T, D): query, key, value per head
             query, key, value = qkv.view(T, 3, H, D).permute(1, 2, 0, 3)  # 3 x (H, T, D)
             steps = attention_with_steps(query, key, value)  # weights (H, T, T)
             attentions.append(steps.attn_weights)
+            if index == trace_layer:
+                trace = _layer_trace(index, x, query, key, value, steps)
             # (H, T, D) -> (T, H, D) -> (T, C): heads side by side again
             context_vec = steps.context_vec.transpose(0, 1).reshape(T, C)
             del steps, qkv, query, key, value  # free the (H, T, T) scores before the MLP
@@ -260,7 +283,7 @@ class Encoder:
             down += attn_out
             x = F.layer_norm(down, (C,), w.out_norm_weight, w.out_norm_bias, eps)  # (T, C)
             hidden_states.append(x)
-        return tuple(attentions), tuple(hidden_states)
+        return tuple(attentions), tuple(hidden_states), trace
 
     # --- real vectors ----------------------------------------------------------------
 

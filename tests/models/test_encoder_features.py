@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from attention_core.encoder import (
+from attention_core.errors import SpecError
+from attention_core.models import (
     UINT8_MAX_ABS_ERROR,
     Encoder,
     EncoderOutput,
@@ -16,10 +17,10 @@ from attention_core.encoder import (
     decode_compact,
     encode_compact,
     head_average,
+    hidden_tokens,
     hide_special,
     kept_tokens,
 )
-from attention_core.errors import SpecError
 
 pytestmark = pytest.mark.model
 
@@ -72,10 +73,16 @@ def test_hide_special_drops_and_renormalizes(river: EncoderOutput) -> None:
     torch.testing.assert_close(hidden[0, 0, 1, 2] / hidden[0, 0, 1, 3], ratio)
 
 
+def test_hidden_tokens_are_the_special_ones_and_the_first() -> None:
+    assert hidden_tokens([True, False, False, True]) == (True, False, False, True)
+    assert hidden_tokens([False, False, False]) == (True, False, False)  # a decoder's sink
+    assert hidden_tokens([False, True], first=False) == (False, True)
+
+
 def test_hide_special_on_rollout_and_errors(river: EncoderOutput) -> None:
     rollout = hide_special(attention_rollout(river.attentions), river.tokenized.special)
     torch.testing.assert_close(rollout.sum(-1), torch.ones(6, 5))
-    with pytest.raises(SpecError, match="every token is special"):
+    with pytest.raises(SpecError, match="every token is a special or the first token"):
         hide_special(torch.full((2, 2), 0.5), [True, True])
     with pytest.raises(SpecError, match="3 flags for 7 tokens"):
         hide_special(river.attentions, [False] * 3)

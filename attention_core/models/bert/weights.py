@@ -1,8 +1,9 @@
 """Read a BERT checkpoint's safetensors into plain tensors, prepared once for speed.
 
-At load time the query, key and value Linear layers of every layer are fused
-into one (3*hidden, hidden) matrix so a layer does one projection GEMM
-instead of three; everything stays float32.
+The tensors are read memory-mapped by ``..safetensors_io`` (one file or the
+shards of an index).  At load time the query, key and value Linear layers of
+every layer are fused into one (3*hidden, hidden) matrix so a layer does one
+projection GEMM instead of three; everything is float32 (fp16/bf16 converted).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from ..errors import SpecError
+from ...errors import SpecError
+from ..safetensors_io import load_checkpoint_tensors
 from .config import EncoderConfig
 
 # Prefixes some checkpoints put before the BertModel keys (BertForMaskedLM, …).
@@ -60,23 +62,18 @@ def _normalize_key(key: str) -> str:
 def load_weights(
     path: Path, config: EncoderConfig
 ) -> tuple[EmbeddingWeights, tuple[LayerWeights, ...]]:
-    """Embedding tables and per-layer weights from ``model.safetensors``."""
-    from safetensors.torch import load_file  # lazy: keeps `import attention_core` light
-
-    try:
-        raw = load_file(str(path), device="cpu")
-    except Exception as exc:  # safetensors raises its own error types
-        raise SpecError(f"cannot read weights {str(path)!r}: {exc}", field="model_dir") from exc
-    tensors = {_normalize_key(k): v for k, v in raw.items()}
+    """Embedding tables and per-layer weights from the checkpoint directory ``path``."""
+    tensors = {_normalize_key(k): v for k, v in load_checkpoint_tensors(path).items()}
 
     def take(name: str, shape: tuple[int, ...]) -> torch.Tensor:
         tensor = tensors.get(name)
         if tensor is None:
-            raise SpecError(f"weights {str(path)!r} lack the tensor {name!r}", field="model_dir")
+            raise SpecError(f"{path.name}: the weights lack the tensor {name!r}", field="model")
         if tuple(tensor.shape) != shape:
             raise SpecError(
-                f"tensor {name!r} has shape {tuple(tensor.shape)}, config.json implies {shape}",
-                field="model_dir",
+                f"{path.name}: tensor {name!r} has shape {tuple(tensor.shape)}, "
+                f"config.json implies {shape}",
+                field="model",
             )
         return tensor.to(torch.float32)
 

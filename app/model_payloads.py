@@ -1,0 +1,176 @@
+"""Model results as API bodies: attention maps (json or compact) and one head's trace.
+
+Plain dicts and float32 numpy arrays, serialized by orjson (``-inf`` as null).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from attention_core import SpecError
+from attention_core.models import (
+    HeadTrace,
+    ModelMaps,
+    encode_compact,
+    hidden_tokens,
+    hide_special,
+)
+
+from .limits import LimitError
+from .schemas.model import MapOptions
+
+# JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
+MAX_JSON_WEIGHTS = 2_000_000
+
+
+def _array(tensor: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
+
+
+def _weights(tensor: torch.Tensor, options: MapOptions) -> object:
+    if options.format == "compact":
+        return encode_compact(tensor, options.dtype).describe()
+    return _array(tensor)
+
+
+def select_layers(requested: list[int] | None, count: int) -> list[int]:
+    """The 1-based layer numbers asked for (default all), checked, duplicates dropped."""
+    if requested is None:
+        return list(range(1, count + 1))
+    bad = [layer for layer in requested if not 1 <= layer <= count]
+    if bad:
+        raise SpecError(
+            f"layers {bad} do not exist; this model has layers 1 to {count}", field="layers"
+        )
+    return list(dict.fromkeys(requested))
+
+
+def maps_payload(
+    maps: ModelMaps,
+    options: MapOptions,
+    *,
+    model: str,
+    family: str,
+    causal: bool,
+    hidden_states: bool = False,
+) -> dict[str, Any]:
+    """The body shared by /api/model/attention and /api/model/generate (``MapsResponse``).
+
+    With ``hide_special`` the rollout is computed over all tokens first, then
+    the hidden tokens are dropped and rows renormalized, like the attentions.
+    ``hidden_states`` adds each listed layer's output rows (``hidden_states``).
+    """
+    num_layers = len(maps.layer_attentions)
+    layers = select_layers(options.layers, num_layers)
+    hidden = hidden_tokens(maps.special) if options.hide_special else (False,) * len(maps.tokens)
+    positions = [i for i, h in enumerate(hidden) if not h]
+    if not positions:
+        hide_special(maps.layer_attentions[0], hidden)  # raises the error that says why
+    T, H = len(positions), int(maps.layer_attentions[0].shape[0])
+    numbers = len(layers) * (H + 2) * T * T if options.format == "json" else 0
+    if hidden_states:
+        numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
+    if numbers > MAX_JSON_WEIGHTS:
+        raise LimitError(
+            ["body", "format"],
+            f"format 'json' would carry {numbers} numbers for {len(layers)} layers of "
+            f"{T} tokens; the limit is {MAX_JSON_WEIGHTS}: use format 'compact' or ask for "
+            "fewer layers",
+        )
+
+    def shown(tensor: torch.Tensor) -> torch.Tensor:
+        return hide_special(tensor, hidden) if options.hide_special else tensor
+
+    rollout = maps.rollout
+    averages = maps.head_averages
+    payload: dict[str, Any] = {
+        "model": model,
+        "family": family,
+        "causal": causal,
+        "tokens": [maps.tokens[i] for i in positions],
+        "token_type_ids": [maps.token_type_ids[i] for i in positions],
+        "positions": positions,
+        "all_tokens": list(maps.tokens),
+        "special": list(maps.special),
+        "hide_special": options.hide_special,
+        "layers": layers,
+        "heads": H,
+        "format": options.format,
+        "attentions": [_weights(shown(maps.layer_attentions[n - 1]), options) for n in layers],
+        "head_average": [_weights(shown(averages[n - 1]), options) for n in layers],
+        "rollout": [_weights(shown(rollout[n - 1]), options) for n in layers],
+    }
+    if hidden_states:
+        rows = torch.tensor(positions)
+        payload["hidden_states"] = [
+            _array(maps.layer_hidden_states[n].index_select(0, rows)) for n in layers
+        ]
+    return payload
+
+
+def head_numbers(trace: HeadTrace) -> int:
+    """How many numbers the JSON of one head's trace carries."""
+    tensors = [trace.x, trace.q, trace.k, trace.v, trace.context_vec]
+    tensors += [trace.attn_scores] * 4
+    tensors += [t for t in (trace.q_unrotated, trace.k_unrotated) if t is not None]
+    return sum(t.numel() for t in tensors)
+
+
+def head_payload(
+    trace: HeadTrace, tokens: tuple[str, ...], special: tuple[bool, ...], *, model: str, family: str
+) -> dict[str, Any]:
+    """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
+    numbers = head_numbers(trace)
+    if numbers > MAX_JSON_WEIGHTS:
+        raise LimitError(
+            ["body", "text"],
+            f"this head's trace is {numbers} numbers for {len(tokens)} tokens; the limit is "
+            f"{MAX_JSON_WEIGHTS}: use a shorter text",
+        )
+    rope = trace.q_unrotated is not None
+    steps: dict[str, np.ndarray | None] = {
+        name: _array(getattr(trace, name))
+        for name in (
+            "q",
+            "k",
+            "v",
+            "attn_scores",
+            "scaled_scores",
+            "masked_scores",
+            "attn_weights",
+            "context_vec",
+        )
+    }
+    steps["q_unrotated"] = _array(trace.q_unrotated) if trace.q_unrotated is not None else None
+    steps["k_unrotated"] = _array(trace.k_unrotated) if trace.k_unrotated is not None else None
+    return {
+        "model": model,
+        "family": family,
+        "layer": trace.layer + 1,
+        "head": trace.head + 1,
+        "kv_head": trace.kv_head + 1,
+        "rope": rope,
+        "tokens": list(tokens),
+        "source_tokens": list(tokens),
+        "special": list(special),
+        "mode": "attention",
+        "num_heads": 1,
+        "causal": trace.causal,
+        "cross": False,
+        "scale": trace.scale,
+        "shapes": {
+            "x": list(trace.x.shape),
+            "q": list(trace.q.shape),
+            "k": list(trace.k.shape),
+            "v": list(trace.v.shape),
+            "attn_weights": list(trace.attn_weights.shape),
+            "context_vec": list(trace.context_vec.shape),
+        },
+        "x": _array(trace.x),
+        "source": None,
+        "heads": [steps],
+        "output": None,
+    }

@@ -1,0 +1,87 @@
+"""The app's one ``ModelRegistry``, built from the settings on first use.
+
+Building it reads nothing from disk; every listing rescans the sources
+(cheaply, see ``attention_core.models.registry``) and models load on first
+use, at most ``ATTENTION_VIZ_LOADED_MODELS`` at a time.
+
+Memory: on glibc, the first use also raises malloc's mmap and trim thresholds
+(``keep_freed_memory``).  A 512-token layer allocates three 12 MB (heads, T, T)
+tensors; by default glibc serves each from a fresh mmap, and the page faults
+cost ~20-25% of the forward pass.  With the thresholds raised, freed blocks
+are reused instead; up to 256 MB of freed memory may stay resident.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from attention_core.models import ModelEntry, ModelRegistry, TextModel
+from attention_core.models.discovery import hf_cache_dir, split_paths
+
+from .settings import Settings, get_settings
+
+_build_lock = threading.Lock()
+
+# glibc mallopt parameters (malloc.h) and the values keep_freed_memory sets.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+TRIM_THRESHOLD_BYTES = 256 * 2**20
+MMAP_THRESHOLD_BYTES = 32 * 2**20  # glibc's maximum on 64-bit
+
+
+def keep_freed_memory() -> bool:
+    """Let glibc reuse freed large blocks instead of unmapping them (see the module doc).
+
+    Process-wide; returns False (and does nothing) where glibc is not the allocator.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(
+            libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+            and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+        )
+    except (OSError, AttributeError):
+        return False
+
+
+def build_registry(settings: Settings) -> ModelRegistry:
+    """Every source the settings name (see ``attention_core.models.discovery``)."""
+    return ModelRegistry(
+        default_dir=Path(settings.model_dir).expanduser() if settings.model_dir else None,
+        cli_paths=split_paths(settings.serve_models),
+        env_paths=split_paths(settings.models),
+        runs_dir=settings.runs_path(),  # where POST /api/train saves (the default too)
+        hf_cache=hf_cache_dir() if settings.hf_cache else None,
+        max_loaded=settings.loaded_models,
+        max_tokens=settings.model_max_tokens,
+    )
+
+
+def get_registry(request: Request) -> ModelRegistry:
+    """``app.state.models``, built on first use."""
+    state = request.app.state
+    registry: ModelRegistry | None = getattr(state, "models", None)
+    if registry is None:
+        with _build_lock:
+            registry = getattr(state, "models", None)
+            if registry is None:
+                settings = getattr(state, "settings", None) or get_settings()
+                keep_freed_memory()
+                registry = state.models = build_registry(settings)
+    return registry
+
+
+RegistryDep = Annotated[ModelRegistry, Depends(get_registry)]
+
+
+def load(registry: ModelRegistry, name: str | None) -> tuple[ModelEntry, TextModel]:
+    """The entry and the loaded model called ``name`` (None: the default)."""
+    entry = registry.entry(name)
+    return entry, registry.load(entry.name)

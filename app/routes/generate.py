@@ -1,0 +1,68 @@
+"""``POST /api/model/generate``: a decoder continues a prompt; the answer holds the new
+tokens and the attention of the whole sequence, in /api/model/attention's formats."""
+
+from __future__ import annotations
+
+import torch
+from fastapi import APIRouter, Response
+
+from attention_core.models import Decoder, ModelUnsupported
+
+from ..limits import LimitError
+from ..model_payloads import maps_payload
+from ..model_registry import RegistryDep, load
+from ..schemas.model import GenerateRequest, GenerateResponse
+from .common import ERRORS, SettingsDep, json_response
+
+router = APIRouter(prefix="/api/model", tags=["model"])
+
+
+@router.post("/generate", response_model=GenerateResponse, responses=ERRORS)
+def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+    """Continue ``prompt`` with a decoder: greedy (``temperature`` 0, the default) or
+    sampled with ``temperature``, ``top_k`` and ``seed``, through a KV cache.
+
+    Stops after ``max_new_tokens`` or an end-of-sequence token.  The maps cover
+    prompt and generated tokens alike (``generated`` marks the new ones): row i
+    is what token i attended to when it was the model's input, so the row
+    before a generated token is what the model looked at when it wrote it.
+    """
+    limit = settings.max_new_tokens
+    if body.max_new_tokens > limit:
+        raise LimitError(
+            ["body", "max_new_tokens"],
+            f"max_new_tokens is {body.max_new_tokens}; the limit is {limit} "
+            "(ATTENTION_VIZ_MAX_NEW_TOKENS)",
+        )
+    entry, model = load(registry, body.model)
+    if not isinstance(model, Decoder):
+        raise ModelUnsupported(
+            f"{entry.name!r} is a {model.family} encoder: it reads a whole text at once and "
+            "cannot write one; choose a decoder (GET /api/models lists causal ones)",
+            field="model",
+        )
+    result = model.generate(
+        body.prompt,
+        body.max_new_tokens,
+        temperature=float(body.temperature),
+        top_k=body.top_k,
+        seed=body.seed,
+    )
+    with torch.inference_mode():
+        payload = maps_payload(result, body, model=entry.name, family=model.family, causal=True)
+    shown = payload["positions"]
+    generated = result.generated
+    payload.update(
+        {
+            "prompt_tokens": len(result.prompt),
+            "generated": [generated[i] for i in shown],
+            "generated_ids": list(result.new_ids),
+            "generated_tokens": list(result.new_tokens),
+            "generated_text": result.text,
+            "stop_reason": result.stop_reason,
+            "seed": result.seed,
+            "temperature": float(body.temperature),
+            "top_k": body.top_k,
+        }
+    )
+    return json_response(payload)

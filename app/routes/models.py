@@ -1,0 +1,52 @@
+"""``GET /api/models``: every model the server can see, supported or not (and why not)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from attention_core.models import ModelEntry, ModelRegistry
+
+from ..model_registry import RegistryDep
+from ..schemas.model import ModelList
+from .common import json_response
+
+router = APIRouter(prefix="/api/models", tags=["model"])
+
+
+def summary(entry: ModelEntry, registry: ModelRegistry, default: str | None) -> dict[str, Any]:
+    sizes = entry.sizes
+    return {
+        "name": entry.name,
+        "source": entry.source,
+        "default": entry.name == default,
+        "family": entry.family,
+        "causal": entry.causal,
+        "layers": sizes.layers if sizes else None,
+        "heads": sizes.heads if sizes else None,
+        "kv_heads": sizes.kv_heads if sizes else None,
+        "hidden_size": sizes.hidden_size if sizes else None,
+        "head_dim": sizes.head_dim if sizes else None,
+        "max_positions": sizes.max_positions if sizes else None,
+        "vocab_size": sizes.vocab_size if sizes else None,
+        "parameters": entry.parameters,
+        "loaded": registry.is_loaded(entry),
+        "supported": entry.supported,
+        "reason": entry.reason,
+    }
+
+
+@router.get("", response_model=ModelList)
+def list_models(registry: RegistryDep) -> Response:
+    """Every model: the built-in MiniLM, shipped checkpoints, ``--model`` paths,
+    ``ATTENTION_VIZ_MODELS``, trained runs and the local Hugging Face cache.
+
+    Reads only config.json and safetensors headers; a model that cannot be
+    used is listed with ``supported: false`` and the ``reason``.
+    """
+    entries = registry.entries()
+    default = next((e.name for e in entries if e.source in ("default", "package")), None)
+    return json_response(
+        {"default": default, "models": [summary(e, registry, default) for e in entries]}
+    )

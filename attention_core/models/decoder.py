@@ -1,0 +1,305 @@
+"""A loaded decoder checkpoint (any family): its model, its tokenizer, recent results.
+
+What the API asks of a decoder, written once over the ``CausalLM`` protocol:
+the maps of one text (every layer's attention, head averages, rollout), one
+layer's full trace, and generation with the attention of the whole sequence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import SpecError
+from .generation import Generation, StopReason, generate
+from .maps import MapFeatures
+from .outputs import LayerTrace
+from .protocols import CausalLM, DecoderConfig
+from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from .text_tokenizer import TextTokenizer, TokenizedText
+
+CONFIG_FILE = "config.json"
+GENERATION_CONFIG_FILE = "generation_config.json"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class DecoderMaps(MapFeatures):
+    """One text through a decoder: per layer (H, T, T) weights, L + 1 (T, C) states."""
+
+    tokenized: TokenizedText
+    layer_attentions: tuple[torch.Tensor, ...]
+    layer_hidden_states: tuple[torch.Tensor, ...]
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.tokenized.tokens
+
+    @property
+    def special(self) -> tuple[bool, ...]:
+        return self.tokenized.special
+
+    @property
+    def token_type_ids(self) -> tuple[int, ...]:
+        return (0,) * len(self.tokenized)
+
+
+@dataclass(frozen=True)
+class GeneratedText(MapFeatures):
+    """A prompt, what the model wrote after it, and the attention over all of it.
+
+    ``layer_attentions``: per layer (H, T, T), T = prompt + generated tokens.
+    """
+
+    prompt: TokenizedText
+    new_ids: tuple[int, ...]
+    new_tokens: tuple[str, ...]  # the text each generated token adds
+    new_special: tuple[bool, ...]
+    text: str  # the generated tokens decoded together
+    stop_reason: StopReason
+    seed: int
+    layer_attentions: tuple[torch.Tensor, ...]
+    layer_hidden_states: tuple[torch.Tensor, ...] = ()
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.prompt.tokens + self.new_tokens
+
+    @property
+    def special(self) -> tuple[bool, ...]:
+        return self.prompt.special + self.new_special
+
+    @property
+    def token_type_ids(self) -> tuple[int, ...]:
+        return (0,) * len(self.tokens)
+
+    @property
+    def generated(self) -> tuple[bool, ...]:
+        return (False,) * len(self.prompt) + (True,) * len(self.new_ids)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; a ``SpecError`` naming the file if it is not one."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(
+            f"{path.parent.name}: cannot read {path.name} ({exc})", field="model"
+        ) from exc
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path.parent.name}: {path.name} is not a JSON object", field="model")
+    return raw
+
+
+def eos_token_ids(directory: Path) -> frozenset[int]:
+    """The ids that end generation: ``generation_config.json``'s, else ``config.json``'s."""
+    for name in (GENERATION_CONFIG_FILE, CONFIG_FILE):
+        path = directory / name
+        if path.is_file():
+            value = read_json(path).get("eos_token_id")
+            if value is not None:
+                values = value if isinstance(value, list) else [value]
+                return frozenset(int(v) for v in values)
+    return frozenset()
+
+
+class Decoder:
+    """A decoder-only checkpoint ready to answer: ``encode``, ``trace``, ``generate``.
+
+    Thread safety: the model is in eval mode with frozen weights and each call
+    makes its own cache, so several threads may use one ``Decoder`` at once.
+    """
+
+    causal = True
+
+    def __init__(
+        self,
+        name: str,
+        family: str,
+        model: CausalLM,
+        tokenizer: TextTokenizer,
+        directory: Path,
+        eos_ids: frozenset[int] = frozenset(),
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        self.name = name
+        self.family = family
+        self.model = model
+        self.tokenizer = tokenizer
+        self.directory = directory
+        self.eos_ids = eos_ids
+        self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
+
+    @classmethod
+    def from_dir(
+        cls,
+        directory: Path,
+        load_model: Callable[[Path], CausalLM],
+        family: str,
+        name: str | None = None,
+        max_tokens: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> Decoder:
+        """``load_model(directory)`` (a family's ``from_pretrained``) plus ``tokenizer.json``.
+
+        ``max_tokens`` may lower the tokens a text may have below the model's
+        context (``max_positions``), never raise it.
+        """
+        tokenizer_path = directory / TOKENIZER_FILE
+        if not tokenizer_path.is_file():
+            raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
+        model = load_model(directory)
+        context = model.config.max_positions
+        if max_tokens is None or max_tokens >= context:
+            limit, source = context, "the model's context"
+        else:
+            limit, source = max_tokens, "the server's token limit per model input"
+        tokenizer = TextTokenizer(tokenizer_path, limit, source)
+        return cls(
+            name or directory.name,
+            family,
+            model,
+            tokenizer,
+            directory,
+            eos_token_ids(directory),
+            cache_bytes,
+        )
+
+    @property
+    def config(self) -> DecoderConfig:
+        return self.model.config
+
+    @property
+    def max_tokens(self) -> int:
+        return self.tokenizer.max_tokens
+
+    def info(self) -> dict[str, object]:
+        c = self.config
+        return {
+            "name": self.name,
+            "family": self.family,
+            "causal": self.causal,
+            "layers": c.num_layers,
+            "heads": c.num_heads,
+            "kv_heads": c.num_kv_heads,
+            "hidden": c.hidden_size,
+            "head_dim": c.head_dim,
+            "vocab_size": c.vocabulary_size,
+            "max_positions": c.max_positions,
+            "max_tokens": self.max_tokens,
+        }
+
+    # --- text in ------------------------------------------------------------------------
+
+    def tokenize(self, text: str, field: str = "text") -> TokenizedText:
+        tokenized = self.tokenizer.encode(text, field=field)
+        biggest = max(tokenized.input_ids)
+        if biggest >= self.config.vocabulary_size:
+            raise SpecError(
+                f"{self.name}: tokenizer.json gives token id {biggest}, beyond the model's "
+                f"vocabulary of {self.config.vocabulary_size}: the files do not belong together",
+                field="model",
+            )
+        return tokenized
+
+    def _refuse_pair(self, text_b: str | None) -> None:
+        if text_b is not None:
+            raise SpecError(
+                f"text_b (a sentence pair) is for encoders; {self.name} is a decoder: "
+                "put the whole text in text",
+                field="text_b",
+            )
+
+    # --- the forward pass ---------------------------------------------------------------
+
+    def encode(self, text: str, text_b: str | None = None) -> DecoderMaps:
+        """Every layer's attention and hidden states for ``text`` (or a recent result)."""
+        self._refuse_pair(text_b)
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        tokenized = self.tokenize(text)
+        with torch.inference_mode():
+            out = self.model(
+                torch.tensor([tokenized.input_ids]),
+                num_logits=0,
+                output_attentions=True,
+                output_hidden_states=True,
+            )
+        maps = DecoderMaps(
+            tokenized,
+            tuple(a[0] for a in out.attentions),  # (H, T, T) each
+            tuple(h[0] for h in out.hidden_states),  # (T, C) each
+        )
+        self._cache.put(text, maps)
+        return maps
+
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[TokenizedText, LayerTrace]:
+        """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``."""
+        self._refuse_pair(text_b)
+        if not 0 <= layer < self.config.num_layers:
+            raise SpecError(
+                f"layer {layer + 1} does not exist; this model has layers 1 to "
+                f"{self.config.num_layers}",
+                field="layer",
+            )
+        tokenized = self.tokenize(text)
+        with torch.inference_mode():
+            out = self.model(torch.tensor([tokenized.input_ids]), num_logits=0, trace_layer=layer)
+        if out.trace is None:
+            raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
+        return tokenized, out.trace
+
+    # --- generation ---------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt: str,
+        max_new_tokens: int,
+        *,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+        capture_attentions: bool = True,
+    ) -> GeneratedText:
+        """Continue ``prompt``; see ``generation.generate``.  Stops after an EOS token."""
+        tokenized = self.tokenize(prompt, field="prompt")
+        result: Generation = generate(
+            self.model,
+            tokenized.input_ids,
+            max_new_tokens,
+            temperature=temperature,
+            top_k=top_k,
+            seed=seed,
+            eos_token_ids=self.eos_ids,
+            capture_attentions=capture_attentions,
+        )
+        special_ids = self.tokenizer.special_ids
+        return GeneratedText(
+            prompt=tokenized,
+            new_ids=result.new_ids,
+            new_tokens=tuple(self.tokenizer.continuation(result.prompt_ids, result.new_ids)),
+            new_special=tuple(i in special_ids for i in result.new_ids),
+            text=self.tokenizer.decode(result.new_ids),
+            stop_reason=result.stop_reason,
+            seed=result.seed,
+            layer_attentions=result.layer_attentions,
+        )
+
+
+def decoder_loader(
+    family: str, load_model: Callable[[Path], CausalLM]
+) -> Callable[[Path, str, int, int], Decoder]:
+    """``(directory, name, max_tokens, cache_bytes) -> Decoder`` for one family."""
+
+    def load(directory: Path, name: str, max_tokens: int, cache_bytes: int) -> Decoder:
+        return Decoder.from_dir(directory, load_model, family, name, max_tokens, cache_bytes)
+
+    return load

@@ -1,0 +1,122 @@
+"""Small random checkpoints in Hugging Face layout, made here (no download).
+
+``transformers`` builds a random model from a config and writes it with
+``save_pretrained``; the ``tokenizers`` library trains a tokenizer on a few
+lines.  The session fixture ``checkpoints`` (tests/models/conftest.py) makes
+each once; other test directories may call these functions themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+LINES = [
+    "The cat sat on the mat because it was tired.",
+    "The bank approved the loan, and the river bank was muddy.",
+    "A dog ran in the park; the children laughed at it.",
+    "Attention is how a word's representation comes to depend on its neighbours.",
+    "Money in the bank, fish in the stream, mud on the shore.",
+    "She said: café, naïve, 😀 and 東京 are words too.",
+] * 4
+EOS = "<|endoftext|>"
+BOS = "<s>"
+
+
+def byte_level_tokenizer(vocab_size: int = 320) -> Any:
+    """A GPT-2-style byte-level BPE (spaces as ``Ġ``) with ``<|endoftext|>``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(LINES, trainer)
+    return tokenizer
+
+
+def metaspace_tokenizer(vocab_size: int = 160) -> Any:
+    """A SentencePiece-style BPE (spaces as ``▁``) that puts ``<s>`` (BOS) first, as Llama's."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>", BOS, "</s>"], show_progress=False
+    )
+    tokenizer.train_from_iterator(LINES, trainer)
+    bos = tokenizer.token_to_id(BOS)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, bos)]
+    )
+    return tokenizer
+
+
+def randomize_norms(model: torch.nn.Module) -> None:
+    """Random LayerNorm gains and biases (transformers' init makes them 1 and 0)."""
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "ln_" in name or name.endswith("bias"):
+                param.normal_(mean=1.0 if name.endswith("weight") else 0.0, std=0.2)
+
+
+def make_gpt2(
+    directory: Path,
+    *,
+    seed: int = 0,
+    n_positions: int = 48,
+    n_embd: int = 32,
+    n_layer: int = 2,
+    n_head: int = 4,
+    dtype: torch.dtype = torch.float32,
+    initializer_range: float = 0.4,
+    **overrides: Any,
+) -> Path:
+    """A random GPT-2 with a byte-level tokenizer, saved as transformers would save it.
+
+    Weights are 20x transformers' default scale (``initializer_range`` 0.4): the
+    next-token distributions are peaked and varied, so greedy decoding writes
+    different tokens with no near-ties that float rounding could flip.
+    """
+    import transformers
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer = byte_level_tokenizer()
+    eos = tokenizer.token_to_id(EOS)
+    config = transformers.GPT2Config(
+        vocab_size=tokenizer.get_vocab_size(),
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        bos_token_id=eos,
+        eos_token_id=eos,
+        initializer_range=initializer_range,
+        **overrides,
+    )
+    torch.manual_seed(seed)
+    model = transformers.GPT2LMHeadModel(config)
+    randomize_norms(model)
+    model.to(dtype).save_pretrained(directory)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return directory
+
+
+def write_config(directory: Path, config: dict[str, Any]) -> Path:
+    """A directory holding only a ``config.json`` (for listings of unsupported models)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(config))
+    return directory
