@@ -178,7 +178,11 @@ def test_runs_directory_is_a_shared_volume() -> None:
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     assert env["ATTENTION_VIZ_RUNS_DIR"] in mounts
     volume = {v["name"]: v for v in pod_spec()["volumes"]}[mounts[env["ATTENTION_VIZ_RUNS_DIR"]]]
-    claim = by_kind("PersistentVolumeClaim")
-    assert volume["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    name = volume["persistentVolumeClaim"]["claimName"]
+    (claim,) = [
+        r
+        for r in resources()
+        if r["kind"] == "PersistentVolumeClaim" and r["metadata"]["name"] == name
+    ]
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]  # shared by the replicas
     assert env["ATTENTION_VIZ_TRAIN_CONCURRENT"] == "1"
