@@ -30,15 +30,18 @@ from ..convert import (
 from ..errors import error_response
 from ..limits import check_attention_request, check_lesson, check_options, check_tokens
 from ..schemas.attention import (
+    MAX_ABS_VALUE,
     AttentionRequest,
     AttentionResponse,
     CompareRequest,
     CompareResponse,
+    Limits,
     PresetDetail,
     PresetSummary,
     ScalingLesson,
     Vocabulary,
 )
+from ..settings import Settings
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api", tags=["attention"])
@@ -86,6 +89,30 @@ async def expand_request(body: AttentionRequest, settings: SettingsDep) -> Respo
     check_attention_request(body, settings)
     work = len(body.tokens) * width_of(body) ** 2
     return json_response(await offload(work, _expand, body))
+
+
+def published_limits(settings: Settings) -> dict[str, Any]:
+    """The limits a client needs to keep its requests legal (also in each page's initial data)."""
+    return Limits(
+        max_tokens=settings.max_tokens,
+        max_token_chars=settings.max_token_chars,
+        max_dim=settings.max_dim,
+        max_heads=settings.max_heads,
+        max_vocabulary_words=settings.max_vocabulary_words,
+        max_abs_value=MAX_ABS_VALUE,
+        max_body_bytes=settings.max_body_bytes,
+        max_lesson_dims=settings.max_lesson_dims,
+        max_lesson_dim=settings.max_lesson_dim,
+        max_lesson_trials=settings.max_lesson_trials,
+        max_lesson_samples=settings.max_lesson_samples,
+        max_lesson_scores=settings.max_tokens,  # check_lesson bounds scores by MAX_TOKENS
+    ).model_dump()
+
+
+@router.get("/limits", response_model=Limits)
+async def limits(settings: SettingsDep) -> Response:
+    """What this server accepts: request sizes and the scaling lesson's sampling budget."""
+    return json_response(published_limits(settings))
 
 
 @router.get("/presets", response_model=list[PresetSummary])

@@ -13,10 +13,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from attention_core import PRESETS, TOY_VOCABULARY
+from attention_core import PRESETS, TOY_VOCABULARY, SpecError
 
 from ..convert import preset_summary, request_from_spec
+from ..model_registry import get_registry
+from ..settings import Settings
 from ..templating import templates
+from .api import published_limits
 
 router = APIRouter(include_in_schema=False)
 
@@ -37,16 +40,34 @@ def _initial_data() -> dict[str, Any]:
     }
 
 
+def _model_vectors_available(request: Request) -> bool:
+    """Whether ``POST /api/model/embeddings`` can answer: the default model is a supported
+    encoder (found on disk, not loaded here)."""
+    try:
+        entry = get_registry(request).entry(None)
+    except SpecError:
+        return False
+    return entry.supported and entry.causal is False
+
+
+def _server_data(request: Request, settings: Settings) -> dict[str, Any]:
+    """What depends on the server: the limits pages cap their controls to (the same as
+    ``GET /api/limits``) and whether MiniLM word vectors can be asked for."""
+    return {
+        "limits": published_limits(settings),
+        "model_vectors": _model_vectors_available(request),
+    }
+
+
 def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
-    # The widest vector the API accepts: pages narrow wider (model) vectors to it.
-    limits = {"max_dim": request.app.state.settings.max_dim}
+    settings = request.app.state.settings
     return templates.TemplateResponse(
         request=request,
         name=name,
         context={
             "page": page,
             "title": title,
-            "initial": {**_initial_data(), "limits": limits},
+            "initial": {**_initial_data(), **_server_data(request, settings)},
         },
     )
 

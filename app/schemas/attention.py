@@ -204,17 +204,26 @@ class CompareRequest(AttentionOptions):
     )
 
 
+# Responses declare only the bounds the server keeps. Inputs (x, source) stay within
+# ±MAX_ABS_VALUE and weights within [0, 1]; everything computed from them can be much
+# larger (q·k of two 256-wide rows of 1e6-sized products reaches ~1e31, still finite
+# in float32), so those steps are declared as plain numbers.
+InputMatrix = list[list[Annotated[float, Field(ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE)]]]
+WeightMatrix = list[list[Annotated[float, Field(ge=0, le=1)]]]
+ResultMatrix = list[list[float]]
+
+
 class HeadTrace(BaseModel):
     """One head's steps; a step not asked for is null. Masked entries are null."""
 
-    q: Matrix | None = None
-    k: Matrix | None = None
-    v: Matrix | None = None
-    attn_scores: Matrix | None = None
-    scaled_scores: Matrix | None = None
+    q: ResultMatrix | None = None
+    k: ResultMatrix | None = None
+    v: ResultMatrix | None = None
+    attn_scores: ResultMatrix | None = None
+    scaled_scores: ResultMatrix | None = None
     masked_scores: NullableMatrix | None = None
-    attn_weights: Matrix | None = None
-    context_vec: Matrix | None = None
+    attn_weights: WeightMatrix | None = Field(None, description="softmax rows, each in [0, 1]")
+    context_vec: ResultMatrix | None = None
 
 
 class AttentionResponse(BaseModel):
@@ -229,10 +238,10 @@ class AttentionResponse(BaseModel):
     cross: bool
     scale: float
     shapes: dict[str, list[int]]
-    x: Matrix | None = None
-    source: Matrix | None = None
+    x: InputMatrix | None = Field(None, description="the embeddings, as given or generated")
+    source: InputMatrix | None = None
     heads: list[HeadTrace]
-    output: Matrix | None = None
+    output: ResultMatrix | None = None
 
 
 class SharedTokenOut(BaseModel):
@@ -289,6 +298,23 @@ class ScalingLesson(BaseModel):
     variance: list[VarianceRowOut]
     scores: list[float]
     sharpness: list[SharpnessRowOut]
+
+
+class Limits(BaseModel):
+    """What this server accepts (``ATTENTION_VIZ_*`` settings): pages cap their controls to it."""
+
+    max_tokens: int = Field(description="tokens per sequence (queries or sources)")
+    max_token_chars: int = Field(description="characters per token")
+    max_dim: int = Field(description="embedding width, projection width, matrix rows")
+    max_heads: int = Field(description="attention heads")
+    max_vocabulary_words: int = Field(description="words a request may add to the vocabulary")
+    max_abs_value: float = Field(description="largest magnitude of a number in a vector or matrix")
+    max_body_bytes: int = Field(description="request body size")
+    max_lesson_dims: int = Field(description="dimensions (and scales) in one scaling lesson")
+    max_lesson_dim: int = Field(description="largest dimension in the scaling lesson")
+    max_lesson_trials: int = Field(description="samples per dimension in the scaling lesson")
+    max_lesson_samples: int = Field(description="sum(dims) × trials of one scaling lesson")
+    max_lesson_scores: int = Field(description="scores in one scaling lesson")
 
 
 class ErrorItem(BaseModel):

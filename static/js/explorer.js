@@ -1,22 +1,38 @@
-// The explorer page: presets, tokens, options, editable numbers and the pipeline.
+// The explorer page: presets, tokens, options, editable numbers, the pipeline and the
+// head view (what one token reads in every head).
 
-import { api, clearErrors, showErrors } from "./api.js";
+import { ApiError, api } from "./api.js";
 import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js";
+import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
 import { clone, eyeLike, identity, matrixGrid, refreshGrids } from "./grid.js";
+import { renderEmbeddingNotice, renderUnknownPieces } from "./explorer-notices.js";
+import {
+  errorPlace,
+  localProblems,
+  normalize,
+  resizeExplicit,
+  specInputDim,
+  unknownWords as unknownIn,
+} from "./explorer-spec.js";
+import { drawHeadView } from "./headview.js";
 import { dimLabels, tokenLabels } from "./labels.js";
-import { MODEL_WIDTH, modelDim, modelVectors } from "./model-vectors.js";
-import { drawPipeline } from "./pipeline.js";
-import { readExplorerState, writeExplorerState } from "./state.js";
-import { renderChips, renderUnknown, splitSentence } from "./tokens.js";
+import { LIMITS, MODEL_VECTORS } from "./limits.js";
+import { MODEL_WIDTH, modelDim, modelVectors, wordsWithUnknownPieces } from "./model-vectors.js";
+import { STEPS, drawPipeline } from "./pipeline.js";
+import { URL_LIMIT, canonical, readExplorerState, writeExplorerState } from "./state.js";
+import { bindTokenEditor, capTokens, renderChips, renderUnknown } from "./tokens.js";
 
 const init = initialData();
 const VOCAB = init.vocabulary || {};
-const MAX_DIM = (init.limits && init.limits.max_dim) || 256;
+const MAX_DIM = LIMITS.max_dim;
 const DEFAULT_PRESET = "bank-raw";
+// Hashed vectors when a sentence leaves the toy vocabulary and MiniLM is not installed.
+const HASHED_DIM = 16;
 const root = document.querySelector("main");
 const $ = (id) => byTestId(id, root);
 
 const state = {
+  // The example the view started from: the URL stores only what differs from it.
   preset: null,
   spec: null,
   view: "0",
@@ -25,21 +41,24 @@ const state = {
   request: null,
   // The same request with every number written out (POST /api/expand), when asked for.
   expanded: null,
+  // The query token the head view shows (an index into the trace's tokens), or null.
+  focus: null,
+  headView: "lines",
+  // Set when words outside the toy vocabulary made the page pick the vectors:
+  // {kind: "model" | "hashed", words, before: {embedding, projection, source_embedding}, why}.
+  auto: null,
+  // The reader asked for the toy vocabulary with their own vectors: do not switch again.
+  ownVectors: false,
+  // What capping the tokens cut, per editor, in plain words.
+  notes: { tokens: [], source_tokens: [] },
 };
 let requestSeq = 0;
 
-function normalize(spec) {
-  return {
-    tokens: spec.tokens,
-    embedding: spec.embedding || { kind: "vocabulary", extra: {} },
-    projection: spec.projection || { kind: "identity" },
-    num_heads: spec.num_heads ?? 1,
-    causal: spec.causal ?? false,
-    scale: spec.scale ?? "sqrt_dk",
-    mode: spec.mode || "attention",
-    ...(spec.source_tokens ? { source_tokens: spec.source_tokens } : {}),
-    ...(spec.source_embedding ? { source_embedding: spec.source_embedding } : {}),
-  };
+const unknownWords = (spec = state.spec) => unknownIn(spec, VOCAB);
+
+function presetSpec(name) {
+  const summary = init.presets.find((p) => p.name === name);
+  return summary ? normalize(structuredClone(summary.spec)) : null;
 }
 
 const isModel = (e) => Boolean(e) && e.kind === "model";
@@ -91,18 +110,54 @@ async function currentMatrices() {
 
 function inputDim() {
   if (state.trace && state.trace.x && state.trace.x.length) return state.trace.x[0].length;
-  const e = state.spec.embedding;
-  if (e.kind === "vocabulary") return 4;
-  if (e.kind === "explicit") return e.vectors.length ? e.vectors[0].length : 0;
-  return e.dim; // hashed, seeded_random and model
+  return specInputDim(state.spec);
 }
 
-function unknownWords() {
-  const e = state.spec.embedding;
-  if (e.kind !== "vocabulary") return [];
-  const known = new Set([...Object.keys(VOCAB), ...Object.keys(e.extra || {})]);
-  const all = [...state.spec.tokens, ...(state.spec.source_tokens || [])];
-  return [...new Set(all.filter((t) => !known.has(t)))];
+// ---------- choosing vectors for words outside the toy vocabulary ----------
+
+/** Words outside the toy vocabulary: give every word the best vectors there are. */
+function adaptEmbedding() {
+  if (state.ownVectors || state.spec.embedding.kind !== "vocabulary") return;
+  const words = unknownWords();
+  if (!words.length) return;
+  switchEmbedding(MODEL_VECTORS ? "model" : "hashed", words, MODEL_VECTORS ? null : "this server has no MiniLM checkpoint");
+}
+
+function switchEmbedding(kind, words, why) {
+  const s = state.spec;
+  const before = state.auto ? state.auto.before : { embedding: s.embedding, projection: s.projection, source_embedding: s.source_embedding };
+  const dim = kind === "model" ? modelDim(MAX_DIM) : Math.max(specInputDim(s), HASHED_DIM);
+  s.embedding = kind === "model" ? { kind: "model", dim } : { kind: "hashed", dim, seed: 0 };
+  delete s.source_embedding; // sources get the same kind of vectors
+  // Hand-set W matrices are as tall as the old vectors: keep their width, from nn.Linear's init.
+  if (s.projection.kind === "explicit" && s.projection.W_query.length !== dim) {
+    s.projection = { kind: "seeded_linear", d_out: s.projection.W_query[0].length, seed: 789 };
+  }
+  state.auto = { kind, words, before, why };
+}
+
+function useOwnVectors() {
+  const { before } = state.auto;
+  state.spec.embedding = before.embedding.kind === "vocabulary" ? before.embedding : { kind: "vocabulary", extra: {} };
+  state.spec.projection = before.projection;
+  if (before.source_embedding) state.spec.source_embedding = before.source_embedding;
+  state.auto = null;
+  state.ownVectors = true;
+  update();
+}
+
+function renderNotices() {
+  renderEmbeddingNotice($("embedding-notice"), state.auto, state.spec.embedding.kind, {
+    onHashed: () => {
+      switchEmbedding("hashed", state.auto.words, null);
+      update();
+    },
+    onOwn: useOwnVectors,
+  });
+  const s = state.spec;
+  const unk = isModel(s.embedding) ? wordsWithUnknownPieces([...s.tokens, ...(s.source_tokens || [])]) : [];
+  renderUnknownPieces($("unk-note"), unk);
+  return new Set(unk);
 }
 
 // ---------- rendering controls ----------
@@ -116,7 +171,7 @@ function renderGallery() {
           type: "button",
           class: "preset",
           "data-testid": `preset-${p.name}`,
-          "aria-pressed": String(state.preset === p.name),
+          "aria-pressed": "false",
           onclick: () => choosePreset(p.name),
         }, [el("strong", { text: p.title }), el("span", { text: p.description }), el("small", { text: p.source })]),
       ]),
@@ -124,9 +179,36 @@ function renderGallery() {
   );
 }
 
+/** The example is shown as chosen while the view is exactly that example. */
+function currentPreset() {
+  const base = state.preset && presetSpec(state.preset);
+  return base && canonical(base) === canonical(state.spec) ? state.preset : null;
+}
+
+function renderNotes(key, testid) {
+  $(testid).textContent = state.notes[key].join(" ");
+}
+
 function renderControls() {
   const s = state.spec;
-  renderChips($("token-chips"), s.tokens, (i) => setTokens(s.tokens.filter((_, j) => j !== i)));
+  const unk = renderNotices();
+  const marks = s.tokens.map((t) => (unk.has(t) ? "MiniLM does not know this word: [UNK]" : ""));
+  renderChips($("token-chips"), s.tokens, (i) => setTokens(s.tokens.filter((_, j) => j !== i)), {
+    onChoose: (i) => chooseToken(i),
+    chosen: state.focus,
+    marks,
+  });
+  renderNotes("tokens", "tokens-note");
+  const cross = Boolean(s.source_tokens);
+  $("opt-cross").checked = cross;
+  $("source-editor").hidden = !cross;
+  if (cross) {
+    renderChips($("source-chips"), s.source_tokens, (i) => setTokens(s.source_tokens.filter((_, j) => j !== i), "source_tokens"), {
+      what: "source token",
+      marks: s.source_tokens.map((t) => (unk.has(t) ? "MiniLM does not know this word: [UNK]" : "")),
+    });
+    renderNotes("source_tokens", "source-note");
+  }
   const e = s.embedding;
   $("opt-embedding").value = e.kind;
   $("opt-emb-dim").value = e.dim ?? inputDim() ?? "";
@@ -149,18 +231,20 @@ function renderControls() {
   const seeded = p.kind === "seeded_rand" || p.kind === "seeded_linear";
   $("opt-dout").value = seeded ? p.d_out : p.kind === "explicit" ? p.W_query[0].length : inputDim();
   $("opt-dout").disabled = !seeded;
+  $("opt-dout").max = String(MAX_DIM);
   $("opt-seed").value = seeded && p.seed !== null && p.seed !== undefined ? p.seed : "";
   $("opt-seed").disabled = !seeded;
   $("opt-heads").value = s.num_heads;
+  $("opt-heads").max = String(LIMITS.max_heads);
   $("opt-causal").checked = s.causal;
   const numeric = typeof s.scale === "number";
   $("opt-scale").value = numeric ? "number" : s.scale;
   $("opt-scale-number").value = numeric ? s.scale : "";
   $("opt-scale-number").disabled = !numeric;
   $("opt-mode").value = s.mode;
-  renderUnknown($("unknown-words"), unknownWords(), 4, {
+  renderUnknown($("unknown-words"), unknownWords(), specInputDim(s), {
     onAdd: (word, vector) => {
-      state.spec.embedding = { kind: "vocabulary", extra: { ...(e.extra || {}), [word]: vector } };
+      state.spec.embedding = { kind: "vocabulary", extra: { ...(state.spec.embedding.extra || {}), [word]: vector } };
       update();
     },
     onHashed: () => {
@@ -168,8 +252,9 @@ function renderControls() {
       update();
     },
   });
+  const chosen = currentPreset();
   for (const b of root.querySelectorAll(".preset")) {
-    b.setAttribute("aria-pressed", String(b.dataset.testid === `preset-${state.preset}`));
+    b.setAttribute("aria-pressed", String(b.dataset.testid === `preset-${chosen}`));
   }
 }
 
@@ -243,16 +328,106 @@ async function renderGrids() {
   }
 }
 
+// ---------- the head view ----------
+
+function drawHeads() {
+  const panel = $("headview-panel");
+  const { trace } = state;
+  if (!trace || state.focus === null || !panel.open) return;
+  const weights = trace.heads.map((h) => h.attn_weights);
+  if (weights.some((w) => !w)) return;
+  const query = Math.min(state.focus, trace.tokens.length - 1);
+  drawHeadView(
+    $("headview"),
+    {
+      queries: tokenLabels(trace.tokens),
+      keys: tokenLabels(trace.source_tokens),
+      query,
+      rows: weights.map((w) => w[query]),
+    },
+    {
+      mode: state.headView,
+      onSelect: (i) => chooseToken(i, { scroll: false }),
+      onMode: (mode) => {
+        state.headView = mode;
+        save();
+      },
+    },
+  );
+}
+
+/** Show what token i (a query: a row of the weights) reads, in every head. */
+function chooseToken(i, { scroll = true } = {}) {
+  if (!state.trace || !Number.isInteger(i) || i < 0 || i >= state.trace.tokens.length) return;
+  state.focus = i;
+  const panel = $("headview-panel");
+  const wasOpen = panel.open;
+  panel.open = true;
+  save();
+  // Pressed state only: rebuilding the chips would take the focus from the one clicked.
+  $("token-chips")
+    .querySelectorAll("[data-testid='token-chip-choose']")
+    .forEach((b, k) => b.setAttribute("aria-pressed", String(k === i)));
+  if (wasOpen) drawHeads(); // else the toggle event draws it
+  if (scroll) {
+    const box = panel.getBoundingClientRect();
+    if (box.top < 0 || box.top > window.innerHeight - 120) panel.scrollIntoView({ block: "start", behavior: "instant" });
+  }
+}
+
+const QUERY_ROWS = new Set(STEPS.filter((s) => s.rows === "q").map((s) => s.key));
+
+/** A click on a row label or a cell of a map whose rows are the query tokens chooses that token. */
+function bindPlotClicks() {
+  for (const key of QUERY_ROWS) {
+    const div = $("pipeline").querySelector(`[data-step="${key}"] .plot`);
+    if (!div || div.dataset.tokenClicks || typeof div.on !== "function") continue;
+    div.dataset.tokenClicks = "1";
+    div.on("plotly_click", (ev) => {
+      const point = ev && ev.points && ev.points[0];
+      if (!point) return;
+      const row = Array.isArray(point.pointIndex) ? point.pointIndex[0] : Number(point.y);
+      chooseToken(row);
+    });
+  }
+}
+
+/**
+ * A click on a row label (Plotly's or the quick renderer's .ytick) or on a cell of a map
+ * drawn before Plotly took over (the quick renderer's canvas, row 0 at the top) chooses
+ * that row's token. Every row up to 64 has its label, in order.
+ */
+function onRowLabelClick(ev) {
+  const target = ev.target instanceof Element ? ev.target : null;
+  const panel = target && target.closest("[data-step]");
+  if (!panel || !QUERY_ROWS.has(panel.dataset.step)) return;
+  const tick = target.closest(".ytick");
+  if (tick) {
+    const value = tick.__data__ && Number.isFinite(tick.__data__.x) ? tick.__data__.x : [...tick.parentNode.children].indexOf(tick);
+    chooseToken(Math.round(value));
+    return;
+  }
+  const cells = target.closest(".quick-cells");
+  const rows = state.trace ? state.trace.tokens.length : 0;
+  if (cells && rows) {
+    const box = cells.getBoundingClientRect();
+    chooseToken(Math.min(rows - 1, Math.floor(((ev.clientY - box.top) / box.height) * rows)));
+  }
+}
+
 // ---------- changing the spec ----------
 
 async function editCell(which, i, j, raw) {
   const value = Number(raw);
-  const errorBox = root.querySelector('[data-error-for="grids"]');
+  clearFieldErrors($("grids").parentElement);
   if (raw === "" || !Number.isFinite(value)) {
-    errorBox.textContent = `${which} row ${i + 1}, column ${j + 1}: “${raw}” is not a number.`;
+    showFieldError(root, "grids", `${which} row ${i + 1}, column ${j + 1}: “${raw}” is not a number.`);
     return;
   }
-  errorBox.textContent = "";
+  if (Math.abs(value) > LIMITS.max_abs_value) {
+    showFieldError(root, "grids", `${which} row ${i + 1}, column ${j + 1}: ${value} is too large; numbers must lie between −1,000,000 and 1,000,000.`);
+    return;
+  }
   // Seeds, hashes and the vocabulary become numbers first (POST /api/expand), then the
   // edit lands on those numbers and the spec is explicit from here on.
   const seq = requestSeq;
@@ -260,7 +435,7 @@ async function editCell(which, i, j, raw) {
   try {
     expanded = structuredClone(await expandedRequest());
   } catch (err) {
-    showErrors(root, err, { ...ERROR_FIELDS, embedding: "grids", projection: "grids" });
+    showErrors(err);
     return;
   }
   if (seq !== requestSeq) return; // the spec changed while expanding: that edit is stale
@@ -274,60 +449,54 @@ async function editCell(which, i, j, raw) {
     s.projection[which][i][j] = value;
   }
   state.spec = s;
-  state.preset = null;
+  state.auto = null;
   await update();
 }
 
-function resizeExplicit(tokens) {
-  // Explicit vectors follow the tokens: kept rows stay, new words get their toy vector or zeros.
+/** New tokens (or source tokens), capped at the server's limits, then recomputed. */
+function setTokens(words, which = "tokens") {
+  const { tokens, notes } = capTokens(words, { maxTokens: LIMITS.max_tokens, maxChars: LIMITS.max_token_chars });
+  state.notes[which] = notes;
   const s = state.spec;
-  if (s.embedding.kind !== "explicit") return;
-  const dim = inputDim();
-  const old = new Map(s.tokens.map((t, i) => [t, s.embedding.vectors[i]]));
-  s.embedding = {
-    kind: "explicit",
-    vectors: tokens.map((t) => old.get(t) || (VOCAB[t] && VOCAB[t].length === dim ? VOCAB[t].slice() : Array(dim).fill(0))),
-  };
-}
-
-function setTokens(tokens) {
-  resizeExplicit(tokens);
-  state.spec.tokens = tokens;
-  state.preset = null;
+  if (which === "tokens") {
+    s.embedding = resizeExplicit(s.embedding, s.tokens, tokens, VOCAB);
+    s.tokens = tokens;
+  } else {
+    if (s.source_embedding) s.source_embedding = resizeExplicit(s.source_embedding, s.source_tokens || [], tokens, VOCAB);
+    s.source_tokens = tokens;
+  }
+  if (state.focus !== null && state.focus >= s.tokens.length) state.focus = null;
+  adaptEmbedding();
   update();
 }
 
-function addWord() {
-  const input = $("token-input");
-  const word = input.value.trim();
-  if (!word) return;
-  input.value = "";
-  setTokens([...state.spec.tokens, word]);
+/** Add one word (whole, as typed) unless the sequence is full. */
+function addWord(word, which) {
+  const current = which === "tokens" ? state.spec.tokens : state.spec.source_tokens || [];
+  if (current.length >= LIMITS.max_tokens) {
+    state.notes[which] = [`This server takes at most ${LIMITS.max_tokens} tokens per sequence (ATTENTION_VIZ_MAX_TOKENS): remove one first.`];
+    renderNotes(which, which === "tokens" ? "tokens-note" : "source-note");
+    return false;
+  }
+  setTokens([...current, word], which);
+  return true;
 }
 
 function bindControls() {
-  $("token-add").addEventListener("click", addWord);
-  $("token-input").addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") {
-      ev.preventDefault();
-      addWord();
-    }
-  });
-  const useSentence = () => {
-    const words = splitSentence($("sentence-input").value);
-    if (words.length) setTokens(words);
-  };
-  $("sentence-use").addEventListener("click", useSentence);
-  $("sentence-input").addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") {
-      ev.preventDefault();
-      useSentence();
-    }
-  });
+  for (const [ids, which] of [
+    [["token-input", "token-add", "sentence-input", "sentence-use", "sentence-count"], "tokens"],
+    [["source-input", "source-add", "source-sentence", "source-use", "source-sentence-count"], "source_tokens"],
+  ]) {
+    const [input, add, sentence, use, count] = ids.map($);
+    bindTokenEditor({ input, add, sentence, use, count }, {
+      maxTokens: LIMITS.max_tokens,
+      onWord: (word) => addWord(word, which),
+      onSentence: (words) => setTokens(words, which),
+    });
+  }
   const on = (id, fn) =>
     $(id).addEventListener("change", async (ev) => {
       await fn(ev.target);
-      state.preset = null;
       update();
     });
   on("opt-embedding", (t) => {
@@ -340,6 +509,8 @@ function bindControls() {
       model: { kind: "model", dim: modelDim(MAX_DIM) },
     };
     state.spec.embedding = kinds[t.value];
+    state.auto = null;
+    state.ownVectors = t.value === "vocabulary";
     if (t.value === "model") {
       delete state.spec.source_embedding; // sources get model vectors too
       const p = state.spec.projection;
@@ -366,10 +537,18 @@ function bindControls() {
   });
   on("opt-dout", (t) => (state.spec.projection.d_out = intOr(t.value, state.spec.projection.d_out)));
   on("opt-seed", (t) => (state.spec.projection.seed = t.value === "" ? null : intOr(t.value, 0)));
-  on("opt-heads", (t) => (state.spec.num_heads = intOr(t.value, 1)));
+  on("opt-heads", (t) => (state.spec.num_heads = intOr(t.value, NaN)));
   on("opt-causal", (t) => (state.spec.causal = t.checked));
+  on("opt-cross", (t) => {
+    if (t.checked) state.spec.source_tokens = state.spec.tokens.slice();
+    else {
+      delete state.spec.source_tokens;
+      delete state.spec.source_embedding;
+    }
+    adaptEmbedding();
+  });
   on("opt-scale", (t) => (state.spec.scale = t.value === "number" ? Number($("opt-scale-number").value) || 1 : t.value));
-  on("opt-scale-number", (t) => (state.spec.scale = Number(t.value)));
+  on("opt-scale-number", (t) => (state.spec.scale = t.value === "" ? NaN : Number(t.value)));
   on("opt-mode", (t) => {
     state.spec.mode = t.value;
     if (t.value === "causal_average") state.spec.causal = true;
@@ -385,11 +564,17 @@ function bindControls() {
       setStatus("The link is in the address bar.");
     }
   });
+  $("pipeline").addEventListener("click", onRowLabelClick);
+  $("headview-panel").addEventListener("toggle", () => {
+    if ($("headview-panel").open && state.focus === null && state.trace) state.focus = 0;
+    save();
+    drawHeads();
+  });
 }
 
 function intOr(raw, fallback) {
-  const n = Number.parseInt(raw, 10);
-  return Number.isFinite(n) ? n : fallback;
+  const n = Number(raw);
+  return raw !== "" && Number.isFinite(n) ? n : fallback;
 }
 
 function setStatus(text) {
@@ -397,69 +582,102 @@ function setStatus(text) {
 }
 
 async function choosePreset(name) {
-  clearErrors(root);
-  const summary = init.presets.find((p) => p.name === name);
-  if (!summary) {
-    root.querySelector('[data-error-for="general"]').textContent = `There is no example named “${name}”.`;
+  clearFieldErrors(root);
+  const spec = presetSpec(name);
+  if (!spec) {
+    showFieldError(root, "general", `There is no example named “${name}”.`);
     return;
   }
   state.preset = name;
-  state.spec = normalize(structuredClone(summary.spec));
+  state.spec = spec;
   state.view = "0";
+  state.focus = null;
+  state.auto = null;
+  state.ownVectors = false;
+  state.notes = { tokens: [], source_tokens: [] };
   await update();
 }
 
 function save() {
-  writeExplorerState({ preset: state.preset, spec: state.spec, view: state.view });
+  const base = state.preset ? presetSpec(state.preset) : null;
+  const panelOpen = $("headview-panel").open;
+  const length = writeExplorerState(
+    { preset: state.preset, spec: state.spec, view: state.view, focus: panelOpen ? state.focus : null, headView: state.headView },
+    base,
+  );
+  const note = $("url-note");
+  note.hidden = length <= URL_LIMIT;
+  note.textContent = note.hidden
+    ? ""
+    : `This view is too large for a link (${length.toLocaleString("en-US")} characters; links stay under ${URL_LIMIT.toLocaleString("en-US")}), ` +
+      "so the address keeps only the example it started from. “Download trace JSON” keeps every number.";
+}
+
+// ---------- errors: beside their control, in plain words ----------
+
+function showErrors(err) {
+  const shown = showFieldErrors(root, err, (path) => errorPlace(path, state.spec), { maxHeads: LIMITS.max_heads });
+  staleBecause(shown.join(" "));
+}
+
+function staleBecause(reason) {
+  markStale($("pipeline"), $("stale-note"), reason);
+  const hv = $("headview");
+  if (reason === null) delete hv.dataset.stale;
+  else hv.dataset.stale = "true";
 }
 
 // ---------- computing ----------
-
-const ERROR_FIELDS = {
-  tokens: "tokens",
-  source_tokens: "tokens",
-  embedding: "options",
-  source_embedding: "options",
-  projection: "options",
-  num_heads: "options",
-  scale: "options",
-  causal: "options",
-  mode: "options",
-};
 
 async function update() {
   delete root.dataset.ready;
   save();
   renderControls();
-  clearErrors(root);
-  if (unknownWords().length) {
-    root.querySelector('[data-error-for="tokens"]').textContent = "Add a vector for each new word, or switch to hashed embeddings.";
-    return;
-  }
-  if (state.spec.tokens.length === 0) {
-    root.querySelector('[data-error-for="tokens"]').textContent = "Add at least one token.";
-    return;
-  }
+  clearFieldErrors(root);
   const seq = ++requestSeq;
+  if (unknownWords().length) {
+    showFieldError(root, "tokens", "Add a vector for each new word, or switch to hashed embeddings.");
+    staleBecause("Some words have no vector yet.");
+    setStatus("");
+    return;
+  }
+  const problems = localProblems(state.spec);
+  if (problems.length) {
+    for (const [key, text] of problems) showFieldError(root, key, text);
+    staleBecause(problems.map(([, text]) => text).join(" "));
+    setStatus("");
+    return;
+  }
   setStatus("Computing…");
   try {
-    const request = await resolve(state.spec);
+    let request;
+    try {
+      request = await resolve(state.spec);
+    } catch (err) {
+      // MiniLM chosen for the reader, but the server cannot give its vectors: hashed ones.
+      if (!(err instanceof ApiError) || !state.auto || state.auto.kind !== "model") throw err;
+      switchEmbedding("hashed", state.auto.words, "MiniLM's vectors are not available on this server");
+      return update();
+    }
     if (seq !== requestSeq) return;
     const trace = await api.attention(request);
     if (seq !== requestSeq) return;
     state.request = request;
     state.expanded = null;
     state.trace = trace;
+    staleBecause(null);
     renderControls();
     renderTabs();
     const grids = renderGrids();
+    drawHeads();
     const complete = (await Promise.all([drawPipeline($("pipeline"), trace, state.view), grids]))[0];
     if (!complete || seq !== requestSeq) return;
+    bindPlotClicks();
     setStatus("");
     root.dataset.ready = String(seq);
   } catch (err) {
     if (seq !== requestSeq) return;
-    showErrors(root, err, ERROR_FIELDS);
+    showErrors(err);
     setStatus("");
   }
 }
@@ -469,14 +687,27 @@ async function boot() {
   bindControls();
   const fromUrl = readExplorerState();
   state.view = fromUrl.view;
+  state.headView = fromUrl.headView;
   renderGallery();
-  if (fromUrl.spec) {
-    state.preset = fromUrl.preset;
-    state.spec = normalize(fromUrl.spec);
-    await update();
-  } else {
-    await choosePreset(fromUrl.preset || DEFAULT_PRESET);
+  const { overrides } = fromUrl;
+  const known = fromUrl.preset && presetSpec(fromUrl.preset);
+  // A URL names the example it started from and what differs; no example and no
+  // tokens: the default example, with whatever else the URL sets.
+  state.preset = known ? fromUrl.preset : overrides.tokens ? null : DEFAULT_PRESET;
+  const spec = { ...(state.preset ? presetSpec(state.preset) : {}), ...overrides };
+  if (spec.source_tokens === null) delete spec.source_tokens;
+  if (spec.source_embedding === null) delete spec.source_embedding;
+  state.spec = normalize(spec);
+  const { tokens, notes } = capTokens(state.spec.tokens, { maxTokens: LIMITS.max_tokens, maxChars: LIMITS.max_token_chars });
+  state.spec.tokens = tokens;
+  state.notes.tokens = notes;
+  if (!("embedding" in overrides)) adaptEmbedding(); // a hand-made link with any words
+  if (fromUrl.focus !== null) {
+    state.focus = fromUrl.focus;
+    $("headview-panel").open = true;
   }
+  await update();
+  if (fromUrl.preset && !known) showFieldError(root, "general", `There is no example named “${fromUrl.preset}”.`);
 }
 
 boot();

@@ -1,19 +1,31 @@
 // The lessons page: why scores are divided by sqrt(d_k), and causal averaging
 // versus a learned causal head. Every number comes from the API.
 
-import { api, clearErrors, showErrors } from "./api.js";
+import { api } from "./api.js";
 import { byTestId, initialData } from "./dom.js";
+import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
 import { drawFigure, drawHeatmap } from "./heatmap.js";
 import { tokenLabels } from "./labels.js";
+import { LIMITS } from "./limits.js";
 import { readLessonState, writeLessonState } from "./state.js";
 
 const init = initialData();
 const root = document.querySelector("main");
 const $ = (id) => byTestId(id, root);
 const TRIALS = 2000;
-const MAX_POWER = 10;
+// The slider's top: d_k = 2^10 = 1024, or less when the server samples less.
+const MAX_POWER = Math.max(0, Math.min(10, Math.floor(Math.log2(LIMITS.max_lesson_dim)), LIMITS.max_lesson_dims - 1));
 
 const dimOf = (index) => 2 ** Number(index);
+
+/**
+ * Random pairs per dimension: TRIALS, or fewer when sum(dims) × TRIALS would exceed the
+ * server's sampling budget (ATTENTION_VIZ_MAX_LESSON_SAMPLES), so the request stays legal.
+ */
+export function trialsFor(dims) {
+  const total = dims.reduce((s, d) => s + d, 0);
+  return Math.max(2, Math.min(TRIALS, LIMITS.max_lesson_trials, Math.floor(LIMITS.max_lesson_samples / total)));
+}
 let varianceSeq = 0;
 let sharpSeq = 0;
 
@@ -25,10 +37,27 @@ function debounce(fn, ms = 120) {
   };
 }
 
+/** {scores} or {problem}: what the scores box holds, checked against the server's limits. */
 function parseScores(text) {
   const parts = text.split(/[\s,]+/).filter(Boolean);
+  if (!parts.length) return { problem: "Type at least one score, e.g. 0.1 -0.2 0.9" };
+  const bad = parts.find((p) => !Number.isFinite(Number(p)));
+  if (bad !== undefined) return { problem: `“${bad}” is not a number: scores are numbers separated by spaces, e.g. 0.1 -0.2 0.9` };
   const values = parts.map(Number);
-  return parts.length && values.every(Number.isFinite) ? values : null;
+  if (values.length > LIMITS.max_lesson_scores) {
+    return { problem: `${values.length} scores: this server takes at most ${LIMITS.max_lesson_scores} (one per token, ATTENTION_VIZ_MAX_TOKENS).` };
+  }
+  const big = values.find((v) => Math.abs(v) > LIMITS.max_abs_value);
+  if (big !== undefined) return { problem: `${big} is too large: scores must lie between −1,000,000 and 1,000,000.` };
+  return { scores: values };
+}
+
+/** Mark a lesson's plot and readout out of date ("" = stale; the reason is beside the control) or current (null). */
+function stale(which, reason) {
+  markStale($(`plot-${which}`), $(`stale-${which}`), reason);
+  const readout = $(`${which}-readout`);
+  if (reason === null) delete readout.dataset.stale;
+  else readout.dataset.stale = "true";
 }
 
 function save() {
@@ -42,9 +71,10 @@ async function updateVariance() {
   const dims = Array.from({ length: index + 1 }, (_, i) => dimOf(i));
   const mine = ++varianceSeq;
   try {
-    const lesson = await api.scaling({ dims, trials: TRIALS, seed: 0, scores: [0], scales: [1] });
+    const lesson = await api.scaling({ dims, trials: trialsFor(dims), seed: 0, scores: [0], scales: [1] });
     if (mine !== varianceSeq) return;
-    root.querySelector('[data-error-for="dims"]').textContent = "";
+    clearFieldErrors($("dims-controls"));
+    stale("variance", null);
     const rows = lesson.variance;
     const lastRow = rows[rows.length - 1];
     const readout = $("variance-readout");
@@ -74,24 +104,28 @@ async function updateVariance() {
       "lesson-variance",
     );
   } catch (err) {
-    if (mine === varianceSeq) showErrors(root, err, { dims: "dims", trials: "dims", seed: "dims" });
+    if (mine !== varianceSeq) return;
+    const shown = showFieldErrors($("dims-controls"), err, () => ({ key: "dims", label: "d_k" }));
+    stale("variance", shown.length ? "" : null);
   }
 }
 
 async function updateSharpness() {
   const scale = Number($("scale-slider").value);
   $("scale-value").textContent = String(scale);
-  const scores = parseScores($("scores-input").value);
-  const errorBox = root.querySelector('[data-error-for="scores"]');
-  if (!scores) {
-    errorBox.textContent = "Scores must be numbers separated by spaces, e.g. 0.1 -0.2 0.9";
+  const { scores, problem } = parseScores($("scores-input").value);
+  const controls = $("scores-controls");
+  const mine = ++sharpSeq;
+  clearFieldErrors(controls);
+  if (problem) {
+    showFieldError(controls, "scores", problem);
+    stale("sharpness", "");
     return;
   }
-  const mine = ++sharpSeq;
   try {
     const lesson = await api.scaling({ dims: [1], trials: 2, seed: 0, scores, scales: [1, scale] });
     if (mine !== sharpSeq) return;
-    errorBox.textContent = "";
+    stale("sharpness", null);
     const [base, chosen] = lesson.sharpness;
     const labels = scores.map((s, i) => `score ${i + 1}: ${s}`);
     const uniform = Math.log(scores.length);
@@ -120,7 +154,9 @@ async function updateSharpness() {
       "lesson-sharpness",
     );
   } catch (err) {
-    if (mine === sharpSeq) showErrors(root, err, { scores: "scores", scales: "scores" });
+    if (mine !== sharpSeq) return;
+    const shown = showFieldErrors(controls, err, () => ({ key: "scores", label: "Scores" }));
+    stale("sharpness", shown.length ? "" : null);
   }
 }
 
@@ -142,16 +178,17 @@ async function drawCausal() {
     }
     await Promise.all(plots);
   } catch (err) {
-    showErrors(root, err);
+    showFieldErrors(root, err, () => ({ key: "general" }));
   }
 }
 
 function boot() {
+  $("dim-slider").max = String(MAX_POWER);
   const url = readLessonState();
   if (url.dim !== null) $("dim-slider").value = url.dim;
   if (url.scale !== null) $("scale-slider").value = url.scale;
   if (url.scores !== null) $("scores-input").value = url.scores;
-  clearErrors(root);
+  clearFieldErrors(root);
   const onDim = debounce(() => {
     save();
     updateVariance();
@@ -169,6 +206,7 @@ function boot() {
     onSharp();
   });
   $("scores-input").addEventListener("change", onSharp);
+  $("scores-input").addEventListener("input", onSharp);
   Promise.all([updateVariance(), updateSharpness(), drawCausal()]).then(() => {
     root.dataset.ready = "1";
   });

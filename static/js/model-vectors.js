@@ -12,7 +12,9 @@ import { ApiError, api } from "./api.js";
 export const MODEL_WIDTH = 384;
 const SEED = 0x5eed;
 const raw = new Map();
+const pieces = new Map();
 const projections = new Map();
+export const UNKNOWN_PIECE = "[UNK]";
 
 /** The width model vectors are sent with: all 384 numbers when the server allows it. */
 export function modelDim(maxDim) {
@@ -37,9 +39,29 @@ export async function modelVectors(words, dim, loc = ["body", "embedding"]) {
         },
       ]);
     }
-    answer.words.forEach((w, i) => raw.set(w, answer.vectors[i]));
+    answer.words.forEach((w, i) => {
+      raw.set(w, answer.vectors[i]);
+      pieces.set(w, answer.pieces[i]);
+    });
   }
   return words.map((w) => narrow(raw.get(w), dim));
+}
+
+/** The WordPieces MiniLM split `word` into (known once its vector was fetched), or null. */
+export function modelPieces(word) {
+  return pieces.get(word) || null;
+}
+
+/**
+ * The words (of those fetched) that the model's vocabulary lacks, wholly or in part:
+ * some of their WordPieces are [UNK], so the model sees them as that one token.
+ * Reusable for any tokenizer output: pass piecesOf(word) -> list of pieces.
+ */
+export function wordsWithUnknownPieces(words, piecesOf = modelPieces) {
+  return [...new Set(words)].filter((w) => {
+    const p = piecesOf(w);
+    return Boolean(p) && p.includes(UNKNOWN_PIECE);
+  });
 }
 
 function narrow(vector, dim) {

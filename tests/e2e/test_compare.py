@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api, assert_matrix_close, plot_data, wait_for_plot
+from tests.e2e.conftest import api, assert_matrix_close, plot_data, tick_texts, wait_for_plot
 
 pytestmark = pytest.mark.e2e
 
@@ -82,3 +82,109 @@ def test_model_embeddings_for_any_words(page: Page) -> None:
     expect(card.get_by_test_id("input-cosine")).to_have_text("1.000")
     wait_for_plot(page, "plot-context-a")
     assert len(plot_data(page, "plot-context-a")[0]) == 256
+
+
+# ---------- issue 14: words that tell the truth ----------
+
+
+def open_compare(page: Page, query: str = "") -> None:
+    page.goto(f"/compare{query}")
+    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=30_000)
+
+
+def test_identical_sentences_are_unchanged(page: Page) -> None:
+    open_compare(page, "?preset=bank-raw&a=stream+bank+mud&b=stream+bank+mud&emb=vocabulary")
+    cards = page.get_by_test_id("shared-card")
+    expect(cards).to_have_count(3)
+    for i in range(3):
+        card = cards.nth(i)
+        expect(card).to_have_attribute("data-verdict", "unchanged")
+        expect(card.get_by_test_id("output-cosine")).to_have_text("1.000")
+        expect(card.get_by_test_id("verdict")).to_contain_text("Unchanged by context")
+        expect(card.get_by_test_id("verdict")).to_contain_text("distance 0.000")
+    text = page.get_by_test_id("shared-panels").inner_text()
+    assert "Slightly changed" not in text and "Strongly changed" not in text
+    assert "context changed it" not in text
+    expect(page.get_by_test_id("shared-more")).to_have_count(0)
+
+
+def test_verdict_names_the_change_with_its_figure(page: Page, server_url: str) -> None:
+    open_compare(page)
+    card = page.locator("[data-testid='shared-card'][data-token='bank']")
+    expect(card).to_have_attribute("data-verdict", "strongly")  # cosine 0.623 < 0.95
+    expect(card.get_by_test_id("verdict")).to_contain_text(
+        "Strongly changed by context: cosine 0.623"
+    )
+    # One way of counting positions everywhere: from 0, as the plot labels and the JSON.
+    expect(card.locator("h2")).to_have_text("“bank” at A·1, B·1")
+    expect(page.get_by_test_id("shared-legend")).to_contain_text("Positions count from 0")
+    assert "word 2 of" not in page.locator("main").inner_text()
+    assert tick_texts(page, "plot-context-diff", "y") == ["bank A·1 B·1"]
+
+
+def test_many_shared_words_most_changed_first_rest_folded(page: Page, server_url: str) -> None:
+    a, b = "stream bank mud money loan bank stream", "money loan mud stream bank"
+    open_compare(page, f"?preset=bank-raw&a={a.replace(' ', '+')}&b={b.replace(' ', '+')}")
+    spec = api(server_url, "/api/presets/bank-raw")["spec"]
+    body = {k: v for k, v in spec.items() if k in ("embedding", "projection", "scale")}
+    result = api(server_url, "/api/compare", {**body, "tokens_a": a.split(), "tokens_b": b.split()})
+    ranked = sorted(result["shared"], key=lambda s: (s["output_cosine"], s["position_a"]))
+    assert len(ranked) == 5
+    cards = page.get_by_test_id("shared-card")
+    expect(cards).to_have_count(3)
+    expect(cards.get_by_test_id("shared-token")).to_have_text([s["token"] for s in ranked[:3]])
+    for i, s in enumerate(ranked[:3]):
+        expect(cards.nth(i).get_by_test_id("output-cosine")).to_have_text(
+            f"{s['output_cosine']:.3f}"
+        )
+        verdict = "slightly" if s["output_cosine"] >= 0.95 else "strongly"
+        expect(cards.nth(i)).to_have_attribute("data-verdict", verdict)
+    folded = page.get_by_test_id("shared-more")
+    expect(folded).not_to_have_attribute("open", "")
+    expect(folded.locator("summary")).to_have_text("2 more shared words, less changed")
+    rows = folded.get_by_test_id("shared-row")
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.token)") == [
+        s["token"] for s in ranked[3:]
+    ]
+    folded.locator("summary").click()
+    expect(rows.first).to_be_visible()
+    expect(rows.first).to_contain_text(f"A·{ranked[3]['position_a']}, B·{ranked[3]['position_b']}")
+    # The difference map lists the shared words in the same order.
+    labels = [f"{s['token']} A·{s['position_a']} B·{s['position_b']}" for s in ranked]
+    assert tick_texts(page, "plot-context-diff", "y") == labels
+
+
+def test_unknown_word_marks_results_stale_beside_its_sentence(page: Page) -> None:
+    open_compare(page)
+    before = plot_data(page, "plot-weights-b")
+    sentence_b = page.get_by_label("Sentence B")
+    sentence_b.fill("river bank")
+    sentence_b.press("Enter")
+    error = page.get_by_test_id("error-tokens_b")
+    expect(error).to_contain_text("Not in the toy vocabulary: river")
+    expect(sentence_b).to_have_attribute("aria-invalid", "true")
+    expect(sentence_b).to_be_focused()
+    results = page.get_by_test_id("compare-results")
+    expect(results).to_have_attribute("data-stale", "true")
+    expect(results).to_have_attribute("aria-describedby", "compare-stale")
+    expect(page.get_by_test_id("stale-note")).to_contain_text("Out of date")
+    expect(page.get_by_test_id("shared-panels")).to_have_attribute("data-stale", "true")
+    assert plot_data(page, "plot-weights-b") == before
+    expect(page.get_by_test_id("error-tokens_a")).to_be_empty()
+    page.get_by_label("Embedding").select_option("hashed")
+    expect(results).not_to_have_attribute("data-stale", "true")
+    expect(error).to_be_empty()
+    expect(sentence_b).not_to_have_attribute("aria-invalid", "true")
+
+
+def test_pasting_5000_words_stops_at_the_limit(page: Page) -> None:
+    open_compare(page)
+    sentence_a = page.get_by_label("Sentence A")
+    sentence_a.fill(" ".join(["stream", "bank", "mud"] * 1667))
+    sentence_a.press("Enter")
+    expect(page.get_by_test_id("note-tokens_a")).to_contain_text("Kept the first 64 of 5,001")
+    page.wait_for_function(
+        "() => document.querySelector(\"[data-testid='plot-weights-a']\").data[0].z.length === 64"
+    )
+    assert len(sentence_a.input_value().split()) == 64
+    assert len(page.url) < 2000

@@ -14,13 +14,15 @@ pytestmark = pytest.mark.e2e
 
 def open_explorer(page: Page, query: str = "") -> None:
     page.goto(f"/{query}")
-    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"))
+    wait_ready(page)
     wait_for_plot(page, "plot-attn_weights")
 
 
 def wait_ready(page: Page) -> None:
-    """Every plot of the current view is drawn (the explorer sets data-ready when done)."""
-    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"))
+    """Every plot of the current view is drawn (the explorer sets data-ready when done).
+
+    30 s: a cold first load on a busy shared 2-core machine can take more than 5 s."""
+    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=30_000)
 
 
 def weights_differ_from(page: Page, before: list) -> None:
@@ -76,7 +78,7 @@ def test_editing_a_matrix_cell_redraws(page: Page, server_url: str) -> None:
     cell.press("Enter")
     weights_differ_from(page, before)
     assert plot_data(page, "plot-q") != q_before
-    assert "%22explicit%22" in page.url  # the spec switched to explicit matrices
+    assert "~explicit~" in page.url  # the spec switched to explicit matrices
     # The redrawn numbers are the API's for the edited spec.
     eye = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]
     w_query = [row[:] for row in eye]
@@ -120,7 +122,9 @@ def test_editing_a_seeded_matrix_writes_the_seed_out(page: Page, server_url: str
     )
     expect(page.get_by_label("Projection", exact=True)).to_have_value("explicit")
     expect(page.get_by_label("Embedding", exact=True)).to_have_value("explicit")
-    assert "seeded_rand" not in page.url and "preset=" not in page.url
+    # The URL names the example it started from and the numbers that replaced its seeds.
+    assert "seeded_rand" not in page.url and "~explicit~" in page.url
+    assert len(page.url) < 2000  # 144 float32 numbers as base64, not 144 long decimals
     # The edited numbers live in the URL: a reload draws the same q.
     page.reload()
     wait_ready(page)
@@ -164,6 +168,9 @@ def test_url_round_trips_the_view(page: Page) -> None:
 
 def test_unknown_word_offers_a_vector(page: Page) -> None:
     open_explorer(page)
+    # The reader asks for the toy vocabulary itself: unknown words then need a vector.
+    page.get_by_label("Embedding", exact=True).select_option("vocabulary")
+    wait_ready(page)
     page.get_by_label("Add a word").fill("river")
     page.get_by_label("Add a word").press("Enter")
     row = page.get_by_test_id("unknown-row")
@@ -176,13 +183,13 @@ def test_unknown_word_offers_a_vector(page: Page) -> None:
     expect(page.get_by_test_id("unknown-words")).to_be_hidden()
 
 
-@pytest.mark.allow_console(r"status of 422|^422$")
-def test_api_error_is_shown_next_to_the_control(page: Page) -> None:
+def test_limit_error_is_shown_next_to_the_control(page: Page) -> None:
+    """Caught before any request (the page knows the server's limits), beside Heads."""
     open_explorer(page)
-    page.get_by_label("Heads", exact=True).fill("3")  # 4-wide vectors cannot split into 3 heads
+    page.get_by_label("Heads", exact=True).fill("17")  # over ATTENTION_VIZ_MAX_HEADS
     page.get_by_label("Heads", exact=True).press("Enter")
-    error = page.get_by_test_id("error-options")
-    expect(error).to_contain_text("heads")
+    error = page.get_by_test_id("error-num_heads")
+    expect(error).to_contain_text("at most 16")
     expect(error).to_be_visible()
 
 
@@ -190,10 +197,9 @@ def test_api_error_is_shown_next_to_the_control(page: Page) -> None:
 def test_model_embeddings_for_any_word(page: Page, server_url: str) -> None:
     """Issue 5: a word outside the toy vocabulary gets MiniLM's vector."""
     open_explorer(page)
+    page.get_by_label("Embedding", exact=True).select_option("model")
     page.get_by_label("Add a word").fill("river")
     page.get_by_label("Add a word").press("Enter")
-    expect(page.get_by_test_id("error-tokens")).to_contain_text("Add a vector")
-    page.get_by_label("Embedding", exact=True).select_option("model")
     expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=60_000)
     wait_for_plot(page, "plot-x")
     # 384 numbers per word, narrowed to what the server takes (ATTENTION_VIZ_MAX_DIM = 256).
@@ -201,12 +207,12 @@ def test_model_embeddings_for_any_word(page: Page, server_url: str) -> None:
     x = plot_data(page, "plot-x")
     assert len(x) == 4 and all(len(row) == dim for row in x)
     assert tick_texts(page, "plot-attn_weights") == ["stream", "bank", "mud", "river"]
-    for box in ("error-tokens", "error-options", "error-general", "error-grids"):
+    for box in ("error-tokens", "error-embedding", "error-general", "error-grids"):
         expect(page.get_by_test_id(box)).to_be_empty()
     expect(page.get_by_test_id("unknown-words")).to_be_hidden()
     expect(page.get_by_test_id("model-note")).to_contain_text("384")
     expect(page.get_by_label("Embedding dim")).to_have_value(str(dim))
-    assert "%22model%22" in page.url  # the URL keeps the kind, not 1024 numbers
+    assert "~model~" in page.url  # the URL keeps the kind, not 1024 numbers
     # The plots are the API's for those vectors.
     expected = api(
         server_url,
@@ -237,7 +243,7 @@ def test_model_embeddings_unavailable_is_explained(page: Page) -> None:
     )
     open_explorer(page)
     page.get_by_label("Embedding", exact=True).select_option("model")
-    error = page.get_by_test_id("error-options")
+    error = page.get_by_test_id("error-embedding")
     expect(error).to_contain_text("Model embeddings are not available")
     expect(error).to_contain_text("HTTP 503: no checkpoint")
     expect(page.get_by_test_id("status")).to_be_empty()

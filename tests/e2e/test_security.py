@@ -19,11 +19,14 @@ def test_markup_tokens_display_literally(page: Page) -> None:
     page.goto("/")
     expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"))
     wait_for_plot(page, "plot-attn_weights")
+    page.get_by_label("Embedding", exact=True).select_option("hashed")
+    page.wait_for_function("() => location.search.includes('hashed')")
     word = page.get_by_label("Add a word")
     word.fill(IMG)
     word.press("Enter")
-    page.get_by_test_id("use-hashed").click()
-    page.wait_for_function("() => location.search.includes('hashed')")
+    page.wait_for_function(
+        "() => document.querySelector(\"[data-testid='plot-attn_weights']\").data[0].z.length === 4"
+    )
     word.fill(BOLD)
     word.press("Enter")
     page.wait_for_function(
