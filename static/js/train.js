@@ -259,7 +259,8 @@ const handlers = {
       `(untrained ${data.untrained_val_loss.toFixed(4)}, bigram ${data.baseline_val_loss.toFixed(4)}).`;
     $("model-name").textContent = data.name;
     $("open-model").href = data.model_url;
-    $("train-done").hidden = false;
+    // The link is shown once the stream has ended (below): leaving the page before then
+    // would abort a run that is still pruning old runs.
   },
   error(data) {
     showErrors(form, new ApiError(422, data.detail), ERROR_BOXES);
@@ -303,6 +304,7 @@ async function start() {
         if (run === current && handlers[name]) handlers[name](data);
       },
     });
+    if (current.done && run === current) $("train-done").hidden = false;
     if (!current.done && $("train-status").textContent === "Training…") {
       $("train-status").textContent = "The connection ended before the run finished.";
     }

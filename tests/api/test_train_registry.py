@@ -51,3 +51,13 @@ def test_the_done_link_names_a_model_the_model_api_serves(client: TestClient) ->
         json={"model": done["name"], "prompt": "Kim rowed", "max_new_tokens": 4},
     )
     assert generated.status_code == 200, generated.text
+
+
+def test_only_the_newest_runs_are_kept(tmp_path: Path) -> None:
+    """ATTENTION_VIZ_RUNS_KEEP=2: after three runs the first is gone, from disk and the listing."""
+    settings = Settings(runs_dir=str(tmp_path), runs_keep=2, train_nice=0)
+    with TestClient(create_app(settings)) as client:
+        names = [stream(client, json={**TINY, "max_steps": 1})[-1][1]["name"] for _ in range(3)]
+        listed = {m["name"] for m in client.get("/api/models").json()["models"]}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[1:])
+    assert names[0] not in listed and set(names[1:]) <= listed
