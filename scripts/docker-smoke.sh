@@ -295,9 +295,17 @@ run_name=$(sed -n 's/^data: .*"name":"\([^"]*\)".*/\1/p' "$workdir/train.txt" | 
 for file in config.json model.safetensors tokenizer.json training.json; do
     [[ -s "$workdir/runs/$run_name/$file" ]] || die "the run $run_name has no $file in the /runs volume"
 done
+code=$(curl -s -o "$workdir/models-after.json" -w '%{http_code}' "$base_url/api/models") || code=000
+[[ "$code" == 200 ]] || die "GET /api/models after training -> HTTP $code"
+python3 - "$workdir/models-after.json" "$run_name" <<'PY' || die "the trained run is not in GET /api/models"
+import json, sys
+models = {m["name"]: m for m in json.load(open(sys.argv[1]))["models"]}
+run = models[sys.argv[2]]
+assert run["source"] == "runs" and run["supported"] and run["family"] == "gpt2", run
+PY
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base_url/train")
 [[ "$code" == 200 ]] || die "GET /train -> HTTP $code"
-log "POST /api/train -> 200, 5 steps streamed, saved to /runs/$run_name; GET /train -> 200"
+log "POST /api/train -> 200, 5 steps streamed, saved to /runs/$run_name, listed by GET /api/models; GET /train -> 200"
 
 size_mb=$((size_bytes / 1000 / 1000))
 log "PASS: image $IMAGE, ${size_mb} MB ($size_bytes bytes), total $(($(date +%s) - started))s"
