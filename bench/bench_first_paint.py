@@ -35,6 +35,7 @@ import statistics
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from playwright.sync_api import Browser, sync_playwright
 
@@ -105,7 +106,7 @@ def load(browser: Browser, url: str, path: str, warm: bool, plotly: bool) -> dic
                 "() => performance.getEntriesByName('first-heatmap').length > 0", timeout=60_000
             )
             if plotly:  # the first visit used Plotly too: it is in the cache
-                page.evaluate(HOVER_TO_PLOTLY, FIRST_PLOT[path])
+                page.evaluate(HOVER_TO_PLOTLY, FIRST_PLOT[urlsplit(path).path])
             page.wait_for_timeout(300)  # let the code cache be written
         page.goto(url + path)
         page.wait_for_function(
@@ -113,7 +114,7 @@ def load(browser: Browser, url: str, path: str, warm: bool, plotly: bool) -> dic
         )
         result = page.evaluate(MEASURE)
         if plotly:
-            result.update(page.evaluate(HOVER_TO_PLOTLY, FIRST_PLOT[path]))
+            result.update(page.evaluate(HOVER_TO_PLOTLY, FIRST_PLOT[urlsplit(path).path]))
         return result
     finally:
         context.close()

@@ -1,8 +1,11 @@
-"""The real-model page (``/model``): a pretrained encoder's attention, layer by head.
+"""The real-model page (``/model``): every model the server has, layer by head.
 
-A thin shell like the other pages: it hands the browser its default texts as
-JSON in a ``<script type="application/json">`` block; the tokens, attention maps
-and word comparisons all come from the ``/api/model`` routes.
+A thin shell like the other pages: the model list (``GET /api/models``'s, read
+from config files and safetensors headers only, nothing loaded) and the
+default texts go to the browser as JSON in a ``<script type="application/json">``
+block; the picker is rendered here, with the model the URL names already
+chosen, so nothing moves when the page's script starts.  Tokens, attention
+maps, generations and word comparisons all come from the ``/api/model`` routes.
 """
 
 from __future__ import annotations
@@ -12,13 +15,17 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from ..model_registry import get_registry
 from ..templating import templates
+from .models import listing
 
 router = APIRouter(include_in_schema=False)
 
 DEFAULTS: dict[str, Any] = {
     "text": "The cat sat on the mat because it was tired.",
     "text_b": "",
+    "prompt": "The cat sat on the mat because",
+    "max_new_tokens": 20,
     "compare": {
         "text_a": "the river bank was muddy",
         "text_b": "the bank approved the loan",
@@ -26,11 +33,82 @@ DEFAULTS: dict[str, Any] = {
     },
 }
 
+FAMILY_NAMES = {"bert": "BERT-family", "gpt2": "GPT-2", "llama": "Llama-family"}
+REASON_CHARS = 90
+
+
+def describe(model: dict[str, Any]) -> str:
+    """One line about a supported model: family, kind, sizes, parameters, context."""
+    family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "unknown family")
+    kind = "decoder" if model["causal"] else "encoder"
+    heads = f"{model['layers']} layers × {model['heads']} heads"
+    if model["kv_heads"] and model["kv_heads"] != model["heads"]:
+        heads += f" ({model['kv_heads']} key/value heads)"
+    parts = [f"{family} {kind}", heads]
+    if model["parameters"]:
+        parts.append(f"{model['parameters']:,} parameters")
+    if model["max_positions"]:
+        parts.append(f"reads up to {model['max_positions']:,} tokens")
+    return " · ".join(parts)
+
+
+def option_label(model: dict[str, Any]) -> str:
+    """What the picker shows: the name and what it is, or why it cannot be shown."""
+    if model["supported"]:
+        kind = "decoder" if model["causal"] else "encoder"
+        family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "")
+        return f"{model['name']} — {family} {kind}, {model['layers']}×{model['heads']}"
+    reason = str(model["reason"] or "unknown reason")
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 1] + "…"
+    return f"{model['name']} — not supported: {reason}"
+
+
+def model_list(request: Request) -> dict[str, Any]:
+    """``GET /api/models``'s body, each model with its picker label and description."""
+    body = listing(get_registry(request))
+    for item in body["models"]:
+        item["label"] = option_label(item)
+        item["about"] = describe(item) if item["supported"] else str(item["reason"] or "")
+    return body
+
+
+def chosen_model(listing: dict[str, Any], asked: str | None) -> dict[str, Any] | None:
+    """The model the URL asks for when it can be shown, else the default (or the first
+    supported one); None when there is no supported model at all."""
+    supported: list[dict[str, Any]] = [m for m in listing["models"] if m["supported"]]
+    by_name: dict[str, dict[str, Any]] = {m["name"]: m for m in supported}
+    if asked is not None and asked in by_name:
+        return by_name[asked]
+    return by_name.get(listing["default"] or "") or (supported[0] if supported else None)
+
 
 @router.get("/model", response_class=HTMLResponse, name="model_page")
 def model_page(request: Request) -> HTMLResponse:
+    settings = request.app.state.settings
+    listing = model_list(request)
+    chosen = chosen_model(listing, request.query_params.get("model"))
+    generating = bool(chosen and chosen["causal"]) and request.query_params.get("gen") == "1"
+    initial = {
+        **DEFAULTS,
+        "models": listing,
+        "limits": {
+            "max_new_tokens": settings.max_new_tokens,
+            "max_vocabulary_words": settings.max_vocabulary_words,
+            "max_token_chars": settings.max_token_chars,
+        },
+    }
     return templates.TemplateResponse(
         request=request,
         name="model.html",
-        context={"page": "model", "title": "A real pretrained model", "initial": DEFAULTS},
+        context={
+            "page": "model",
+            "title": "Real models",
+            "initial": initial,
+            "models": listing["models"],
+            "chosen": chosen,
+            "generating": generating,
+            "defaults": DEFAULTS,
+            "max_new_tokens": settings.max_new_tokens,
+        },
     )

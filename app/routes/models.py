@@ -45,8 +45,11 @@ def list_models(registry: RegistryDep) -> Response:
     Reads only config.json and safetensors headers; a model that cannot be
     used is listed with ``supported: false`` and the ``reason``.
     """
+    return json_response(listing(registry))
+
+
+def listing(registry: ModelRegistry) -> dict[str, Any]:
+    """``GET /api/models``'s body (the model page renders its picker from it too)."""
     entries = registry.entries()
     default = next((e.name for e in entries if e.source in ("default", "package")), None)
-    return json_response(
-        {"default": default, "models": [summary(e, registry, default) for e in entries]}
-    )
+    return {"default": default, "models": [summary(e, registry, default) for e in entries]}

@@ -710,4 +710,6 @@ async function boot() {
   if (fromUrl.preset && !known) showFieldError(root, "general", `There is no example named “${fromUrl.preset}”.`);
 }
 
-boot();
+// ?real=<model>&text=…&layer=…&head=…: one head of a real model instead of a toy spec.
+if (new URLSearchParams(window.location.search).has("real")) import("./explorer-real.js").then((m) => m.bootRealHead(root));
+else boot();

@@ -43,8 +43,19 @@ export function mapMax(flat) {
 // so a single strong weight stays visible.
 const MAX_SIDE = 128;
 
-/** Draw a T × T map (Float32Array, row-major) into canvas, colours from 0 to zmax. */
-export function drawMap(canvas, flat, T, zmax = 1) {
+// Masked cells (a decoder's upper triangle): the grey of the page's lines, so an
+// empty cell never reads as a weight of 0 (Viridis' darkest purple).
+export const MASKED_COLOUR = "#d0d7de";
+const MASKED = (() => {
+  const [r, g, b] = hex(MASKED_COLOUR);
+  return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+})();
+
+/**
+ * Draw a T × T map (Float32Array, row-major) into canvas, colours from 0 to zmax.
+ * causal: the cells above the diagonal are masked (drawn grey, whatever they hold).
+ */
+export function drawMap(canvas, flat, T, zmax = 1, { causal = false } = {}) {
   const k = Math.ceil(T / MAX_SIDE);
   const side = Math.ceil(T / k);
   if (canvas.width !== side) canvas.width = side;
@@ -54,9 +65,11 @@ export function drawMap(canvas, flat, T, zmax = 1) {
   const pixels = new Uint32Array(image.data.buffer);
   const scale = zmax > 0 ? 255 / zmax : 0;
   if (k === 1) {
-    for (let i = 0; i < T * T; i++) {
-      const v = flat[i] * scale;
-      pixels[i] = LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
+    for (let i = 0; i < T; i++) {
+      for (let j = 0; j < T; j++) {
+        const v = flat[i * T + j] * scale;
+        pixels[i * T + j] = causal && j > i ? MASKED : LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
+      }
     }
   } else {
     const pooled = new Float32Array(side * side);
@@ -69,9 +82,15 @@ export function drawMap(canvas, flat, T, zmax = 1) {
         if (v > pooled[p]) pooled[p] = v;
       }
     }
-    for (let p = 0; p < pooled.length; p++) {
-      const v = pooled[p] * scale;
-      pixels[p] = LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
+    for (let bi = 0; bi < side; bi++) {
+      // A pooled block is masked when every cell in it is: its first column is
+      // after its last row.
+      const lastRow = Math.min(T - 1, (bi + 1) * k - 1);
+      for (let bj = 0; bj < side; bj++) {
+        const p = bi * side + bj;
+        const v = pooled[p] * scale;
+        pixels[p] = causal && bj * k > lastRow ? MASKED : LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
+      }
     }
   }
   ctx.putImageData(image, 0, 0);

@@ -22,9 +22,11 @@ async function readJson(response) {
 
 const post = async (url, payload) => readJson(await send(url, payload));
 
-// /api/model and /api/model/attention are called from model-worker.js.
+// /api/model, /api/model/attention and /api/model/generate are called from model-worker.js.
 export const modelApi = {
   compareWord: (body) => post("/api/model/compare-word", body),
+  head: (body) => post("/api/model/head", body),
+  embeddings: (body) => post("/api/model/embeddings", body),
 };
 
 function base64Bytes(data) {
@@ -86,12 +88,14 @@ export function toRows(flat, T) {
  * requests and the decoding go on while the main thread is busy (parsing
  * plotly.min.js, drawing).  Layer 1 first; as soon as its answer starts (the
  * server has run the forward pass and cached it) the other layers in parallel,
- * one request each.
+ * one request each.  A generation is one request (it cannot be repeated layer
+ * by layer without writing again), decoded layer by layer all the same.
  *
- * Callbacks, all skipped once isCurrent() is false: onInfo(/api/model) before
- * anything else, onMeta(first answer: tokens, positions, ...) and
- * onLayer(n, {heads, average, rollout}) as each layer arrives (decoded as
- * {shape, values: Float32Array}).  Resolves when every layer has arrived.
+ * Callbacks, all skipped once isCurrent() is false: onInfo(/api/model?model=…)
+ * before anything else, onMeta(first answer without its maps: tokens,
+ * positions, generated flags…) and onLayer(n, {heads, average, rollout}) as
+ * each layer arrives (decoded as {shape, values: Float32Array}).  Resolves
+ * when every layer has arrived.
  */
 let worker = null;
 let nextId = 0;
@@ -110,9 +114,7 @@ function getWorker() {
   return worker;
 }
 
-export function fetchLayers({ text, textB, hideSpecial, isCurrent, onInfo, onMeta, onLayer }) {
-  const body = { text, hide_special: hideSpecial, format: "compact", dtype: "uint8" };
-  if (textB) body.text_b = textB;
+function runJob(kind, body, { isCurrent, onInfo, onMeta, onLayer }) {
   const id = ++nextId;
   return new Promise((resolve, reject) => {
     pending.set(id, (msg) => {
@@ -128,6 +130,24 @@ export function fetchLayers({ text, textB, hideSpecial, isCurrent, onInfo, onMet
       else if (msg.type === "meta") onMeta(msg.meta);
       else if (msg.type === "layer") onLayer(msg.n, msg.data);
     });
-    getWorker().postMessage({ id, body });
+    getWorker().postMessage({ id, kind, body });
   });
+}
+
+/** Every layer of one text's attention (see above). */
+export function fetchLayers({ model, text, textB, hideSpecial, ...callbacks }) {
+  const body = { text, hide_special: hideSpecial, format: "compact", dtype: "uint8" };
+  if (model) body.model = model;
+  if (textB) body.text_b = textB;
+  return runJob("attention", body, callbacks);
+}
+
+/** A generation and the attention over prompt and generated tokens (see above). */
+export function generateLayers({ model, prompt, maxNew, temperature, topK, seed, hideSpecial, ...callbacks }) {
+  const body = { prompt, max_new_tokens: maxNew, hide_special: hideSpecial, format: "compact", dtype: "uint8" };
+  if (model) body.model = model;
+  if (temperature) body.temperature = temperature;
+  if (topK !== null && topK !== undefined) body.top_k = topK;
+  if (seed !== null && seed !== undefined) body.seed = seed;
+  return runJob("generate", body, callbacks);
 }

@@ -3,7 +3,7 @@
 
 import { drawFigure } from "./heatmap.js";
 import { escapePlotly, tickLabel, tokenLabels } from "./labels.js";
-import { VIRIDIS } from "./model-canvas.js";
+import { MASKED_COLOUR, VIRIDIS } from "./model-canvas.js";
 import { toRows } from "./model-data.js";
 
 // Above this many tokens, hover shows positions only (the readout under the
@@ -16,14 +16,27 @@ function tickStep(T) {
   return T <= 48 ? 1 : Math.ceil(T / 24);
 }
 
+// Generated tokens carry this mark on the large map's axes (and their rows an outline).
+export const GENERATED_MARK = "▸";
+
+/** The large map's rows (nested arrays; masked cells of a causal map are null). */
+export function zoomRows(flat, T, causal) {
+  const z = toRows(flat, T);
+  if (causal) for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) z[i][j] = null;
+  return z;
+}
+
 /**
  * The large map. opts: flat (Float32Array T×T), tokens (plain text), zmax,
- * filename (for export), readout (element that names the hovered pair).
+ * filename (for export), readout (element that names the hovered pair),
+ * causal (the upper triangle is masked: drawn grey, "masked" on hover),
+ * generated (per token: written by the model; marked on the axes, rows outlined).
  */
-export function drawZoom(div, { flat, tokens, zmax, filename, readout }) {
+export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = false, generated = null }) {
   const T = tokens.length;
-  const z = toRows(flat, T);
+  const z = zoomRows(flat, T, causal);
   const labels = tokenLabels(tokens);
+  const marked = labels.map((l, i) => (generated && generated[i] ? `${GENERATED_MARK}${l}` : l));
   const esc = labels.map(escapePlotly);
   const idx = labels.map((_, i) => i);
   const step = tickStep(T);
@@ -36,13 +49,15 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout }) {
     colorscale: VIRIDIS,
     zmin: 0,
     zmax,
-    hoverongaps: false,
+    hoverongaps: causal && T <= HOVER_TEXT_MAX,
     colorbar: { thickness: 10, len: 0.9, outlinewidth: 0, tickfont: { size: 10 }, title: { text: "weight", side: "right", font: { size: 11 } } },
   };
   if (T <= 40) Object.assign(trace, { xgap: 1, ygap: 1 });
   if (T <= HOVER_TEXT_MAX) {
-    trace.text = z.map((row, i) => row.map((_, j) => `${esc[i]} → ${esc[j]}`));
-    trace.hovertemplate = "%{text}<br>weight: %{z:.4f}<extra></extra>";
+    trace.text = z.map((row, i) =>
+      row.map((v, j) => `${esc[i]} → ${esc[j]}<br>${v === null ? "masked: a token cannot read later tokens" : `weight: ${v.toFixed(4)}`}`),
+    );
+    trace.hovertemplate = "%{text}<extra></extra>";
   } else {
     trace.hovertemplate = "row %{y} → column %{x}<br>weight: %{z:.4f}<extra></extra>";
   }
@@ -50,7 +65,7 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout }) {
   const axis = (title) => ({
     tickmode: "array",
     tickvals: ticks,
-    ticktext: ticks.map((i) => escapePlotly(tickLabel(labels[i]))),
+    ticktext: ticks.map((i) => escapePlotly(tickLabel(marked[i]))),
     tickfont: { size: fontSize },
     title: { text: title, standoff: 4, font: { size: 11 } },
     automargin: true,
@@ -58,12 +73,20 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout }) {
     zeroline: false,
   });
   const width = div.clientWidth || 480;
+  const first = generated ? generated.indexOf(true) : -1;
   const layout = {
     height: Math.round(Math.max(380, Math.min(680, width * 0.95))),
     uirevision: `${T}:${tokens.join("\u0000")}`,
     xaxis: { ...axis("attended to (key)"), side: "bottom", tickangle: -60 },
     yaxis: { ...axis("attending (query)"), autorange: "reversed" },
+    // Masked cells are gaps in the heatmap: this grey shows through them.
+    plot_bgcolor: causal ? MASKED_COLOUR : "#ffffff",
+    shapes:
+      first >= 0
+        ? [{ type: "rect", xref: "paper", x0: 0, x1: 1, yref: "y", y0: first - 0.5, y1: T - 0.5, line: { color: "#c2410c", width: 2 } }]
+        : [],
   };
+  div.dataset.causal = String(causal); // the quick map's masked cells take their grey from CSS
   return drawFigure(div, [trace], layout, filename).then(() => {
     // The readout names the hovered pair in plain text (textContent: no escaping needed).
     if (!hoverTokens.has(div)) {
@@ -71,7 +94,8 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout }) {
         const p = ev.points && ev.points[0];
         const names = hoverTokens.get(div);
         if (!p || !names) return;
-        readout.textContent = `${names[p.y]} (row ${p.y}) → ${names[p.x]} (column ${p.x}): ${Number(p.z).toFixed(4)}`;
+        const value = p.z === null || p.z === undefined ? "masked (a token cannot read later tokens)" : Number(p.z).toFixed(4);
+        readout.textContent = `${names[p.y]} (row ${p.y}) → ${names[p.x]} (column ${p.x}): ${value}`;
       });
       div.on("plotly_unhover", () => {
         readout.textContent = "";

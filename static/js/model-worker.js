@@ -1,11 +1,15 @@
-// Fetches and decodes the model's attention off the main thread (see fetchLayers
-// in model-data.js).  Messages in: {id, body}.  Out: {id, type: "info" | "meta" |
-// "layer" | "done" | "error", ...}; decoded maps are transferred, not copied.
+// Fetches and decodes a model's attention off the main thread (see fetchLayers and
+// generateLayers in model-data.js).  Messages in: {id, kind: "attention" |
+// "generate", body}.  Out: {id, type: "info" | "meta" | "layer" | "done" | "error",
+// ...}; decoded maps are transferred, not copied.
 
 import { decodeCompact } from "./model-data.js";
 
 const URL_ATTENTION = "/api/model/attention";
-let info = null;
+const URL_GENERATE = "/api/model/generate";
+const MAPS = ["attentions", "head_average", "rollout"];
+// GET /api/model?model=… per model name ("" = the default), fetched once each.
+const infos = new Map();
 // Absolute time, so the page can place the worker's events on its own timeline.
 const now = () => performance.timeOrigin + performance.now();
 
@@ -17,12 +21,23 @@ async function readJson(response) {
   return body;
 }
 
-function send(body) {
-  return fetch(URL_ATTENTION, {
+function send(url, body) {
+  return fetch(url, {
     method: "POST",
     headers: { accept: "application/json", "content-type": "application/json" },
     body: JSON.stringify(body),
   });
+}
+
+function modelInfo(model) {
+  const key = model || "";
+  if (!infos.has(key)) {
+    const query = model ? `?model=${encodeURIComponent(model)}` : "";
+    const request = fetch(`/api/model${query}`, { headers: { accept: "application/json" } }).then(readJson);
+    request.catch(() => infos.delete(key)); // a failed look-up is asked again next time
+    infos.set(key, request);
+  }
+  return infos.get(key);
 }
 
 function postLayer(id, n, answer, i = 0) {
@@ -35,31 +50,44 @@ function postLayer(id, n, answer, i = 0) {
   self.postMessage({ id, type: "layer", n, data, t: now() }, buffers);
 }
 
-async function run(id, body) {
-  const infoReady = info
-    ? Promise.resolve(info)
-    : fetch("/api/model", { headers: { accept: "application/json" } }).then(readJson);
-  const firstResponse = await send({ ...body, layers: [1] });
-  info = await infoReady;
+function withoutMaps(answer) {
+  const meta = { ...answer };
+  for (const key of MAPS) delete meta[key];
+  return meta;
+}
+
+async function attention(id, body) {
+  const infoReady = modelInfo(body.model);
+  const firstResponse = await send(URL_ATTENTION, { ...body, layers: [1] });
+  const info = await infoReady;
   self.postMessage({ id, type: "info", info });
   const rest = [];
   if (firstResponse.ok) {
     for (let n = 2; n <= info.layers; n++) {
-      rest.push(send({ ...body, layers: [n] }).then(readJson).then((answer) => ({ n, answer })));
+      rest.push(send(URL_ATTENTION, { ...body, layers: [n] }).then(readJson).then((answer) => ({ n, answer })));
     }
   }
   for (const p of rest) p.catch(() => {});
   const first = await readJson(firstResponse);
-  const { attentions, head_average, rollout, ...meta } = first;
-  self.postMessage({ id, type: "meta", meta, t: now() });
+  self.postMessage({ id, type: "meta", meta: withoutMaps(first), t: now() });
   postLayer(id, 1, first);
   await Promise.all(rest.map((p) => p.then(({ n, answer }) => postLayer(id, n, answer))));
   self.postMessage({ id, type: "done", t: now() });
 }
 
+async function generate(id, body) {
+  const infoReady = modelInfo(body.model);
+  const answer = await send(URL_GENERATE, body).then(readJson);
+  const info = await infoReady;
+  self.postMessage({ id, type: "info", info });
+  self.postMessage({ id, type: "meta", meta: withoutMaps(answer), t: now() });
+  answer.layers.forEach((n, i) => postLayer(id, n, answer, i));
+  self.postMessage({ id, type: "done", t: now() });
+}
+
 self.addEventListener("message", (ev) => {
-  const { id, body } = ev.data;
-  run(id, body).catch((err) => {
+  const { id, kind, body } = ev.data;
+  (kind === "generate" ? generate : attention)(id, body).catch((err) => {
     const status = err.status ?? 0;
     const detail = err.detail ?? `The server did not answer (${err.message}).`;
     self.postMessage({ id, type: "error", status, detail });

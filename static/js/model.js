@@ -1,73 +1,126 @@
-// The real-model page: a pretrained encoder's attention for every layer and
-// head (compact uint8 per layer, drawn on canvas), one map large in Plotly,
-// attention rollout, and one word's cosine across two texts, layer by layer.
+// The real-model page: any model the server has (a picker), its attention for every
+// layer and head (compact uint8 per layer, drawn on canvas), one map large, head
+// averages and rollout, a decoder's generation, one token's weights in every head,
+// a link from any head to its steps in the explorer, and (encoders) one word's
+// cosine across two texts, layer by layer.
 
-import { clearErrors, showErrors } from "./api.js";
+import { showErrors as showCompareErrors, clearErrors as clearCompareErrors } from "./api.js";
 import { byTestId, el, initialData } from "./dom.js";
+import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
+import { tokenLabels } from "./labels.js";
 import { drawMap, mapMax } from "./model-canvas.js";
-import { fetchLayers, mapView, modelApi } from "./model-data.js";
+import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
+import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
-import { replaceQuery } from "./state.js";
+import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
+import { drawTokenView } from "./model-token-view.js";
+import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
 
 const init = initialData();
+const LIMITS = init.limits || {};
+const MODELS = (init.models && init.models.models) || [];
+const DEFAULT_MODEL = init.models ? init.models.default : null;
+const DEFAULTS = defaultState(init);
 const root = document.querySelector("main");
 const $ = (id) => byTestId(id, root);
 const form = $("model-form");
 const cwForm = $("compare-word-form");
 const grid = $("head-grid");
+const results = $("model-results");
+const tokenView = $("token-view");
 
-const EXTRA = ["mean", "rollout"];
+const state = readModelState(DEFAULTS);
 
-const state = {
-  text: init.text || "",
-  textB: init.text_b || "",
-  hide: false,
-  scale: "map",
-  layer: 1,
-  head: "1", // "1".."H", "mean" or "rollout"
-  cw: { ...(init.compare || {}) },
-};
-
-let info = null; // /api/model
-let meta = null; // tokens etc. of the current answer
+let info = null; // GET /api/model?model=… of the maps shown
+let meta = null; // the answer shown, without its maps: tokens, positions, generated…
 let layers = new Map(); // layer number -> {heads, average, rollout}
+let shown = null; // what the maps shown were computed from (for the step-by-step link)
 let buttons = new Map(); // "L-head" -> button
 let seq = 0;
+let headViewMode = "lines";
+let modelNote = null; // a problem with the URL's model, shown beside the picker
 
-// ---------- URL state ----------
+// ---------- models ----------
 
-function readUrl() {
-  const p = new URLSearchParams(window.location.search);
-  if (p.has("text")) state.text = p.get("text");
-  if (p.has("text_b")) state.textB = p.get("text_b");
-  state.hide = p.get("hide") === "1";
-  if (p.get("scale") === "fixed") state.scale = "fixed";
-  const layer = Number.parseInt(p.get("layer") || "", 10);
-  if (Number.isInteger(layer) && layer >= 1) state.layer = layer;
-  const head = p.get("head");
-  if (head && (EXTRA.includes(head) || /^\d+$/.test(head))) state.head = head;
-  if (p.has("ca")) state.cw.text_a = p.get("ca");
-  if (p.has("cb")) state.cw.text_b = p.get("cb");
-  if (p.has("w")) state.cw.word = p.get("w");
+const entryOf = (name) => MODELS.find((m) => m.name === (name || DEFAULT_MODEL)) || null;
+const current = () => entryOf(state.model);
+
+/** The URL's model when it can be shown; else the default, and a note for the picker. */
+function checkUrlModel() {
+  if (!state.model) return;
+  const asked = state.model;
+  const entry = MODELS.find((m) => m.name === asked);
+  if (entry && entry.supported) {
+    if (asked === DEFAULT_MODEL) state.model = null;
+    return;
+  }
+  state.model = null;
+  modelNote = entry
+    ? `“${asked}” cannot be shown: ${entry.reason}. Showing ${DEFAULT_MODEL} instead.`
+    : `There is no model called “${asked}” on this server; showing ${DEFAULT_MODEL} instead. Choose one from the list.`;
 }
 
-function writeUrl() {
-  const p = new URLSearchParams();
-  p.set("text", state.text);
-  if (state.textB) p.set("text_b", state.textB);
-  if (state.hide) p.set("hide", "1");
-  if (state.scale !== "map") p.set("scale", state.scale);
-  p.set("layer", String(state.layer));
-  p.set("head", state.head);
-  p.set("ca", state.cw.text_a || "");
-  p.set("cb", state.cw.text_b || "");
-  p.set("w", state.cw.word || "");
-  replaceQuery(p);
+/** Show the controls the chosen model takes (a pair for encoders, generation for decoders). */
+function applyKind() {
+  const entry = current();
+  const causal = Boolean(entry && entry.causal);
+  if (!causal) state.task = "read";
+  const generating = state.task === "generate";
+  $("task").hidden = !causal;
+  for (const radio of form.querySelectorAll("input[name='task']")) radio.checked = radio.value === state.task;
+  $("text-field").hidden = generating;
+  $("text-b-field").hidden = causal;
+  $("generate-fields").hidden = !generating;
+  $("model-run").textContent = generating ? "Generate" : "Show attention";
+  $("masked-hint").hidden = !causal;
+  $("compare-word-card").hidden = causal;
+  $("tokens-kind").textContent = entry && entry.family === "bert" ? "WordPiece tokens" : "Tokens";
+  if (entry) {
+    $("model-pick").value = entry.name;
+    $("model-name").textContent = entry.name;
+    $("model-facts").textContent = entry.about;
+  }
+  const sampled = state.sampling === "sample";
+  for (const id of ["gen-temperature", "gen-top-k", "gen-seed"]) $(id).disabled = !sampled;
 }
+
+// ---------- the form <-> state ----------
+
+const numberOrNull = (raw) => (raw.trim() === "" ? null : Number(raw));
+
+function readForm() {
+  state.text = $("model-text").value;
+  state.textB = $("model-text-b").value.trim() ? $("model-text-b").value : "";
+  state.prompt = $("gen-prompt").value;
+  state.maxNew = numberOrNull($("gen-max").value);
+  state.sampling = $("gen-sampling").value;
+  state.temperature = numberOrNull($("gen-temperature").value);
+  state.topK = numberOrNull($("gen-top-k").value);
+  state.seed = numberOrNull($("gen-seed").value);
+}
+
+function fillForm() {
+  $("model-text").value = state.text;
+  $("model-text-b").value = state.textB;
+  $("gen-prompt").value = state.prompt;
+  $("gen-max").value = state.maxNew ?? "";
+  $("gen-sampling").value = state.sampling;
+  $("gen-temperature").value = state.temperature ?? "";
+  $("gen-top-k").value = state.topK ?? "";
+  $("gen-seed").value = state.seed ?? "";
+  $("hide-special").checked = state.hide;
+  $("colour-scale").value = state.scale;
+  $("cw-text-a").value = state.cw.text_a || "";
+  $("cw-text-b").value = state.cw.text_b || "";
+  $("cw-word").value = state.cw.word || "";
+}
+
+const writeUrl = () => writeModelState(state, DEFAULTS);
 
 // ---------- the grid ----------
 
 const key = (layer, head) => `${layer}-${head}`;
+const columns = (H) => [...Array.from({ length: H }, (_, i) => String(i + 1)), ...EXTRA_MAPS];
 
 function mapName(layer, head) {
   if (head === "mean") return `Layer ${layer}, mean of heads`;
@@ -75,25 +128,24 @@ function mapName(layer, head) {
   return `Layer ${layer}, head ${head}`;
 }
 
-function buildGrid(L, H) {
+function buildGrid(L, H, model) {
   const cells = [el("span", { class: "col-label", "aria-hidden": "true" })];
   for (let h = 1; h <= H; h++) cells.push(el("span", { class: "col-label", text: `H${h}` }));
   cells.push(el("span", { class: "col-label extra", text: "mean" }), el("span", { class: "col-label extra", text: "rollout" }));
   buttons = new Map();
-  const heads = [...Array.from({ length: H }, (_, i) => String(i + 1)), ...EXTRA];
   for (let l = 1; l <= L; l++) {
     cells.push(el("span", { class: "row-label", text: `Layer ${l}` }));
-    for (const head of heads) {
-      const testid = EXTRA.includes(head) ? `map-L${l}-${head}` : `map-L${l}-H${head}`;
+    for (const head of columns(H)) {
+      const extra = EXTRA_MAPS.includes(head);
       const button = el(
         "button",
         {
           type: "button",
-          class: `map-btn pending${EXTRA.includes(head) ? " extra" : ""}`,
-          "data-testid": testid,
+          class: `map-btn pending${extra ? " extra" : ""}`,
+          "data-testid": extra ? `map-L${l}-${head}` : `map-L${l}-H${head}`,
           "data-layer": l,
           "data-head": head,
-          "data-kind": EXTRA.includes(head) ? head : "head",
+          "data-kind": extra ? head : "head",
           "aria-label": mapName(l, head),
           "aria-pressed": "false",
           title: mapName(l, head),
@@ -110,6 +162,7 @@ function buildGrid(L, H) {
   grid.replaceChildren(...cells);
   grid.dataset.layers = String(L);
   grid.dataset.heads = String(H);
+  grid.dataset.model = model;
   markSelected();
 }
 
@@ -127,12 +180,11 @@ function zmaxFor(flat) {
 
 function drawRow(layer) {
   const T = meta.tokens.length;
-  const H = info.heads;
-  for (const head of [...Array.from({ length: H }, (_, i) => String(i + 1)), ...EXTRA]) {
+  for (const head of columns(info.heads)) {
     const button = buttons.get(key(layer, head));
     const flat = flatFor(layer, head);
     if (!button || !flat) continue;
-    drawMap(button.firstChild, flat, T, zmaxFor(flat));
+    drawMap(button.firstChild, flat, T, zmaxFor(flat), { causal: info.causal });
     button.classList.remove("pending");
     button.dataset.tokens = String(T);
   }
@@ -141,6 +193,7 @@ function drawRow(layer) {
 function redrawAll() {
   for (const layer of layers.keys()) drawRow(layer);
   drawSelected();
+  drawTokens();
 }
 
 function markSelected() {
@@ -152,28 +205,40 @@ function markSelected() {
 }
 
 function select(layer, head, focus = false) {
+  const layerChanged = layer !== state.layer;
   state.layer = layer;
   state.head = head;
   markSelected();
   if (focus) buttons.get(key(layer, head))?.focus();
   writeUrl();
   drawSelected();
+  if (layerChanged && state.tokenLayer === null) drawTokens();
 }
 
 function drawSelected() {
   if (!meta) return;
   const flat = flatFor(state.layer, state.head);
   $("zoom-title").textContent = mapName(state.layer, state.head);
+  updateOpenHead();
   const zoom = $("zoom-plot");
   if (!flat) return;
   const { layer, head } = state;
   const tokens = meta.tokens;
+  const legend = $("zoom-legend");
+  const generated = meta.generated || null;
+  const parts = [];
+  if (info.causal) parts.push("Grey: masked, a token cannot read the tokens after it.");
+  if (generated && generated.includes(true)) parts.push("▸ and the orange outline: tokens the model wrote.");
+  legend.hidden = parts.length === 0;
+  legend.textContent = parts.join(" ");
   drawZoom(zoom, {
     flat,
     tokens,
     zmax: zmaxFor(flat),
     filename: `model-layer${layer}-${head}`,
     readout: $("zoom-readout"),
+    causal: info.causal,
+    generated,
   }).then(() => {
     // What the large plot now shows (tests and the curious read these).
     zoom.dataset.layer = String(layer);
@@ -182,95 +247,271 @@ function drawSelected() {
   });
 }
 
+/** The link from the large map's head to its steps in the explorer (or why there is none). */
+function updateOpenHead() {
+  const link = $("open-head");
+  const note = $("open-head-note");
+  const isHead = /^\d+$/.test(state.head);
+  if (!shown || !isHead) {
+    link.hidden = true;
+    note.hidden = true;
+    return;
+  }
+  const text = shown.task === "generate" ? shown.prompt + (meta.generated_text || "") : shown.text;
+  const target = realHeadLink({ model: info.name, text, textB: shown.textB, layer: state.layer, head: Number(state.head) });
+  link.hidden = !target.fits;
+  if (target.fits) {
+    link.href = target.href;
+    link.textContent = `Layer ${state.layer}, head ${state.head} step by step →`;
+  }
+  note.hidden = target.fits && shown.task !== "generate";
+  note.textContent = !target.fits
+    ? `This text is too long for a link to its steps (${target.length.toLocaleString("en-US")} characters; links stay under ${URL_LIMIT.toLocaleString("en-US")}): shorten it to open a head step by step.`
+    : "Step by step, the prompt and what the model wrote are read again as one text, so a token may split a little differently.";
+}
+
 grid.addEventListener("keydown", (ev) => {
   const moves = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
   const move = moves[ev.key];
   const target = ev.target.closest(".map-btn");
   if (!move || !target || !info) return;
   ev.preventDefault();
-  const columns = [...Array.from({ length: info.heads }, (_, i) => String(i + 1)), ...EXTRA];
+  const cols = columns(info.heads);
   const layer = Math.min(info.layers, Math.max(1, Number(target.dataset.layer) + move[0]));
-  const col = Math.min(columns.length - 1, Math.max(0, columns.indexOf(target.dataset.head) + move[1]));
-  select(layer, columns[col], true);
+  const col = Math.min(cols.length - 1, Math.max(0, cols.indexOf(target.dataset.head) + move[1]));
+  select(layer, cols[col], true);
 });
 
-// ---------- tokens ----------
+// ---------- tokens and the token view ----------
 
 function renderTokens() {
-  const items = meta.tokens.map((token, i) => {
-    const special = token === "[CLS]" || token === "[SEP]";
-    const cls = ["wp-token", special ? "special" : "", meta.token_type_ids[i] === 1 ? "seg-b" : "", token.startsWith("##") ? "piece" : ""];
-    return el("li", { class: cls.filter(Boolean).join(" "), "data-testid": "wp-token", title: `position ${meta.positions[i]}`, text: token });
-  });
-  $("wp-tokens").replaceChildren(...items);
+  renderTokenList($("wp-tokens"), meta, { chosen: state.token, onChoose: (i) => chooseToken(i) });
   const hidden = meta.all_tokens.length - meta.tokens.length;
   $("token-count").textContent = `(${meta.tokens.length} shown${hidden ? `, ${hidden} hidden` : ""})`;
+  renderGenerationSummary($("gen-summary"), meta.generated_tokens ? meta : null);
 }
+
+function drawTokens() {
+  if (!meta || !info) return Promise.resolve();
+  const mine = seq;
+  const done = drawTokenView(
+    tokenView,
+    {
+      labels: tokenLabels(meta.tokens),
+      tokens: meta.tokens,
+      generated: meta.generated || null,
+      positions: meta.positions,
+      causal: info.causal,
+      layers,
+      L: info.layers,
+      H: info.heads,
+      chosen: state.token,
+      layer: Math.min(state.tokenLayer ?? state.layer, info.layers),
+      when: state.when,
+    },
+    {
+      onChoose: (i) => chooseToken(i, { scroll: false }),
+      onMode: (mode) => {
+        headViewMode = mode;
+      },
+      headViewMode,
+    },
+  );
+  return done.then(() => {
+    if (mine === seq) tokenView.dataset.token = state.token === null ? "" : String(state.token);
+  });
+}
+
+/** Show what token i reads (a generated token: what the model read when it wrote it). */
+function chooseToken(i, { scroll = true } = {}) {
+  if (!meta || !Number.isInteger(i) || i < 0 || i >= meta.tokens.length) return;
+  state.token = i;
+  markChosenToken($("wp-tokens"), i);
+  writeUrl();
+  drawTokens();
+  if (scroll) {
+    const box = tokenView.getBoundingClientRect();
+    if (box.top > window.innerHeight - 80) tokenView.scrollIntoView({ block: "start", behavior: "instant" });
+  }
+}
+
+$("tv-layer").addEventListener("change", (ev) => {
+  state.tokenLayer = Number(ev.target.value);
+  writeUrl();
+  drawTokens();
+});
+tokenView.addEventListener("change", (ev) => {
+  if (ev.target.name !== "tv-when") return;
+  state.when = ev.target.value;
+  writeUrl();
+  drawTokens();
+});
+
+/** The row under clientY in a box whose top and bottom edges are the rows [top, bottom] (in y units). */
+function rowAt(box, [top, bottom], clientY) {
+  if (clientY < box.top || clientY >= box.bottom) return null;
+  return Math.round(top + ((clientY - box.top) / box.height) * (bottom - top));
+}
+
+/** Which token a click on the large map names: a row label, or the row of a cell. */
+function zoomRowAt(ev) {
+  const target = ev.target instanceof Element ? ev.target : null;
+  if (!target || !meta) return null;
+  const T = meta.tokens.length;
+  const zoom = $("zoom-plot");
+  const tick = target.closest(".ytick");
+  if (tick) {
+    if (tick.__data__ && Number.isFinite(tick.__data__.x)) return Math.round(tick.__data__.x);
+    const step = T <= 48 ? 1 : Math.ceil(T / 24);
+    return [...tick.parentNode.children].indexOf(tick) * step;
+  }
+  // The quick map's cells lie under its SVG labels layer: find them by the point.
+  const cells = target.closest(".quick-plot") && zoom.querySelector(".quick-cells");
+  if (cells) {
+    const box = cells.getBoundingClientRect();
+    const inside = ev.clientX >= box.left && ev.clientX <= box.right && ev.clientY >= box.top && ev.clientY < box.bottom;
+    return inside ? Math.min(T - 1, Math.floor(((ev.clientY - box.top) / box.height) * T)) : null;
+  }
+  // Plotly's plot area (its drag layer gets the click): rows from the y axis' range,
+  // so a zoomed-in map names the right row too. Plotly's own plotly_click needs a
+  // hover to have landed first, which a quick click does not always give.
+  const drag = target.closest(".nsewdrag");
+  const range = zoom._fullLayout && zoom._fullLayout.yaxis && zoom._fullLayout.yaxis.range;
+  if (drag && range) {
+    const row = rowAt(drag.getBoundingClientRect(), [range[1], range[0]], ev.clientY);
+    return row === null ? null : Math.min(T - 1, Math.max(0, row));
+  }
+  return null;
+}
+
+$("zoom-plot").addEventListener("click", (ev) => {
+  const row = zoomRowAt(ev);
+  if (row !== null) chooseToken(row);
+});
 
 // ---------- running ----------
 
+function stale(reason) {
+  markStale(results, $("stale-note"), reason);
+}
+
+function setStatus(text) {
+  $("model-status").textContent = text;
+}
+
 async function run() {
   const mine = ++seq;
-  clearErrors(form);
-  const status = $("model-status");
-  status.textContent = "Running the model…";
+  clearFieldErrors(form);
+  if (modelNote) {
+    showFieldError(form, "model", modelNote);
+    modelNote = null;
+  }
+  const entry = current();
+  if (!entry) {
+    showFieldError(form, "model", "This server has no model it can show.");
+    return;
+  }
+  const generating = state.task === "generate";
+  if (generating) {
+    const problems = generationProblems(state, LIMITS);
+    if (problems.length) {
+      for (const [field, text] of problems) showFieldError(form, field, text);
+      if (meta) stale(problems.map(([, text]) => text).join(" "));
+      setStatus("");
+      return;
+    }
+  }
+  setStatus(generating ? "The model is writing…" : "Running the model…");
   grid.dataset.drawn = "0";
   const started = performance.now();
+  writeUrl();
+  const asked = { task: state.task, text: state.text, textB: entry.causal ? "" : state.textB, prompt: state.prompt };
+  const fresh = new Map();
+  let drawn = 0;
+  let answerInfo = null;
+  const callbacks = {
+    isCurrent: () => mine === seq,
+    onInfo: (answer) => {
+      answerInfo = answer;
+    },
+    onMeta: (body) => {
+      performance.mark("model-first-layer");
+      info = answerInfo;
+      meta = body;
+      layers = fresh;
+      if (grid.dataset.model !== info.name || !buttons.size) buildGrid(info.layers, info.heads, info.name);
+      if (state.layer > info.layers) state.layer = 1;
+      if (/^\d+$/.test(state.head) && Number(state.head) > info.heads) state.head = "1";
+      if (state.tokenLayer !== null && state.tokenLayer > info.layers) state.tokenLayer = null;
+      if (state.token !== null && state.token >= meta.tokens.length) state.token = null;
+      markSelected();
+      for (const button of buttons.values()) button.classList.add("pending");
+      renderTokens();
+    },
+    onLayer: (n, data) => {
+      fresh.set(n, data);
+      drawRow(n);
+      drawn += info.heads + EXTRA_MAPS.length;
+    },
+  };
   try {
-    writeUrl();
-    const fresh = new Map();
-    let drawn = 0;
-    await fetchLayers({
-      text: state.text,
-      textB: state.textB || null,
-      hideSpecial: state.hide,
-      isCurrent: () => mine === seq,
-      onInfo: (answer) => {
-        if (!info) {
-          info = answer;
-          $("model-name").textContent = info.name;
-        }
-        if (!grid.dataset.layers) buildGrid(info.layers, info.heads);
-        if (state.layer > info.layers) state.layer = 1;
-        if (/^\d+$/.test(state.head) && Number(state.head) > info.heads) state.head = "1";
-        markSelected();
-      },
-      onMeta: (body) => {
-        performance.mark("model-first-layer");
-        meta = body;
-        layers = fresh;
-        for (const button of buttons.values()) button.classList.add("pending");
-        renderTokens();
-      },
-      onLayer: (n, data) => {
-        fresh.set(n, data);
-        drawRow(n);
-        drawn += info.heads + EXTRA.length;
-      },
-    });
+    if (generating) {
+      const sampled = state.sampling === "sample";
+      await generateLayers({
+        model: state.model,
+        prompt: state.prompt,
+        maxNew: state.maxNew,
+        temperature: sampled ? state.temperature : 0,
+        topK: sampled ? state.topK : null,
+        seed: sampled ? state.seed : null,
+        hideSpecial: state.hide,
+        ...callbacks,
+      });
+    } else {
+      await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, ...callbacks });
+    }
     if (mine !== seq) return;
+    shown = asked;
+    if (generating && state.sampling === "sample" && state.seed === null) {
+      // The seed the server drew: kept in the form and the link, so a reload writes the same.
+      state.seed = meta.seed;
+      $("gen-seed").value = String(meta.seed);
+      writeUrl();
+    }
     performance.mark("model-grid-drawn");
     grid.dataset.drawn = String(drawn);
     grid.dataset.tokens = String(meta.tokens.length);
-    // The large Plotly map after the canvases: it costs more than all 84 of them.
+    stale(null);
+    // The large Plotly map after the canvases: it costs more than all of them.
     drawSelected();
-    status.textContent = `${meta.tokens.length} tokens · ${info.layers} layers × ${info.heads} heads in ${Math.round(performance.now() - started)} ms`;
+    drawTokens();
+    const what = generating ? `${meta.generated_tokens.length} written, ` : "";
+    setStatus(`${meta.tokens.length} tokens (${what}${info.layers} layers × ${info.heads} heads) in ${Math.round(performance.now() - started)} ms`);
+    explainUnknown($("unk-note"), {
+      tokens: meta.tokens,
+      texts: generating ? [asked.prompt] : [asked.text, asked.textB],
+      model: info.name,
+      modelName: info.name.split("/").pop(),
+      limits: LIMITS,
+      isCurrent: () => mine === seq,
+      lookup: !info.causal, // /api/model/embeddings lists an encoder's word pieces
+    });
   } catch (err) {
     if (mine !== seq) return;
-    status.textContent = meta ? "The maps below are still those of the previous text." : "";
-    showErrors(form, err);
+    const messages = showFieldErrors(form, plainModelError(err), modelErrorPlace);
+    if (meta) stale(messages.join(" "));
+    setStatus(meta ? "The maps below are still those of the last input that could be computed." : "");
   }
 }
 
 form.addEventListener("submit", (ev) => {
   ev.preventDefault();
-  state.text = $("model-text").value;
-  state.textB = $("model-text-b").value.trim() ? $("model-text-b").value : "";
+  readForm();
   run();
 });
 
 // Enter runs, Shift+Enter makes a new line.
-for (const id of ["model-text", "model-text-b"]) {
+for (const id of ["model-text", "model-text-b", "gen-prompt"]) {
   $(id).addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey) {
       ev.preventDefault();
@@ -278,6 +519,31 @@ for (const id of ["model-text", "model-text-b"]) {
     }
   });
 }
+
+$("model-pick").addEventListener("change", (ev) => {
+  readForm();
+  const name = ev.target.value;
+  state.model = name === DEFAULT_MODEL ? null : name;
+  state.token = null;
+  state.tokenLayer = null;
+  applyKind();
+  run();
+});
+
+for (const radio of form.querySelectorAll("input[name='task']")) {
+  radio.addEventListener("change", () => {
+    readForm();
+    state.task = radio.value;
+    state.token = null;
+    applyKind();
+    run();
+  });
+}
+
+$("gen-sampling").addEventListener("change", (ev) => {
+  state.sampling = ev.target.value;
+  applyKind();
+});
 
 $("hide-special").addEventListener("change", (ev) => {
   state.hide = ev.target.checked;
@@ -290,11 +556,12 @@ $("colour-scale").addEventListener("change", (ev) => {
   if (meta) redrawAll();
 });
 
-// ---------- compare one word ----------
+// ---------- compare one word (encoders) ----------
 
 async function runCompare() {
-  clearErrors(cwForm);
+  clearCompareErrors(cwForm);
   const body = { text_a: state.cw.text_a, text_b: state.cw.text_b, word: state.cw.word };
+  if (state.model) body.model = state.model;
   try {
     const result = await modelApi.compareWord(body);
     const rows = result.cosines.map((c, i) =>
@@ -306,7 +573,7 @@ async function runCompare() {
     $("cw-rows").replaceChildren(...rows);
     await drawCosines($("cw-plot"), { cosines: result.cosines, word: result.word });
   } catch (err) {
-    showErrors(cwForm, err);
+    showCompareErrors(cwForm, err);
   }
 }
 
@@ -320,18 +587,14 @@ cwForm.addEventListener("submit", (ev) => {
 // ---------- start ----------
 
 function start() {
-  readUrl();
-  $("model-text").value = state.text;
-  $("model-text-b").value = state.textB;
-  $("hide-special").checked = state.hide;
-  $("colour-scale").value = state.scale;
-  $("cw-text-a").value = state.cw.text_a || "";
-  $("cw-text-b").value = state.cw.text_b || "";
-  $("cw-word").value = state.cw.word || "";
+  checkUrlModel();
+  fillForm();
+  applyKind();
   run().then(() => {
-    if (state.cw.text_a && state.cw.text_b && state.cw.word) runCompare();
+    const entry = current();
+    if (entry && !entry.causal && state.cw.text_a && state.cw.text_b && state.cw.word) runCompare();
   });
 }
 
-// plotly.min.js is not on this page until the first Plotly figure asks for it (heatmap.js).
+// Plotly is not on this page until a reader reaches for a plot (heatmap.js).
 start();

@@ -1,9 +1,11 @@
-"""The real-model page (/model): MiniLM's attention for every layer and head."""
+"""The real-model page (/model) with the built-in MiniLM: its attention for every layer
+and head, one token's weights in every head, [UNK], and a head step by step.
+Decoders: test_model_decoders.py."""
 
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -13,6 +15,8 @@ from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
 LAYERS, HEADS = 6, 12
+# ms: every wait is on the real condition, with room for a loaded 2-core machine.
+WAIT = 30_000
 UINT8_ERROR = 1 / 510
 # Words that are one WordPiece each, so N words make N + 2 tokens.
 WORDS = (
@@ -30,22 +34,23 @@ def tokens_of(server_url: str, text: str, **extra: object) -> list[str]:
     return api(server_url, "/api/model/attention", body)["tokens"]
 
 
-def wait_for_grid(page: Page, tokens: int | None = None, timeout: float = 30_000) -> None:
+def wait_for_grid(page: Page, tokens: int | None = None, timeout: float = WAIT) -> None:
     grid = page.get_by_test_id("head-grid")
     expect(grid).to_have_attribute("data-drawn", str(LAYERS * (HEADS + 2)), timeout=timeout)
     if tokens is not None:
         expect(grid).to_have_attribute("data-tokens", str(tokens), timeout=timeout)
-        expect(page.get_by_test_id("zoom-plot")).to_have_attribute("data-tokens", str(tokens))
+        zoom = page.get_by_test_id("zoom-plot")
+        expect(zoom).to_have_attribute("data-tokens", str(tokens), timeout=timeout)
     wait_for_plot(page, "zoom-plot")
 
 
 def zoom_shows(page: Page, layer: int, head: str, tokens: int | None = None) -> None:
     """Wait until the large plot has drawn this map (its data-* are set after the draw)."""
     zoom = page.get_by_test_id("zoom-plot")
-    expect(zoom).to_have_attribute("data-layer", str(layer))
-    expect(zoom).to_have_attribute("data-head", head)
+    expect(zoom).to_have_attribute("data-layer", str(layer), timeout=WAIT)
+    expect(zoom).to_have_attribute("data-head", head, timeout=WAIT)
     if tokens is not None:
-        expect(zoom).to_have_attribute("data-tokens", str(tokens))
+        expect(zoom).to_have_attribute("data-tokens", str(tokens), timeout=WAIT)
 
 
 def assert_close(actual: list[list[float]], expected: list[list[float]], tol: float) -> None:
@@ -155,11 +160,14 @@ def test_hide_special_tokens(page: Page, server_url: str) -> None:
     )
     assert_close(z, expected["attentions"][0][6], UINT8_ERROR + 1e-6)
     assert query(page)["hide"] == ["1"]
-    # The state survives a reload.
+    # The state survives a reload (once the page's word comparison is in: a reload
+    # while it runs would abort it, which the page fixture counts as a failure).
+    expect(page.get_by_test_id("cw-cosine")).to_have_count(LAYERS + 1, timeout=WAIT)
     page.reload()
     wait_for_grid(page, tokens=5)
     expect(page.get_by_test_id("hide-special")).to_be_checked()
     expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 2, head 7")
+    expect(page.get_by_test_id("cw-cosine")).to_have_count(LAYERS + 1, timeout=WAIT)
 
 
 def test_sentence_pair(page: Page) -> None:
@@ -204,7 +212,9 @@ def test_too_long_text_shows_the_limit_by_the_input(page: Page, server_url: str)
     page.get_by_test_id("model-text").fill(words(520))
     page.get_by_test_id("model-run").click()
     error = page.get_by_test_id("error-text")
-    expect(error).to_contain_text("522 WordPiece tokens")
+    expect(error).to_contain_text("522 WordPiece tokens", timeout=WAIT)
+    expect(page.get_by_test_id("model-text")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_test_id("model-results")).to_have_attribute("data-stale", "true")
     expect(error).to_contain_text("512")
     expect(page.get_by_test_id("error-general")).to_be_empty()
 
@@ -212,7 +222,7 @@ def test_too_long_text_shows_the_limit_by_the_input(page: Page, server_url: str)
 def test_compare_word_panel(page: Page, server_url: str) -> None:
     page.goto("/model")
     cells = page.get_by_test_id("cw-cosine")
-    expect(cells).to_have_count(LAYERS + 1)
+    expect(cells).to_have_count(LAYERS + 1, timeout=WAIT)
     expected = api(
         server_url,
         "/api/model/compare-word",
@@ -234,10 +244,10 @@ def test_compare_word_panel(page: Page, server_url: str) -> None:
 @pytest.mark.allow_console(r"422")
 def test_compare_word_error_next_to_its_field(page: Page) -> None:
     page.goto("/model")
-    expect(page.get_by_test_id("cw-cosine")).to_have_count(LAYERS + 1)
+    expect(page.get_by_test_id("cw-cosine")).to_have_count(LAYERS + 1, timeout=WAIT)
     page.get_by_test_id("cw-text-b").fill("the cat sat")
     page.get_by_test_id("cw-run").click()
-    expect(page.get_by_test_id("error-cw-text_b")).to_contain_text("does not occur")
+    expect(page.get_by_test_id("error-cw-text_b")).to_contain_text("does not occur", timeout=WAIT)
     assert query(page)["cb"] == ["the cat sat"]
 
 
@@ -286,3 +296,131 @@ def test_compact_decoding_in_the_browser(page: Page, server_url: str) -> None:
     assert max(abs(a - e) for a, e in zip(decoded["float16"]["values"], flat, strict=True)) < (
         1 / 1000
     )
+
+
+# ---------- from a token to what it reads (issue 14) ----------
+
+
+def head_lines(page: Page) -> list[tuple[int, int, float]]:
+    return page.locator("[data-testid='headview-lines'] line").evaluate_all(
+        "ls => ls.map(l => [Number(l.dataset.head), Number(l.dataset.key),"
+        " Number(l.dataset.weight)])"
+    )
+
+
+def test_a_token_shows_what_it_reads_in_every_head(page: Page, server_url: str) -> None:
+    text = "the river bank was muddy"
+    page.goto("/model?text=" + text.replace(" ", "+") + "&layer=3")
+    wait_for_grid(page, tokens=7)
+    expect(page.get_by_test_id("tv-body")).to_be_hidden()
+    expect(page.get_by_test_id("tv-what")).to_contain_text("Choose a token")
+    page.get_by_test_id("wp-token").nth(3).click()  # "bank"
+    view = page.get_by_test_id("token-view")
+    expect(view).to_have_attribute("data-token", "3", timeout=WAIT)
+    expect(view).to_have_attribute("data-query", "3")
+    expect(page.get_by_test_id("wp-token").nth(3)).to_have_attribute("aria-pressed", "true")
+    expected = api(server_url, "/api/model/attention", {"text": text})["attentions"]
+    # Every layer × every head: one row each, the API's weights from "bank".
+    z = plot_data(page, "tv-strip")
+    assert len(z) == LAYERS * HEADS and len(z[0]) == 7
+    rows = [expected[layer][head][3] for layer in range(LAYERS) for head in range(HEADS)]
+    assert_close(z, rows, UINT8_ERROR + 1e-6)
+    names = [f"L{layer} H{head}" for layer in range(1, LAYERS + 1) for head in range(1, HEADS + 1)]
+    labels = tick_texts(page, "tv-strip", "y")  # 72 rows: every 5th is labelled, all in hover
+    assert labels[0] == "L1 H1" and labels == names[:: len(names) // len(labels) + 1]
+    # The head view: layer 3 (the large map's), a line from "bank" to every token per head.
+    expect(page.get_by_test_id("tv-layer")).to_have_value("3")
+    expect(page.get_by_test_id("headview-query")).to_have_value("3")
+    lines = head_lines(page)
+    assert len(lines) == HEADS * 7
+    for head, key, weight in lines:
+        assert abs(weight - expected[2][head][3][key]) <= UINT8_ERROR + 1e-6
+    # Another layer.
+    page.get_by_test_id("tv-layer").select_option("5")
+    expect(page.get_by_test_id("tv-layer-title")).to_have_text("Every head of layer 5")
+    for head, key, weight in head_lines(page):
+        assert abs(weight - expected[4][head][3][key]) <= UINT8_ERROR + 1e-6
+    assert query(page)["tok"] == ["3"] and query(page)["tl"] == ["5"]
+    # A row label of the large map chooses its token too; so does a cell (its row).
+    page.locator("[data-testid='zoom-plot'] .ytick text").nth(1).click()
+    expect(view).to_have_attribute("data-token", "1", timeout=WAIT)
+    expect(page.get_by_test_id("wp-token").nth(1)).to_have_attribute("aria-pressed", "true")
+    cells = page.locator(
+        "[data-testid='zoom-plot'] .quick-cells, [data-testid='zoom-plot'] .nsewdrag"
+    )
+    # Choosing a token scrolled the token view into sight: back to the map.
+    cells.first.scroll_into_view_if_needed()
+    box = cells.first.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * 5.5 / 7)
+    expect(view).to_have_attribute("data-token", "5", timeout=WAIT)
+    # The view survives a reload.
+    page.reload()
+    wait_for_grid(page, tokens=7)
+    expect(view).to_have_attribute("data-token", "5", timeout=WAIT)
+    expect(page.get_by_test_id("tv-layer")).to_have_value("5")
+
+
+# ---------- [UNK] ----------
+
+
+def test_unknown_characters_are_said_beside_the_tokens(page: Page, server_url: str) -> None:
+    text = "I love 😀 pizza"
+    tokens = tokens_of(server_url, text)
+    assert "[UNK]" in tokens
+    page.goto("/model?text=" + "I+love+%F0%9F%98%80+pizza")
+    wait_for_grid(page, tokens=len(tokens))
+    note = page.get_by_test_id("unk-note")
+    expect(note).to_be_visible(timeout=WAIT)
+    expect(note).to_contain_text("vocabulary lacks 😀", timeout=WAIT)
+    expect(note).to_contain_text("[UNK]")
+    unk = page.locator("[data-testid=wp-token].unk")
+    expect(unk).to_have_count(1)
+    expect(unk).to_have_text("[UNK]")
+    # Words the vocabulary has: no notice.
+    page.get_by_test_id("model-text").fill("I love pizza")
+    page.get_by_test_id("model-run").click()
+    wait_for_grid(page, tokens=len(tokens) - 1)
+    expect(note).to_be_hidden()
+
+
+# ---------- a head step by step ----------
+
+
+def test_an_encoder_head_opens_step_by_step(page: Page, server_url: str) -> None:
+    text, text_b = "the bank approved the loan", "the river was muddy"
+    page.goto(f"/model?text={quote(text)}&text_b={quote(text_b)}&layer=4&head=2")
+    wait_for_grid(page, tokens=12)
+    link = page.get_by_test_id("open-head")
+    expect(link).to_be_visible()
+    link.click()
+    expect(page.locator("main")).to_have_attribute("data-ready", "real", timeout=WAIT)
+    params = query(page)
+    assert params["real"] == ["sentence-transformers/all-MiniLM-L6-v2"]
+    assert params["text"] == [text] and params["text_b"] == [text_b]
+    expected = api(
+        server_url,
+        "/api/model/head",
+        {"text": text, "text_b": text_b, "layer": 4, "head": 2},
+    )
+    z = plot_data(page, "plot-attn_weights")
+    assert_close(z, expected["heads"][0]["attn_weights"], 1e-6)
+    expect(page.locator("[data-step='masked_scores'] .step-text")).to_contain_text(
+        "An encoder masks nothing"
+    )
+    labels = tick_texts(page, "plot-attn_weights", "y")
+    assert labels[0] == "[CLS]" and labels.count("[SEP]·6") + labels.count("[SEP]·11") == 2
+
+
+def test_a_text_too_long_for_a_link_says_so(page: Page, server_url: str) -> None:
+    text = " ".join(["approved"] * 240)  # 2,159 characters, 242 WordPiece tokens
+    assert len(tokens_of(server_url, text)) == 242
+    page.goto("/model")
+    wait_for_grid(page)
+    page.get_by_test_id("model-text").fill(text)
+    page.get_by_test_id("model-run").click()
+    wait_for_grid(page, tokens=242)
+    expect(page.get_by_test_id("open-head")).to_be_hidden()
+    note = page.get_by_test_id("open-head-note")
+    expect(note).to_contain_text("too long for a link")
+    expect(note).to_contain_text("2,000")

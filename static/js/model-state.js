@@ -1,0 +1,150 @@
+// The model page's view state <-> its URL, and the links between /model and the
+// explorer's real-head view. Only what differs from the page's defaults goes into
+// the URL, so a link stays short; a text too long for a link is said so, not cut.
+
+import { URL_LIMIT, buildQuery } from "./state.js";
+
+export const EXTRA_MAPS = ["mean", "rollout"];
+
+const int = (raw, min = 0) => {
+  if (raw === null || raw === "" || !/^-?\d+$/.test(raw)) return null;
+  const n = Number.parseInt(raw, 10);
+  return n >= min ? n : null;
+};
+const num = (raw) => (raw === null || raw === "" || !Number.isFinite(Number(raw)) ? null : Number(raw));
+
+/** The page's starting state from its defaults (the page's initial data). */
+export function defaultState(init) {
+  return {
+    model: null, // null: the server's default model
+    task: "read", // "read" | "generate"
+    text: init.text || "",
+    textB: init.text_b || "",
+    prompt: init.prompt || "",
+    maxNew: init.max_new_tokens ?? 20,
+    sampling: "greedy", // "greedy" | "sample"
+    temperature: 0.8,
+    topK: null,
+    seed: null,
+    hide: false,
+    scale: "map",
+    layer: 1,
+    head: "1", // "1".."H", "mean" or "rollout"
+    token: null, // the chosen token (index among the tokens shown), or null
+    tokenLayer: null, // the token view's layer (null: the large map's)
+    when: "written", // a generated token: "written" (the row before it) or "input" (its own row)
+    cw: { ...(init.compare || {}) },
+  };
+}
+
+/** State from a query string, over `defaults`. */
+export function readModelState(defaults, search = window.location.search) {
+  const p = new URLSearchParams(search);
+  const s = structuredClone(defaults);
+  if (p.get("model")) s.model = p.get("model");
+  if (p.get("gen") === "1") s.task = "generate";
+  if (p.has("text")) s.text = p.get("text");
+  if (p.has("text_b")) s.textB = p.get("text_b");
+  if (p.has("prompt")) s.prompt = p.get("prompt");
+  if (p.has("n")) s.maxNew = int(p.get("n"), 1) ?? p.get("n");
+  if (p.get("sample") === "1") s.sampling = "sample";
+  if (p.has("temp")) s.temperature = num(p.get("temp")) ?? s.temperature;
+  if (p.has("topk")) s.topK = int(p.get("topk"), 1);
+  if (p.has("seed")) s.seed = int(p.get("seed"), 0);
+  s.hide = p.get("hide") === "1";
+  if (p.get("scale") === "fixed") s.scale = "fixed";
+  s.layer = int(p.get("layer"), 1) ?? s.layer;
+  const head = p.get("head");
+  if (head && (EXTRA_MAPS.includes(head) || /^\d+$/.test(head))) s.head = head;
+  s.token = int(p.get("tok"), 0);
+  s.tokenLayer = int(p.get("tl"), 1);
+  if (p.get("when") === "input") s.when = "input";
+  if (p.has("ca")) s.cw.text_a = p.get("ca");
+  if (p.has("cb")) s.cw.text_b = p.get("cb");
+  if (p.has("w")) s.cw.word = p.get("w");
+  return s;
+}
+
+/** [key, value] pairs of what differs from the defaults, in a fixed order. */
+export function modelStatePairs(s, d) {
+  const pairs = [];
+  const add = (key, value, base) => {
+    if (value !== null && value !== undefined && value !== base) pairs.push([key, value]);
+  };
+  add("model", s.model, null);
+  if (s.task === "generate") {
+    pairs.push(["gen", "1"]);
+    add("prompt", s.prompt, d.prompt);
+    add("n", String(s.maxNew), String(d.maxNew));
+    if (s.sampling === "sample") {
+      pairs.push(["sample", "1"]);
+      add("temp", String(s.temperature), String(d.temperature));
+      add("topk", s.topK === null ? null : String(s.topK), null);
+      add("seed", s.seed === null ? null : String(s.seed), null);
+    }
+  } else {
+    add("text", s.text, d.text);
+    add("text_b", s.textB, d.textB);
+  }
+  if (s.hide) pairs.push(["hide", "1"]);
+  add("scale", s.scale, d.scale);
+  add("layer", String(s.layer), String(d.layer));
+  add("head", s.head, d.head);
+  add("tok", s.token === null ? null : String(s.token), null);
+  add("tl", s.tokenLayer === null ? null : String(s.tokenLayer), null);
+  add("when", s.when, d.when);
+  add("ca", s.cw.text_a, d.cw.text_a);
+  add("cb", s.cw.text_b, d.cw.text_b);
+  add("w", s.cw.word, d.cw.word);
+  return pairs;
+}
+
+/** Write the state into the address bar (replaceState); returns the query's length. */
+export function writeModelState(s, d) {
+  const query = buildQuery(modelStatePairs(s, d));
+  const url = query ? `${window.location.pathname}?${query}` : window.location.pathname;
+  if (url !== `${window.location.pathname}${window.location.search}`) window.history.replaceState(null, "", url);
+  return query.length;
+}
+
+// ---------- links between /model and the explorer's real-head view ----------
+
+/**
+ * The explorer's view of one real head: `/?real=<model>&text=…&layer=…&head=…`.
+ * Returns {href, length, fits}; a link longer than URL_LIMIT does not fit (href null).
+ */
+export function realHeadLink({ model, text, textB = "", layer, head }) {
+  const pairs = [["real", model], ["text", text]];
+  if (textB) pairs.push(["text_b", textB]);
+  pairs.push(["layer", layer], ["head", head]);
+  const query = buildQuery(pairs);
+  const fits = query.length <= URL_LIMIT;
+  return { href: fits ? `/?${query}` : null, length: query.length, fits };
+}
+
+/** What an explorer URL names for a real head: {model, text, textB, layer, head} or null. */
+export function readRealHead(search = window.location.search) {
+  const p = new URLSearchParams(search);
+  if (!p.has("real")) return null;
+  return {
+    model: p.get("real") || "",
+    text: p.get("text"),
+    textB: p.get("text_b") || "",
+    layer: int(p.get("layer"), 1),
+    head: int(p.get("head"), 1),
+    rawLayer: p.get("layer"),
+    rawHead: p.get("head"),
+  };
+}
+
+/** Back from a real head to the model page, on the same text, layer and head. */
+export function modelPageLink({ model, text, textB = "", layer, head }) {
+  const pairs = [["model", model]];
+  if (text) pairs.push(["text", text]);
+  if (textB) pairs.push(["text_b", textB]);
+  if (layer) pairs.push(["layer", layer]);
+  if (head) pairs.push(["head", head]);
+  return `/model?${buildQuery(pairs)}`;
+}
+
+export { URL_LIMIT };

@@ -1,0 +1,119 @@
+// The model page's token list: one button per token shown (special, segment B,
+// WordPiece continuation, written by the model, [UNK]), what a generation wrote,
+// and the notice that names the words an encoder's vocabulary lacks.
+
+import { el } from "./dom.js";
+import { quoted } from "./explorer-notices.js";
+import { modelApi } from "./model-data.js";
+import { UNKNOWN_PIECE, wordsWithUnknownPieces } from "./model-vectors.js";
+
+// The unknown token of WordPiece vocabularies and of SentencePiece ones (Llama-family
+// tokenizers without byte fallback): what a text's missing characters become.
+const UNKNOWN_TOKENS = new Set([UNKNOWN_PIECE, "<unk>"]);
+export const isUnknown = (t) => UNKNOWN_TOKENS.has(t);
+
+/** A token as a chip shows it: line breaks, tabs and other control characters as visible marks. */
+export const visibleToken = (t) =>
+  t
+    .replace(/\n/g, "↵")
+    .replace(/\t/g, "⇥")
+    .replace(/[\u0000-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
+
+/**
+ * The tokens of `meta` (an attention or generation answer without its maps) as buttons.
+ * chosen: index of the chosen token or null; onChoose(i) when one is clicked.
+ */
+export function renderTokenList(list, meta, { chosen, onChoose }) {
+  const items = meta.tokens.map((token, i) => {
+    const position = meta.positions[i];
+    const generated = Boolean(meta.generated && meta.generated[i]);
+    const classes = [
+      "wp-token",
+      meta.special[position] ? "special" : "",
+      meta.token_type_ids[i] === 1 ? "seg-b" : "",
+      token.startsWith("##") ? "piece" : "",
+      generated ? "generated" : "",
+      isUnknown(token) ? "unk" : "",
+    ];
+    const button = el("button", {
+      type: "button",
+      class: classes.filter(Boolean).join(" "),
+      "data-testid": "wp-token",
+      "data-index": i,
+      "aria-pressed": String(i === chosen),
+      title: `position ${position}${generated ? " · written by the model" : ""}${isUnknown(token) ? " · not in the vocabulary" : ""}`,
+      text: visibleToken(token),
+      onclick: () => onChoose(i),
+    });
+    if (generated) button.setAttribute("aria-label", `${token} (written by the model)`);
+    return el("li", {}, button);
+  });
+  list.replaceChildren(...items);
+}
+
+/** Press the chosen token's button only (rebuilding the list would take the focus away). */
+export function markChosenToken(list, chosen) {
+  list.querySelectorAll("[data-testid='wp-token']").forEach((b, i) => b.setAttribute("aria-pressed", String(i === chosen)));
+}
+
+const STOPS = { eos: "it wrote its end-of-text token", max_new_tokens: "it reached max new tokens" };
+
+/** What a generation wrote, how, and why it stopped. */
+export function renderGenerationSummary(box, meta) {
+  box.hidden = !meta || !meta.generated_tokens;
+  if (box.hidden) return box.replaceChildren();
+  const count = meta.generated_tokens.length;
+  const how =
+    meta.temperature > 0
+      ? `sampled at temperature ${meta.temperature}${meta.top_k ? `, top-k ${meta.top_k}` : ""}, seed ${meta.seed}`
+      : "greedy: the most likely token each time";
+  box.replaceChildren(
+    el("span", { class: "gen-swatch", "aria-hidden": "true" }),
+    ` The model wrote ${count} token${count === 1 ? "" : "s"} (${how}); it stopped because ${STOPS[meta.stop_reason] || meta.stop_reason}: `,
+    el("q", { "data-testid": "gen-text", text: meta.generated_text }),
+    ". Its tokens are marked ▸ and outlined in orange.",
+  );
+}
+
+/**
+ * A model turns what its vocabulary lacks (emoji, rarer scripts) into [UNK] (or <unk>):
+ * say so beside the token list and, for an encoder (whose word pieces the server can
+ * list: lookup), name the words.
+ * texts: what was sent; limits: {max_vocabulary_words, max_token_chars}.
+ * Resolves once the notice is final; `isCurrent()` false drops a late answer.
+ */
+export async function explainUnknown(box, { tokens, texts, model, modelName, limits, isCurrent, lookup = true }) {
+  const unknown = tokens.filter(isUnknown);
+  const count = unknown.length;
+  box.hidden = count === 0;
+  box.dataset.words = "";
+  if (!count) return box.replaceChildren();
+  box.replaceChildren(
+    `${count} token${count === 1 ? " is" : "s are"} `,
+    el("code", { text: unknown[0] }),
+    `: ${modelName}'s vocabulary lacks some characters of the text (emoji, rarer scripts), and the model sees one unknown token there, the same for any character it lacks.`,
+  );
+  if (!lookup) return;
+  const words = [...new Set(texts.join(" ").split(/\s+/).filter(Boolean))]
+    .filter((w) => w.length <= (limits.max_token_chars || 64))
+    .slice(0, limits.max_vocabulary_words || 256);
+  if (!words.length) return;
+  let answer;
+  try {
+    answer = await modelApi.embeddings({ model, words });
+  } catch {
+    return; // the count above stands without the words
+  }
+  if (!isCurrent()) return;
+  const pieces = new Map(answer.words.map((w, i) => [w, answer.pieces[i]]));
+  const lacking = wordsWithUnknownPieces(words, (w) => pieces.get(w));
+  if (!lacking.length) return;
+  box.dataset.words = lacking.join(" ");
+  box.replaceChildren(
+    `${modelName}'s vocabulary lacks `,
+    ...quoted(lacking),
+    ` (in whole or in part): ${lacking.length === 1 ? "it becomes" : "each becomes"} the token `,
+    el("code", { text: UNKNOWN_PIECE }),
+    ` (${count} in all), the same for any character the model lacks, so its attention says nothing about what was written there.`,
+  );
+}
