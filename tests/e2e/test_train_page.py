@@ -119,10 +119,10 @@ def test_a_run_streams_into_the_page_and_the_slider_scrubs(page: Page, runs_dir:
     assert plot_data(page, "loss-plot", trace=2, field="x") == [0, 50, 60]
     expect(page.get_by_test_id("sample-step")).to_have_text("after step 60")
 
-    # One click opens the model on /model (which model it shows is /model's part).
+    # One click opens the trained model on /model, picked in its list.
     page.get_by_test_id("open-model").click()
     page.wait_for_url(f"**/model?model={name}")
-    expect(page.get_by_test_id("model-form")).to_be_visible()
+    expect(page.get_by_test_id("model-pick")).to_have_value(name)
 
 
 @pytest.mark.allow_console(r"/api/train \(net::ERR_ABORTED\)")  # Stop aborts the fetch
