@@ -1,7 +1,7 @@
 # attention-viz: web app + JSON API over a pure-PyTorch attention library.
 #
 #   docker build -t attention-viz .
-#   docker run --rm -p 8000:8000 --read-only --tmpfs /tmp attention-viz
+#   docker run --rm -p 8000:8000 --read-only --tmpfs /tmp -v attention-viz-runs:/runs attention-viz
 #
 # CPU-only: torch comes from PyTorch's CPU wheel index (no CUDA, ~200 MB
 # wheel instead of several GB). Build arguments:
@@ -113,7 +113,15 @@ ENV PATH=/opt/venv/bin:$PATH \
 
 RUN groupadd --gid 10001 attention \
  && useradd --no-log-init --uid 10001 --gid 10001 \
-        --home-dir /tmp --no-create-home --shell /usr/sbin/nologin attention
+        --home-dir /tmp --no-create-home --shell /usr/sbin/nologin attention \
+ && mkdir /runs && chown 10001:10001 /runs
+
+# Trained models (POST /api/train, the /train page) are saved here: the one
+# directory besides /tmp that the app writes. Mount a volume on it (docker run
+# -v attention-viz-runs:/runs; shared by replicas in deploy/); without one,
+# Docker gives the container an anonymous volume.
+ENV ATTENTION_VIZ_RUNS_DIR=/runs
+VOLUME ["/runs"]
 
 # ---- models (issue 10): checkpoints come from a read-only mount at /models ----
 #   docker run --rm -p 8000:8000 --read-only --tmpfs /tmp \

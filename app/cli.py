@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from . import train_cli
 from .settings import get_settings
 
 SERVE_MODELS_ENV = "ATTENTION_VIZ_SERVE_MODELS"
@@ -153,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     presets = sub.add_parser("presets", help="list the presets")
     presets.set_defaults(func=_presets)
+
+    train_cli.add_parser(sub)
     return parser
 
 

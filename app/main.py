@@ -20,10 +20,23 @@ from . import compute
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
 from .paths import STATIC_DIR
-from .routes import api, assets, docs, generate, health, model, model_page, models, pages
+from .routes import (
+    api,
+    assets,
+    docs,
+    generate,
+    health,
+    model,
+    model_page,
+    models,
+    pages,
+    train,
+    train_page,
+)
 from .security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from .settings import Settings, get_settings
 from .static_files import RevalidatedStaticFiles
+from .training.runner import slots_for
 
 DESCRIPTION = """\
 Self-attention, step by step. Every endpoint returns each intermediate tensor:
@@ -65,13 +78,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.training_slots = slots_for(settings)
 
     async def current_settings() -> Settings:  # async: a sync one costs a thread-pool hop
         return settings
 
     app.dependency_overrides[get_settings] = current_settings
     install_error_handlers(app)
-    for module in (health, api, models, model, generate, assets, docs, pages, model_page):
+    for module in (
+        health,
+        api,
+        models,
+        model,
+        generate,
+        train,
+        assets,
+        docs,
+        pages,
+        model_page,
+        train_page,
+    ):
         app.include_router(module.router)
     app.mount("/static", RevalidatedStaticFiles(directory=STATIC_DIR), name="static")
     # Level 1: Starlette's default (9) spends 1-3 s on one 512-token compact attention layer

@@ -57,7 +57,7 @@ def build_registry(settings: Settings) -> ModelRegistry:
         default_dir=Path(settings.model_dir).expanduser() if settings.model_dir else None,
         cli_paths=split_paths(settings.serve_models),
         env_paths=split_paths(settings.models),
-        runs_dir=Path(settings.runs_dir).expanduser() if settings.runs_dir else None,
+        runs_dir=settings.runs_path(),  # where POST /api/train saves (the default too)
         hf_cache=hf_cache_dir() if settings.hf_cache else None,
         max_loaded=settings.loaded_models,
         max_tokens=settings.model_max_tokens,

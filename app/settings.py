@@ -1,6 +1,8 @@
 """All tunables in one place, overridable by ATTENTION_VIZ_* environment variables."""
 
+import os
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -63,9 +65,6 @@ class Settings(BaseSettings):
         description="set by `attention-viz serve --model PATH` (os.pathsep-separated); "
         "listed before ATTENTION_VIZ_MODELS",
     )
-    runs_dir: str | None = Field(
-        None, description="trained runs (checkpoint directories), rescanned on every listing"
-    )
     hf_cache: bool = Field(
         True,
         description="list the local Hugging Face cache (HF_HUB_CACHE, else "
@@ -73,6 +72,46 @@ class Settings(BaseSettings):
     )
     loaded_models: int = Field(2, ge=1, description="models kept in memory at once (LRU)")
     max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
+
+    # Training (POST /api/train, the /train page); see the README's "Training" section.
+    runs_dir: str | None = Field(
+        None,
+        description="where finished training runs are saved (shared by replicas), and listed "
+        "as models (rescanned on every listing); default: $XDG_DATA_HOME/attention-viz/runs, "
+        "else ~/.local/share/attention-viz/runs",
+    )
+    runs_keep: int = Field(20, ge=1, description="newest training runs kept in runs_dir")
+    train_concurrent: int = Field(
+        0, ge=0, description="training runs at once per server process; 0: one per CPU"
+    )
+    train_threads: int = Field(1, ge=1, description="PyTorch threads of one training process")
+    train_nice: int = Field(
+        10, ge=0, le=19, description="how much lower a training process's CPU priority is"
+    )
+    train_max_seconds: float = Field(900, gt=0, description="wall-clock limit of one run")
+    train_max_steps: int = Field(5000, ge=1, description="max_steps of one run")
+    train_max_parameters: int = Field(2_000_000, ge=1, description="parameters of one model")
+    train_max_text_bytes: int = Field(
+        1_000_000, ge=1, description="UTF-8 bytes of an uploaded or pasted training text"
+    )
+    train_max_vocabulary: int = Field(1024, ge=2, description="distinct characters of a text")
+    train_max_layers: int = Field(8, ge=1, description="n_layer")
+    train_max_embd: int = Field(512, ge=1, description="n_embd")
+    train_max_block_size: int = Field(256, ge=2, description="block_size (context length)")
+    train_max_batch_size: int = Field(128, ge=1, description="batch_size")
+    train_max_attention_cells: int = Field(
+        8_388_608,
+        ge=1,
+        description="batch_size × n_head × block_size² × n_layer: the attention maps one "
+        "step keeps for backward: ~45 bytes each (8M: ~0.4 GB)",
+    )
+
+    def runs_path(self) -> Path:
+        """``runs_dir``, or the per-user default (XDG data directory)."""
+        if self.runs_dir:
+            return Path(self.runs_dir).expanduser()
+        data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(data_home) / "attention-viz" / "runs"
 
 
 @lru_cache

@@ -13,7 +13,8 @@
 # /api/compare (the flagship bank/bank example) -> check user, read-only
 # root -> a small random GPT-2 checkpoint, made on the host with the test
 # venv's transformers and mounted read-only at /models, listed by GET
-# /api/models, its maps and a generation fetched -> print the image size.
+# /api/models, its maps and a generation fetched -> train a few steps into the
+# /runs volume (POST /api/train) -> print the image size.
 # Cleans up on exit; exits non-zero on failure.
 #
 # Env: SMOKE_IMAGE (default localhost/attention-viz:smoke)
@@ -179,8 +180,10 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 inspect '{{range .Config.Env}}{{.}}{{"\n"}}{{end}}' | grep -v '^$' >"$workdir/env"
 echo "ATTENTION_VIZ_PORT=$port" >>"$workdir/env"
 workdir_img=$(inspect '{{.Config.WorkingDir}}')
-log "serving from the image on 127.0.0.1:$port (read-only root, tmpfs /tmp, uid $APP_UID)"
-RUN_READONLY_MOUNTS="$models_dir:/models" \
+# The runs directory as a volume (the image's VOLUME /runs), owned by the app's user.
+mkdir "$workdir/runs" && chown "$APP_UID:$APP_UID" "$workdir/runs"
+log "serving from the image on 127.0.0.1:$port (read-only root, tmpfs /tmp, volume /runs, uid $APP_UID)"
+RUN_READONLY_MOUNTS="$models_dir:/models" RUN_READONLY_VOLUMES="$workdir/runs:/runs" \
 "$repo/scripts/docker/run-readonly.sh" "$rootfs" "$user" "$workdir/env" "${workdir_img:-/}" -- \
     attention-viz serve --host 127.0.0.1 --port "$port" \
     </dev/null >"$workdir/server.log" 2>&1 &
@@ -278,6 +281,31 @@ print(f"[docker-smoke] GET /api/models -> {sorted(listed)}; POST /api/model/atte
 PY
 log "models: the read-only /models checkpoint is listed, mapped and generates"
 # ------------------------------------------------------------ end models ---
+
+# Training (issue 11): a few steps of a tiny GPT streamed from POST /api/train, saved
+# into the /runs volume as a checkpoint directory.
+train_body='{"n_layer":1,"n_embd":16,"block_size":16,"batch_size":4,"max_steps":5,"eval_every":5,"eval_iters":2,"sample_chars":8}'
+code=$(curl -s -N -o "$workdir/train.txt" -w '%{http_code}' --max-time 300 \
+    -H 'Content-Type: application/json' --data "$train_body" "$base_url/api/train") \
+    || die "POST /api/train: no answer"
+[[ "$code" == 200 ]] || die "POST /api/train -> HTTP $code: $(head -c 500 "$workdir/train.txt")"
+grep -q '^event: done$' "$workdir/train.txt" \
+    || die "POST /api/train: no done event: $(tail -c 600 "$workdir/train.txt")"
+run_name=$(sed -n 's/^data: .*"name":"\([^"]*\)".*/\1/p' "$workdir/train.txt" | tail -n 1)
+for file in config.json model.safetensors tokenizer.json training.json; do
+    [[ -s "$workdir/runs/$run_name/$file" ]] || die "the run $run_name has no $file in the /runs volume"
+done
+code=$(curl -s -o "$workdir/models-after.json" -w '%{http_code}' "$base_url/api/models") || code=000
+[[ "$code" == 200 ]] || die "GET /api/models after training -> HTTP $code"
+python3 - "$workdir/models-after.json" "$run_name" <<'PY' || die "the trained run is not in GET /api/models"
+import json, sys
+models = {m["name"]: m for m in json.load(open(sys.argv[1]))["models"]}
+run = models[sys.argv[2]]
+assert run["source"] == "runs" and run["supported"] and run["family"] == "gpt2", run
+PY
+code=$(curl -s -o /dev/null -w '%{http_code}' "$base_url/train")
+[[ "$code" == 200 ]] || die "GET /train -> HTTP $code"
+log "POST /api/train -> 200, 5 steps streamed, saved to /runs/$run_name, listed by GET /api/models; GET /train -> 200"
 
 size_mb=$((size_bytes / 1000 / 1000))
 log "PASS: image $IMAGE, ${size_mb} MB ($size_bytes bytes), total $(($(date +%s) - started))s"

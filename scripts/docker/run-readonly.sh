@@ -10,6 +10,8 @@
 #
 # Usage: run-readonly.sh ROOTFS UID:GID ENVFILE WORKDIR -- COMMAND [ARG...]
 #   ENVFILE: NAME=VALUE lines (the image's Config.Env, plus overrides)
+#   RUN_READONLY_VOLUMES: optional "HOSTDIR:DIR ..." bind-mounted writable at DIR
+#   (which must exist in the image), as `docker run -v HOSTDIR:DIR` would.
 #   RUN_READONLY_MOUNTS (env, optional): "SRC:DST ..." host directories bind-mounted
 #   read-only at DST inside the root, like `docker run -v SRC:DST:ro` (DST must exist)
 # Before exec'ing COMMAND it proves, and prints, that:
@@ -34,6 +36,9 @@ mount --bind "$rootfs" "$rootfs"
 mount -o remount,bind,ro "$rootfs"
 mount -t tmpfs -o mode=1777,nosuid,nodev,size=512m tmpfs "$rootfs/tmp"
 mount -t proc -o nosuid,nodev,noexec proc "$rootfs/proc"
+for volume in ${RUN_READONLY_VOLUMES:-}; do
+    mount --bind "${volume%%:*}" "$rootfs${volume#*:}"
+done
 mount --rbind /dev "$rootfs/dev"
 mount --rbind -o ro /sys "$rootfs/sys" 2>/dev/null || true
 for pair in ${RUN_READONLY_MOUNTS:-}; do

@@ -40,7 +40,11 @@ CHECKS = [
 ]
 
 app = create_app()
-schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+# POST /api/train is left out: a valid body starts a training process that streams for a
+# minute (tests/api/test_train_api.py and test_train_live.py cover its inputs and limits).
+schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(
+    path="/api/train", method="POST"
+)
 OPERATIONS = [result.ok() for result in schema.get_all_operations()]
 REQUESTS: Counter[str] = Counter()
 STATUSES: Counter[int] = Counter()

@@ -169,3 +169,20 @@ def test_service_and_budget_select_the_pods() -> None:
     assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
     # With 2 replicas, at most one pod may be taken away voluntarily.
     assert budget["spec"].get("minAvailable", 0) == 1 or budget["spec"].get("maxUnavailable") == 1
+
+
+def test_runs_directory_is_a_shared_volume() -> None:
+    """Trained models go to ATTENTION_VIZ_RUNS_DIR on a claim every replica mounts."""
+    c = container()
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    assert env["ATTENTION_VIZ_RUNS_DIR"] in mounts
+    volume = {v["name"]: v for v in pod_spec()["volumes"]}[mounts[env["ATTENTION_VIZ_RUNS_DIR"]]]
+    name = volume["persistentVolumeClaim"]["claimName"]
+    (claim,) = [
+        r
+        for r in resources()
+        if r["kind"] == "PersistentVolumeClaim" and r["metadata"]["name"] == name
+    ]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]  # shared by the replicas
+    assert env["ATTENTION_VIZ_TRAIN_CONCURRENT"] == "1"

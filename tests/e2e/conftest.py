@@ -28,7 +28,8 @@ VIEWPORT = {"width": 1280, "height": 900}
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "allow_console(pattern): console errors matching this regex are expected (e.g. a 422)",
+        "allow_console(pattern): console errors, HTTP statuses and failed requests matching "
+        "this regex are expected (e.g. a 422, an aborted fetch)",
     )
 
 
@@ -73,7 +74,13 @@ def page(browser: Browser, server_url: str, request: pytest.FixtureRequest) -> I
 
     page.on("console", on_console)
     page.on("pageerror", lambda err: problems.append(f"page error: {err}"))
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
+
+    def on_request_failed(request: Any) -> None:
+        message = f"request failed: {request.url} ({request.failure})"
+        if not (allowed and allowed.search(message)):  # e.g. a fetch the page aborts on purpose
+            problems.append(message)
+
+    page.on("requestfailed", on_request_failed)
     page.on("response", on_response)
     page.on(
         "request",

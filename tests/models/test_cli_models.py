@@ -14,10 +14,12 @@ from app.settings import get_settings
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # setenv (not delenv): the variable the CLI sets is removed again after each test.
     monkeypatch.setenv(cli.SERVE_MODELS_ENV, "")
     monkeypatch.setenv("ATTENTION_VIZ_HF_CACHE", "false")
+    # An empty runs directory: the default one (~/.local/share/...) may hold trained runs.
+    monkeypatch.setenv("ATTENTION_VIZ_RUNS_DIR", str(tmp_path / "runs"))
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
@@ -30,9 +32,10 @@ def test_models_lists_what_the_registry_sees(
     rows = json.loads(capsys.readouterr().out)
     assert [(r["name"], r["source"], r["default"]) for r in rows] == [
         ("sentence-transformers/all-MiniLM-L6-v2", "package", True),
+        ("tiny-bank-gpt", "builtin", False),  # trained by `attention-viz train` (issue 11)
         ("tiny-gpt2", "cli", False),
     ]
-    assert rows[1]["path"] == str(checkpoints / "tiny-gpt2")
+    assert rows[2]["path"] == str(checkpoints / "tiny-gpt2")
     assert cli.main(["models", "--model", str(checkpoints)]) == 0
     table = capsys.readouterr().out
     assert "  tiny-gpt2-bf16  [cli]  gpt2   2 layers x 4 heads, " in table

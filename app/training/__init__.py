@@ -1,0 +1,1 @@
+"""Training runs for the web app: the request, the child process, the event stream."""
