@@ -62,7 +62,13 @@ def lighthouse(url: str, preset: str) -> dict[str, Any]:
         if preset == "desktop":
             command.append("--preset=desktop")
         env = {**os.environ, "CHROME_PATH": CHROMIUM}
-        subprocess.run(command, check=True, env=env, cwd=tmp)
+        # Lighthouse sometimes loses the trace of a load (NO_NAVSTART): run that page again.
+        for attempt in range(3):
+            if subprocess.run(command, env=env, cwd=tmp).returncode == 0:
+                break
+            print(f"lighthouse failed on {url} (attempt {attempt + 1} of 3)", file=sys.stderr)
+        else:
+            raise SystemExit(f"lighthouse failed three times on {url}")
         report = json.loads(out.read_text())
     audits = report["audits"]
     row = {c: round(100 * (report["categories"][c]["score"] or 0)) for c in CATEGORIES}

@@ -19,7 +19,7 @@ export function renderChips(list, tokens, onRemove, { onChoose, chosen = null, m
               class: "chip-text",
               "data-testid": "token-chip-choose",
               "aria-pressed": String(chosen === i),
-              "aria-label": `Show what ${what} ${i + 1} (${token}) reads`,
+              "aria-label": `${token}: show what ${what} ${i + 1} reads`,
               text: token,
               onclick: () => onChoose(i),
             })
