@@ -12,7 +12,7 @@ Prints, per page, the median over ``--runs``: the performance, accessibility,
 best-practices and SEO scores, and LCP, TBT and CLS.
 
 Usage: .venv/bin/python bench/bench_lighthouse.py [--runs 3] [--url http://127.0.0.1:8000]
-       [--pages /,/compare,/lessons,/model] [--preset mobile|desktop] [--json out.json]
+       [--pages /,/compare,/lessons,/model,/train] [--preset mobile|desktop] [--json out.json]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from devtools.server import start_server, stop_server  # noqa: E402
 
 LIGHTHOUSE_DIR = Path(__file__).resolve().parent / "lighthouse"
 LIGHTHOUSE_CLI = LIGHTHOUSE_DIR / "node_modules" / "lighthouse" / "cli" / "index.js"
-PAGES = ["/", "/compare", "/lessons", "/model"]
+PAGES = ["/", "/compare", "/lessons", "/model", "/train"]
 CATEGORIES = ["performance", "accessibility", "best-practices", "seo"]
 
 
