@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from devtools.server import start_server, stop_server
 from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
-from tests.models.checkpoints import make_gpt2, metaspace_tokenizer, write_config
+from tests.models.checkpoints import make_gpt2, make_llama, metaspace_tokenizer, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -41,6 +41,7 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # tokenizers have: characters it lacks become <unk>.
     make_gpt2(root / "tiny-gpt2-unk", seed=5)
     metaspace_tokenizer().save(str(root / "tiny-gpt2-unk" / "tokenizer.json"))
+    make_llama(root / "tiny-llama")  # RoPE, 4 query heads on 2 kv heads
     write_config(root / "tiny-t5", {"model_type": "t5", "is_encoder_decoder": True})
     return root
 
@@ -416,30 +417,18 @@ def test_a_head_opens_step_by_step_in_the_explorer(page: Page, server_url: str) 
 def test_a_rotary_head_shows_q_and_k_before_and_after_the_rotation(
     page: Page, server_url: str
 ) -> None:
-    """A RoPE head (Llama-family) answers q and k rotated plus q_unrotated/k_unrotated.
-    No Llama checkpoint is on main yet, so the GPT-2 answer is given those fields
-    (k and q shifted by one, as a rotation would change them) on its way to the page."""
-
-    def rotary(route: Any) -> None:
-        response = route.fetch()
-        body = response.json()
-        steps = body["heads"][0]
-        steps["q_unrotated"] = [[v + 1 for v in row] for row in steps["q"]]
-        steps["k_unrotated"] = [[v - 1 for v in row] for row in steps["k"]]
-        body["rope"] = True
-        body["family"] = "llama"
-        route.fulfill(response=response, json=body)
-
-    page.route("**/api/model/head", rotary)
-    page.goto(f"/?real=tiny-gpt2&text={quote(TEXT)}&layer=1&head=2")
+    """A Llama-family head: q and k before and after RoPE, the shared kv head named."""
+    page.goto(f"/?real=tiny-llama&text={quote(TEXT)}&layer=1&head=3")
     expect(page.locator("main")).to_have_attribute("data-ready", "real", timeout=WAIT)
     expected = api(
-        server_url, "/api/model/head", {"model": "tiny-gpt2", "text": TEXT, "layer": 1, "head": 2}
-    )["heads"][0]
-    wait_for_plot(page, "plot-q_unrotated")
-    wait_for_plot(page, "plot-k_unrotated")
-    q0 = [[v + 1 for v in row] for row in expected["q"]]
-    assert flat(plot_data(page, "plot-q_unrotated")) == pytest.approx(flat(q0), abs=1e-5)
+        server_url, "/api/model/head", {"model": "tiny-llama", "text": TEXT, "layer": 1, "head": 3}
+    )
+    steps = expected["heads"][0]
+    assert expected["kv_head"] == 2  # query head 3 of 4 reads kv head 2 of 2 (from 1)
+    assert steps["q_unrotated"] != steps["q"]  # the rotation changed something
+    for step in ("q_unrotated", "q", "k_unrotated", "k"):
+        wait_for_plot(page, f"plot-{step}")
+        assert flat(plot_data(page, f"plot-{step}")) == pytest.approx(flat(steps[step]), abs=1e-5)
     expect(page.locator("[data-step='q'] .step-title")).to_have_text("q = RoPE(x @ W_query)")
     expect(page.locator("[data-step='q_unrotated'] .step-title")).to_have_text(
         "q before RoPE = x @ W_query"
@@ -450,7 +439,9 @@ def test_a_rotary_head_shows_q_and_k_before_and_after_the_rotation(
     )
     assert order.index("q_unrotated") == order.index("q") - 1
     assert order.index("k_unrotated") == order.index("k") - 1
-    expect(page.get_by_test_id("real-head-facts")).to_contain_text("rotary positions (RoPE)")
+    facts = page.get_by_test_id("real-head-facts")
+    expect(facts).to_contain_text("rotary positions (RoPE)")
+    expect(facts).to_contain_text("key/value head 2")
 
 
 @pytest.mark.allow_console(r"422")
