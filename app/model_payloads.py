@@ -19,6 +19,7 @@ from attention_core.models import (
     hide_special,
 )
 
+from .convert import HEAD_STEPS
 from .limits import LimitError
 from .schemas.model import MapOptions
 
@@ -132,17 +133,7 @@ def head_payload(
         )
     rope = trace.q_unrotated is not None
     steps: dict[str, np.ndarray | None] = {
-        name: _array(getattr(trace, name))
-        for name in (
-            "q",
-            "k",
-            "v",
-            "attn_scores",
-            "scaled_scores",
-            "masked_scores",
-            "attn_weights",
-            "context_vec",
-        )
+        name: _array(getattr(trace, name)) for name in HEAD_STEPS
     }
     steps["q_unrotated"] = _array(trace.q_unrotated) if trace.q_unrotated is not None else None
     steps["k_unrotated"] = _array(trace.k_unrotated) if trace.k_unrotated is not None else None

@@ -97,26 +97,20 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from attention_core import SpecError
-    from attention_core.training import Done, Progress, Start, preset_config, train
+    from attention_core.training import (
+        TRAINING_SETTINGS,
+        Done,
+        Progress,
+        Start,
+        preset_config,
+        train,
+    )
 
     torch.set_num_threads(args.threads)
     given = {
         name: getattr(args, name)
-        for name in (
-            "n_layer",
-            "n_head",
-            "n_embd",
-            "block_size",
-            "batch_size",
-            "max_steps",
-            "learning_rate",
-            "dropout",
-            "seed",
-            "eval_every",
-            "eval_iters",
-            "probe",
-        )
-        if getattr(args, name) is not None
+        for name in TRAINING_SETTINGS
+        if getattr(args, name, None) is not None  # the CLI has no flag for some
     }
     try:
         text = None if args.text is None else args.text.read_text(encoding="utf-8")

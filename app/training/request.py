@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from attention_core import SpecError
 from attention_core.training import (
     TRAINING_PRESETS,
+    TRAINING_SETTINGS,
     TrainConfig,
     default_text,
     min_text_chars,
@@ -166,28 +167,11 @@ def _checked_text(text: str, field: str, settings: Settings) -> str:
     return text
 
 
-# Request fields that, when given, override the architecture's preset.
-_SETTINGS = (
-    "n_layer",
-    "n_head",
-    "n_embd",
-    "block_size",
-    "batch_size",
-    "max_steps",
-    "learning_rate",
-    "dropout",
-    "seed",
-    "eval_every",
-    "eval_iters",
-    "snapshot_every",
-    "sample_chars",
-    "probe",
-)
-
-
 def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> TrainConfig:
     preset = TRAINING_PRESETS[body.architecture]
-    given = {name: getattr(body, name) for name in _SETTINGS if getattr(body, name) is not None}
+    given = {
+        name: getattr(body, name) for name in TRAINING_SETTINGS if getattr(body, name) is not None
+    }
     _check_limits(preset, given, settings)
     corpus = default_text() if text is None else text
     try:

@@ -10,6 +10,7 @@ from .architectures import BuiltModel, build_model, gpt2_config, parameter_count
 from .checkpoint import TRAINING_FILE, is_run, new_run_name, prune_runs, save_run
 from .config import ARCHITECTURES, DEFAULT_PROBE, TrainConfig, preset_config
 from .config import PRESETS as TRAINING_PRESETS
+from .config import SETTINGS as TRAINING_SETTINGS
 from .corpus import (
     CharVocabulary,
     Corpus,
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_PROBE",
     "TRAINING_FILE",
     "TRAINING_PRESETS",
+    "TRAINING_SETTINGS",
     "BuiltModel",
     "CharVocabulary",
     "Corpus",

@@ -170,6 +170,25 @@ PRESETS: dict[str, TrainConfig] = {
 }
 
 
+# The fields a run may set over its architecture's preset (API body, CLI flags).
+SETTINGS = (
+    "n_layer",
+    "n_head",
+    "n_embd",
+    "block_size",
+    "batch_size",
+    "max_steps",
+    "learning_rate",
+    "dropout",
+    "seed",
+    "eval_every",
+    "eval_iters",
+    "snapshot_every",
+    "sample_chars",
+    "probe",
+)
+
+
 def preset_config(
     architecture: str, overrides: dict[str, Any], text: str | None = None
 ) -> TrainConfig:
