@@ -121,3 +121,21 @@ def hf_run(hf_model: torch.nn.Module) -> HFRun:
         return attentions, hidden
 
     return run
+
+
+@pytest.fixture(scope="session")
+def hf_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """name (of ``hf_checkpoints.HF_SPECS``) -> its directory, each made on first use."""
+    from tests.models.hf_checkpoints import make_hf
+    from tests.models.need import need
+
+    need("transformers")
+    root = tmp_path_factory.mktemp("hf-checkpoints")
+
+    def get(name: str) -> Path:
+        directory = root / name
+        if not (directory / "config.json").is_file():
+            make_hf(directory, name)
+        return directory
+
+    return get

@@ -1,0 +1,37 @@
+"""The ``transformers`` backend: any architecture transformers implements, with every
+attention layer computed by ``attention_with_steps`` (see ``capture``).
+
+Importing this package imports transformers (the ``transformers`` extra).
+"""
+
+from .capture import (
+    ATTENTION_NAME,
+    STACKS,
+    Capture,
+    CapturedCall,
+    Kind,
+    Site,
+    Stack,
+    attention_sites,
+    boolean_mask,
+    capturing,
+    core_attention,
+    register,
+    site_of,
+)
+
+__all__ = [
+    "ATTENTION_NAME",
+    "STACKS",
+    "Capture",
+    "CapturedCall",
+    "Kind",
+    "Site",
+    "Stack",
+    "attention_sites",
+    "boolean_mask",
+    "capturing",
+    "core_attention",
+    "register",
+    "site_of",
+]
