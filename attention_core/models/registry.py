@@ -20,8 +20,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import SpecError
 from .checkpoints import read_json
@@ -71,6 +72,9 @@ class ModelEntry:
     parameters: int | None
     reason: str | None
     fingerprint: Fingerprint = ()
+    backend: str | None = None  # "core" or "transformers" (None: unknown)
+    kind: str | None = None  # "encoder", "decoder" or "encoder-decoder" (None: unknown)
+    loader: Family | None = field(default=None, compare=False, repr=False)
 
     @property
     def supported(self) -> bool:
@@ -127,6 +131,7 @@ def describe(candidate: Candidate, stamp: Fingerprint = ()) -> ModelEntry:
             family=family.name if family else None,
             causal=family.causal if family else None,
             reason=exc.message,
+            **_backend_fields(family),
         )
     parameters = sum(
         _numel(e.shape)
@@ -135,8 +140,19 @@ def describe(candidate: Candidate, stamp: Fingerprint = ()) -> ModelEntry:
         if e.dtype.is_floating_point and not name.endswith(_BUFFER_SUFFIXES)
     )
     return replace(
-        entry, family=family.name, causal=family.causal, sizes=sizes, parameters=parameters
+        entry,
+        family=family.name,
+        causal=family.causal,
+        sizes=sizes,
+        parameters=parameters,
+        **_backend_fields(family),
     )
+
+
+def _backend_fields(family: Family | None) -> dict[str, Any]:
+    if family is None:
+        return {}
+    return {"backend": family.backend, "kind": family.kind, "loader": family}
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -276,6 +292,8 @@ class ModelRegistry:
 
 
 def _family(entry: ModelEntry) -> Family:
+    if entry.loader is not None:
+        return entry.loader
     return next(f for f in FAMILIES if f.name == entry.family)
 
 
