@@ -155,8 +155,8 @@ def loaded_bytes(headers: Iterable[SafetensorsHeader]) -> int:
     return total
 
 
-def _mb(count: int) -> str:
-    return f"{count / 1e6:,.1f} MB"
+def _bytes(count: int) -> str:
+    return f"{count:,} bytes" if count < 10**7 else f"{count / 1e6:,.0f} MB"
 
 
 def check_model_size(
@@ -167,8 +167,8 @@ def check_model_size(
     implied = implied_parameters(sizes)
     if implied * 4 > max_model_bytes:
         raise SpecError(
-            f"config.json implies at least {implied:,} parameters ({_mb(implied * 4)} as "
-            f"float32); the limit is {_mb(max_model_bytes)} ({MAX_MODEL_BYTES_SETTING})",
+            f"config.json implies at least {implied:,} parameters ({_bytes(implied * 4)} as "
+            f"float32); the limit is {_bytes(max_model_bytes)} ({MAX_MODEL_BYTES_SETTING})",
             field="model",
         )
     headers = list(headers)
@@ -182,8 +182,8 @@ def check_model_size(
     needed = loaded_bytes(headers)
     if needed > max_model_bytes:
         raise SpecError(
-            f"the weights take {_mb(needed)} once loaded (float32); the limit is "
-            f"{_mb(max_model_bytes)} ({MAX_MODEL_BYTES_SETTING})",
+            f"the weights take {_bytes(needed)} once loaded (float32); the limit is "
+            f"{_bytes(max_model_bytes)} ({MAX_MODEL_BYTES_SETTING})",
             field="model",
         )
 

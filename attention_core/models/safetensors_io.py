@@ -214,7 +214,7 @@ def checkpoint_files(directory: Path) -> list[Path]:
         if bad:
             raise _broken(
                 index,
-                f"names the shard {str(bad[0])[:80]!r}; a shard is a file name inside the "
+                f"names the shard {str(bad[0])[:200]!r}; a shard is a file name inside the "
                 "checkpoint directory",
             )
         names: list[str] = sorted(set(weight_map.values()))

@@ -19,10 +19,14 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from attention_core.models import Decoder, ModelRegistry
+from attention_core import SpecError
+from attention_core.models import GPT2, Decoder, ModelRegistry, ModelUnsupported, read_header
 from attention_core.models import registry as registry_module
 from attention_core.models.model_size import (
     MAX_LAYERS,
+    default_max_model_bytes,
+    loaded_bytes,
+    machine_memory,
 )
 from attention_core.models.untrusted_json import MAX_JSON_DEPTH, nesting_depth
 
@@ -327,3 +331,185 @@ def test_any_exception_of_one_checkpoint_is_its_reason(
 def test_nesting_depth_skips_strings() -> None:
     assert nesting_depth('{"a": "[[[[{{{{", "b": [[1]], "c": "\\"[["}') == 3
     assert nesting_depth(DEEP) == MAX_JSON_DEPTH + 1  # stops counting past the limit
+
+
+# --- sizes: ATTENTION_VIZ_MAX_MODEL_BYTES ---------------------------------------------------
+
+
+def test_the_size_limit_is_checked_from_the_config_and_the_headers(
+    checkpoints: Path, tmp_path: Path
+) -> None:
+    shutil.copytree(checkpoints / "tiny-gpt2", tmp_path / "gpt2")
+    shutil.copytree(checkpoints / "tiny-gpt2-bf16", tmp_path / "bf16")
+    gpt2 = read_header(tmp_path / "gpt2" / "model.safetensors")
+    bf16 = read_header(tmp_path / "bf16" / "model.safetensors")
+    weights = loaded_bytes([gpt2])
+    assert weights == 4 * gpt2.parameters  # float32 already
+    assert loaded_bytes([bf16]) == 4 * bf16.parameters  # bf16 is converted on loading
+    assert loaded_bytes([bf16]) == 2 * (bf16.path.stat().st_size - 8 - _header_length(bf16.path))
+
+    def reasons(limit: int) -> dict[str, str | None]:
+        registry = ModelRegistry(
+            include_package=False, builtin_dir=None, env_paths=[tmp_path], max_model_bytes=limit
+        )
+        return {e.name: e.reason for e in registry.entries()}
+
+    assert reasons(weights) == {"bf16": None, "gpt2": None}
+    too_small = reasons(weights - 1)
+    assert too_small["gpt2"] == (
+        f"the weights take {weights:,} bytes once loaded (float32); the limit is "
+        f"{weights - 1:,} bytes (ATTENTION_VIZ_MAX_MODEL_BYTES)"
+    )
+    implied = 320 * 32 + 2 * 2 * 32 * 32  # embeddings, then 2 layers' q and output projections
+    assert reasons(4 * implied - 1)["gpt2"] == (
+        f"config.json implies at least {implied:,} parameters ({4 * implied:,} bytes as "
+        f"float32); the limit is {4 * implied - 1:,} bytes (ATTENTION_VIZ_MAX_MODEL_BYTES)"
+    )
+
+
+def _header_length(path: Path) -> int:
+    return int(struct.unpack("<Q", path.read_bytes()[:8])[0])
+
+
+def test_the_setting_reaches_the_listing_and_the_api(checkpoints: Path, tmp_path: Path) -> None:
+    shutil.copytree(checkpoints / "tiny-gpt2", tmp_path / "gpt2")
+    settings = Settings(models=str(tmp_path), hf_cache=False, max_model_bytes=1000)
+    with TestClient(create_app(settings)) as client:
+        models = listed(client)
+        assert (
+            "the limit is 1,000 bytes (ATTENTION_VIZ_MAX_MODEL_BYTES)" in models["gpt2"]["reason"]
+        )
+        answer = client.get("/api/model", params={"model": "gpt2"})
+        assert answer.status_code == 422
+        assert "ATTENTION_VIZ_MAX_MODEL_BYTES" in answer.json()["detail"][0]["msg"]
+
+
+def test_the_default_limit_is_half_the_machines_memory() -> None:
+    memory = machine_memory()
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert memory is not None and 0 < memory <= physical
+    assert default_max_model_bytes() == memory // 2
+    assert ModelRegistry().max_model_bytes == memory // 2
+
+
+def test_a_failed_load_is_remembered_until_the_files_change(
+    checkpoints: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A header whose names do not fit the config passes the listing and fails the load: once."""
+    good = tmp_path / "good.safetensors"
+    directory = Path(shutil.copytree(checkpoints / "tiny-gpt2", tmp_path / "models" / "m"))
+    shutil.copy(directory / "model.safetensors", good)
+    edit_header(directory, lambda h: json.dumps(h).replace("h.1.", "h.7."))
+    registry = ModelRegistry(
+        include_package=False, builtin_dir=None, env_paths=[tmp_path / "models"]
+    )
+    assert registry.entries()[0].supported
+    calls = []
+    real = registry_module._family
+
+    def counting(entry: Any) -> Any:
+        family = real(entry)
+        return replace(family, load=lambda *a: calls.append(1) or family.load(*a))
+
+    monkeypatch.setattr(registry_module, "_family", counting)
+    for _ in range(3):
+        with pytest.raises(ModelUnsupported, match="'m' is not supported: m: the weights do not"):
+            registry.load("m")
+    assert len(calls) == 1
+    (entry,) = registry.entries()
+    assert entry.reason is not None and entry.reason.startswith("m: the weights do not match")
+    shutil.copy(good, directory / "model.safetensors")  # fixed: a new fingerprint
+    assert registry.entries()[0].supported
+    assert isinstance(registry.load("m"), Decoder) and len(calls) == 2
+
+
+# --- shard indexes and symlinks: only files inside the checkpoint are read ------------------
+
+
+def sharded(source: Path, directory: Path, shard: str) -> Path:
+    """``source`` with its weights named ``shard`` by an index (the weights themselves gone)."""
+    shutil.copytree(source, directory)
+    header, _ = header_parts(directory / "model.safetensors")
+    (directory / "model.safetensors").unlink()
+    index = {"metadata": {}, "weight_map": {n: shard for n in header if n != "__metadata__"}}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    return directory
+
+
+def test_a_shard_index_cannot_lead_outside_its_checkpoint(
+    checkpoints: Path, tmp_path: Path
+) -> None:
+    victim = Path(shutil.copytree(checkpoints / "tiny-gpt2", tmp_path / "elsewhere" / "victim"))
+    models = tmp_path / "models"
+    source = checkpoints / "tiny-gpt2"
+    sharded(source, models / "dotdot", "../../elsewhere/victim/model.safetensors")
+    sharded(source, models / "absolute", str(victim / "model.safetensors"))
+    linked = sharded(source, models / "symlink", "model-00001-of-00001.safetensors")
+    (linked / "model-00001-of-00001.safetensors").symlink_to(victim / "model.safetensors")
+    single = Path(shutil.copytree(source, models / "single-symlink"))
+    (single / "model.safetensors").unlink()
+    (single / "model.safetensors").symlink_to(victim / "model.safetensors")
+    inside = sharded(source, models / "inside", "shards/model-00001-of-00001.safetensors")
+    (inside / "shards").mkdir()
+    shutil.copy(
+        source / "model.safetensors", inside / "shards" / "model-00001-of-00001.safetensors"
+    )
+    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[models])
+    reasons = {e.name: e.reason for e in registry.entries()}
+    assert reasons == {
+        "absolute": f"model.safetensors.index.json: names the shard "
+        f"{str(victim / 'model.safetensors')!r}; a shard is a file name inside the checkpoint "
+        "directory",
+        "dotdot": "model.safetensors.index.json: names the shard "
+        "'../../elsewhere/victim/model.safetensors'; a shard is a file name inside the "
+        "checkpoint directory",
+        "inside": None,
+        "single-symlink": "model.safetensors: leads outside its checkpoint directory; only "
+        "files inside it are read",
+        "symlink": "model-00001-of-00001.safetensors: leads outside its checkpoint directory; "
+        "only files inside it are read",
+    }
+    assert isinstance(registry.load("inside"), Decoder)
+    for name in ("dotdot", "absolute", "symlink"):  # loading directly refuses as well
+        with pytest.raises(SpecError, match="a shard is a file name inside|leads outside"):
+            GPT2.from_pretrained(models / name)
+
+
+def hf_repo(hub: Path, repo: str, files: dict[str, bytes], blobs_of: str | None = None) -> Path:
+    """A Hugging Face cache repository whose snapshot links every file to ``../../blobs``
+    (of ``blobs_of``'s repository, when given), as ``huggingface_hub`` writes it."""
+    snapshot = hub / f"models--{repo}" / "snapshots" / "c0ffee"
+    snapshot.mkdir(parents=True)
+    blobs = hub / f"models--{blobs_of or repo}" / "blobs"
+    blobs.mkdir(parents=True, exist_ok=True)
+    for number, (name, data) in enumerate(files.items()):
+        blob = blobs / f"{repo.replace('/', '-')}-{number:040x}"
+        blob.write_bytes(data)
+        (snapshot / name).symlink_to(os.path.relpath(blob, snapshot))
+    return snapshot
+
+
+def test_hugging_face_cache_snapshots_may_link_to_their_own_blobs(
+    checkpoints: Path, tmp_path: Path
+) -> None:
+    hub = tmp_path / "hub"
+    source = checkpoints / "tiny-llama"
+    files = {p.name: p.read_bytes() for p in source.iterdir() if p.is_file()}
+    hf_repo(hub, "acme--single", files)
+    shards = sharded(source, tmp_path / "sharded", "model-00001-of-00001.safetensors")
+    shutil.copy(source / "model.safetensors", shards / "model-00001-of-00001.safetensors")
+    hf_repo(hub, "acme--sharded", {p.name: p.read_bytes() for p in shards.iterdir()})
+    hf_repo(hub, "acme--thief", files, blobs_of="other--repo")
+    registry = ModelRegistry(include_package=False, builtin_dir=None, hf_cache=hub)
+    reasons = {e.name: e.reason for e in registry.entries()}
+    assert reasons == {
+        "acme/sharded": None,
+        "acme/single": None,
+        "acme/thief": "model.safetensors: leads outside its checkpoint directory; only files "
+        "inside it are read",
+        "other/repo": "models--other--repo has no snapshot",
+    }
+    for name in ("acme/single", "acme/sharded"):
+        model = registry.load(name)
+        assert isinstance(model, Decoder)
+        assert model.encode("the bank").layer_attentions[0].shape[0] == 4
