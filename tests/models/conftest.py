@@ -128,9 +128,9 @@ def hf_run(hf_model: torch.nn.Module) -> HFRun:
 def hf_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """name (of ``hf_checkpoints.HF_SPECS``) -> its directory, each made on first use."""
     from tests.models.hf_checkpoints import make_hf
-    from tests.models.need import need
+    from tests.requires import require
 
-    need("transformers")
+    require("transformers")
     root = tmp_path_factory.mktemp("hf-checkpoints")
 
     def get(name: str) -> Path:

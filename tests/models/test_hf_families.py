@@ -14,9 +14,9 @@ import torch
 from attention_core.models import Decoder, ModelRegistry, head_trace
 from attention_core.models.hf.text_models import TransformersEncoder
 from tests.models.hf_checkpoints import HF_DECODERS, HF_SPECS, LONG_TEXT
-from tests.models.need import need
+from tests.requires import require
 
-transformers = need("transformers")
+transformers = require("transformers")
 
 GetCheckpoint = Callable[[str], Path]
 
