@@ -109,6 +109,11 @@ class ModelInfo(BaseModel):
     max_positions: int
     max_tokens: int = Field(description="tokens per input, special tokens included")
     compact_formats: dict[str, CompactFormat]
+    sliding_windows: list[int | None] = Field(
+        description="per layer, its sliding window w (query i reads keys i - w + 1 to i; the "
+        "others are masked like the causal triangle), null where the layer reads every "
+        "earlier key"
+    )
 
 
 HIDE_SPECIAL = (
