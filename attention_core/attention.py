@@ -26,6 +26,15 @@ class AttentionSteps:
     attn_scores, scaled_scores, masked_scores, attn_weights: (..., L, S);
     context_vec: (..., L, D_v).  ``allowed`` is the boolean mask actually
     applied, (L, S) or broadcastable, or None when nothing was masked.
+
+    The optional steps exist only when their input was given (None otherwise):
+    ``biased_scores`` (..., L, S) = scaled + ``score_bias`` (T5's relative
+    positions, ALiBi); ``capped_scores`` (..., L, S) = ``softcap *
+    tanh(previous / softcap)`` (Gemma 2); ``sink_weights`` (..., L) is the
+    weight each query gave its head's attention sink (gpt-oss), the extra
+    logit column the softmax saw and that was dropped after: the rows of
+    ``attn_weights`` then sum to 1 - ``sink_weights``.  ``masked_scores`` is
+    always what the softmax read (without the sink column).
     """
 
     attn_scores: torch.Tensor
@@ -35,6 +44,15 @@ class AttentionSteps:
     context_vec: torch.Tensor
     scale: float
     allowed: torch.Tensor | None
+    biased_scores: torch.Tensor | None = None
+    capped_scores: torch.Tensor | None = None
+    softcap: float | None = None
+    sinks: torch.Tensor | None = None
+    sink_weights: torch.Tensor | None = None
+
+
+# The optional steps, in the order they are applied between scaling and masking.
+OPTIONAL_SCORE_STEPS = ("biased_scores", "capped_scores")
 
 
 # Causal attention over at least twice this many queries mixes the values in row blocks.
@@ -85,6 +103,10 @@ def attention_with_steps(
     is_causal: bool = False,
     scale: float | None = None,
     enable_gqa: bool = False,
+    *,
+    score_bias: torch.Tensor | None = None,
+    softcap: float | None = None,
+    sinks: torch.Tensor | None = None,
 ) -> AttentionSteps:
     """Scaled dot-product attention that keeps its intermediate tensors.
 
@@ -98,6 +120,13 @@ def attention_with_steps(
     (grouped-query attention): query (..., H_q, L, E) with key and value
     (..., H_kv, S, E), H_q a multiple of H_kv, query head h reading kv head
     ``h // (H_q // H_kv)``; every step is returned per query head.
+
+    Beyond SDPA, each a step of its own and applied only when given, in this
+    order after scaling: ``score_bias`` (broadcastable to (..., L, S)) is
+    added to the scores; ``softcap`` caps them to (-softcap, softcap) with
+    ``softcap * tanh(s / softcap)``; then the mask; ``sinks`` (H_q,), one
+    logit per query head, joins each row as an extra column of the softmax
+    and is dropped after it (the weights it took are ``sink_weights``).
     """
     if query.shape[-1] != key.shape[-1]:
         raise SpecError(
@@ -121,17 +150,25 @@ def attention_with_steps(
             *query.shape[:-1], num_keys
         )  # (..., H_q, L, S)
     scaled_scores = attn_scores * scale_factor
+    biased_scores = None if score_bias is None else scaled_scores + score_bias
+    unmasked = scaled_scores if biased_scores is None else biased_scores
+    capped_scores = None if softcap is None else _soft_cap(unmasked, softcap)
+    unmasked = unmasked if capped_scores is None else capped_scores
     allowed = _combined_mask(attn_mask, is_causal, num_queries, num_keys)
     if allowed is None:
-        masked_scores = scaled_scores
+        masked_scores = unmasked
     else:
         # A causal mask alone lets every query see key 0: only other masks need the check.
         if (attn_mask is not None or num_keys == 0) and not bool(allowed.any(dim=-1).all()):
             raise SpecError(
                 "every query must be allowed to attend to at least one key", field="attn_mask"
             )
-        masked_scores = scaled_scores + _mask_bias(allowed, scaled_scores.dtype)
-    attn_weights = torch.softmax(masked_scores, dim=-1)
+        masked_scores = unmasked + _mask_bias(allowed, unmasked.dtype)
+    sink_weights = None
+    if sinks is None:
+        attn_weights = torch.softmax(masked_scores, dim=-1)
+    else:
+        attn_weights, sink_weights = _softmax_with_sinks(masked_scores, sinks)
     mixing = F.dropout(attn_weights, p=dropout_p) if dropout_p > 0.0 else attn_weights
     if is_causal and num_queries >= 2 * CAUSAL_BLOCK_ROWS:
         context_vec = _causal_context(mixing, value, group)
@@ -149,7 +186,38 @@ def attention_with_steps(
         context_vec=context_vec,
         scale=scale_factor,
         allowed=allowed,
+        biased_scores=biased_scores,
+        capped_scores=capped_scores,
+        softcap=None if softcap is None else float(softcap),
+        sinks=sinks,
+        sink_weights=sink_weights,
     )
+
+
+def _soft_cap(scores: torch.Tensor, softcap: float) -> torch.Tensor:
+    """Gemma 2's logit soft-capping: smoothly squashes scores into (-softcap, softcap)."""
+    if not softcap > 0:
+        raise SpecError(f"softcap is {softcap}; it must be positive", field="softcap")
+    return torch.tanh(scores / softcap) * softcap
+
+
+def _softmax_with_sinks(
+    logits: torch.Tensor, sinks: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax over each row plus its head's sink logit; the sink's share dropped after.
+
+    Shapes: logits (..., H, L, S), sinks (H,) -> weights (..., H, L, S), sink
+    weights (..., H, L).
+    """
+    if logits.dim() < 3 or sinks.shape != (logits.shape[-3],):
+        raise SpecError(
+            f"sinks must hold one logit per head, shape ({logits.shape[-3]},); "
+            f"got {tuple(sinks.shape)}",
+            field="sinks",
+        )
+    column = sinks.to(logits.dtype).view(-1, 1, 1).expand(*logits.shape[:-1], 1)  # (..., H, L, 1)
+    probs = torch.softmax(torch.cat([logits, column], dim=-1), dim=-1)  # (..., H, L, S + 1)
+    return probs[..., :-1], probs[..., -1]
 
 
 def _causal_context(mixing: torch.Tensor, value: torch.Tensor, group: int) -> torch.Tensor:

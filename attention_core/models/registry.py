@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import SpecError
 from .checkpoints import read_json
@@ -85,6 +86,9 @@ class ModelEntry:
     parameters: int | None
     reason: str | None
     fingerprint: Fingerprint = ()
+    backend: str | None = None  # "core" or "transformers" (None: unknown)
+    kind: str | None = None  # "encoder", "decoder" or "encoder-decoder" (None: unknown)
+    loader: Family | None = field(default=None, compare=False, repr=False)
 
     @property
     def supported(self) -> bool:
@@ -161,10 +165,22 @@ def describe(
             family=family.name if family else None,
             causal=family.causal if family else None,
             reason=failure_reason(candidate.path, exc),
+            **_backend_fields(family),
         )
     return replace(
-        entry, family=family.name, causal=family.causal, sizes=sizes, parameters=parameters
+        entry,
+        family=family.name,
+        causal=family.causal,
+        sizes=sizes,
+        parameters=parameters,
+        **_backend_fields(family),
     )
+
+
+def _backend_fields(family: Family | None) -> dict[str, Any]:
+    if family is None:
+        return {}
+    return {"backend": family.backend, "kind": family.kind, "loader": family}
 
 
 def failure_reason(path: Path, exc: Exception) -> str:
@@ -332,6 +348,8 @@ class ModelRegistry:
 
 
 def _family(entry: ModelEntry) -> Family:
+    if entry.loader is not None:
+        return entry.loader
     return next(f for f in FAMILIES if f.name == entry.family)
 
 

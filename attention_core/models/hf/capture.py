@@ -1,0 +1,291 @@
+"""Every attention layer of a transformers model, computed by ``attention_with_steps`` and kept.
+
+transformers dispatches each attention layer of nearly every family through
+``AttentionInterface`` (the layer's query, key and value after its own work:
+q/k norms, RoPE, partial rotary; the mask; the family's extras as keyword
+arguments) and builds masks through ``AttentionMaskInterface``.  ``register``
+puts ``core_attention`` and ``boolean_mask`` there under ``ATTENTION_NAME``;
+a model loaded with ``attn_implementation=ATTENTION_NAME`` then runs every
+attention through the core, and inside ``capturing(...)`` each call is kept
+as a ``CapturedCall`` tagged with its ``Site`` (stack and layer).
+
+Without the mask function transformers hands such a model no mask at all
+(``None``) and a decoder silently attends to the future: ``boolean_mask``
+always materializes the causal / sliding-window / padding mask as booleans
+(True = may attend), which is what ``attention_with_steps`` takes.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from transformers import AttentionInterface, AttentionMaskInterface
+from transformers.masking_utils import sdpa_mask
+
+from ...attention import AttentionSteps, attention_with_steps
+
+# The name our attention and mask functions are registered under.
+ATTENTION_NAME = "attention_viz"
+
+Stack = Literal["encoder", "decoder", "cross"]
+Kind = Literal["encoder", "decoder", "encoder-decoder"]
+STACKS: tuple[Stack, ...] = ("encoder", "decoder", "cross")
+
+# Module names of cross-attention layers (BART/Marian/Whisper, T5, BERT-as-decoder, others).
+CROSS_ATTENTION_NAMES = frozenset(
+    {"encoder_attn", "EncDecAttention", "crossattention", "cross_attn", "cross_attention"}
+)
+_INDEX = re.compile(r"^\d+$")
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where an attention call happened: its stack, its 0-based layer, its module's path."""
+
+    stack: Stack
+    layer: int
+    module: str
+
+
+@dataclass(frozen=True)
+class CapturedCall:
+    """One attention call.  Shapes (B, H query heads, H_kv kv heads, T queries, S keys, D):
+    query (B, H, T, D); key, value (B, H_kv, S, D), as the attention received them
+    (after RoPE, q/k norms); ``steps``: every step, (B, H, T, S) scores and weights,
+    (B, H, T, D) context.  ``x``: the attention module's input (B, T, C) when hooked.
+    """
+
+    site: Site
+    query: torch.Tensor
+    key: torch.Tensor
+    value: torch.Tensor
+    steps: AttentionSteps
+    x: torch.Tensor | None = None
+
+    @property
+    def weights(self) -> torch.Tensor:
+        return self.steps.attn_weights
+
+
+def site_of(path: str, kind: Kind, layer_idx: int | None = None) -> Site:
+    """The site of the attention module at ``path`` (``model.layers.3.self_attn``).
+
+    The layer is the first number in the path (``encoder.block.2.layer.1.EncDecAttention``
+    is layer 2), else the module's ``layer_idx``, else 0.  The stack: ``cross`` for a
+    cross-attention module; in an encoder-decoder ``decoder`` when a part of the path
+    starts with "decoder", else ``encoder``; otherwise the model's own kind.
+    """
+    parts = path.split(".")
+    numbers = [int(p) for p in parts if _INDEX.match(p)]
+    layer = numbers[0] if numbers else (layer_idx if layer_idx is not None else 0)
+    stack: Stack
+    if any(p in CROSS_ATTENTION_NAMES for p in parts):
+        stack = "cross"
+    elif kind == "encoder-decoder":
+        stack = "decoder" if any(p.startswith("decoder") for p in parts) else "encoder"
+    else:
+        stack = kind
+    return Site(stack, layer, path)
+
+
+def attention_sites(model: nn.Module, kind: Kind) -> dict[int, Site]:
+    """``id(module) -> Site`` for every submodule of ``model`` (only attention ones are asked)."""
+    return {
+        id(module): site_of(name, kind, getattr(module, "layer_idx", None))
+        for name, module in model.named_modules()
+    }
+
+
+@dataclass
+class Capture:
+    """What one forward pass's attention calls computed, in call order.
+
+    ``keep(site)`` says whether a call's q, k, v and every step are kept
+    (True) or only its weights (False: the scores are dropped as soon as the
+    call returns, as in a forward without capture).  ``inputs``: each kept
+    site's attention input, filled by ``hook_inputs``.
+    """
+
+    sites: Mapping[int, Site]
+    keep: Callable[[Site], bool] = lambda site: True
+    calls: list[CapturedCall] = field(default_factory=list)
+    inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def record(
+        self,
+        module: nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        steps: AttentionSteps,
+    ) -> None:
+        site = self.sites.get(id(module)) or site_of(
+            type(module).__name__, "decoder", getattr(module, "layer_idx", None)
+        )
+        if not self.keep(site):
+            steps = _weights_only(steps)
+        self.calls.append(
+            CapturedCall(site, query, key, value, steps, self.inputs.get(site.module))
+        )
+
+    def stack(self, stack: Stack) -> list[CapturedCall]:
+        """The calls of one stack, by layer (a layer called twice keeps its last call)."""
+        by_layer = {c.site.layer: c for c in self.calls if c.site.stack == stack}
+        return [by_layer[layer] for layer in sorted(by_layer)]
+
+    def weights(self, stack: Stack) -> tuple[torch.Tensor, ...]:
+        """Per layer (B, H, T, S) weights of one stack."""
+        return tuple(c.weights for c in self.stack(stack))
+
+    def call(self, stack: Stack, layer: int) -> CapturedCall:
+        for captured in self.stack(stack):
+            if captured.site.layer == layer:
+                return captured
+        raise LookupError(f"no {stack} attention call at layer {layer} was captured")
+
+
+def _weights_only(steps: AttentionSteps) -> AttentionSteps:
+    weights = steps.attn_weights
+    empty = weights.new_empty(0)
+    return AttentionSteps(
+        attn_scores=empty,
+        scaled_scores=empty,
+        masked_scores=empty,
+        attn_weights=weights,
+        context_vec=empty,
+        scale=steps.scale,
+        allowed=None,
+        softcap=steps.softcap,
+        sink_weights=steps.sink_weights,
+    )
+
+
+_CURRENT: contextvars.ContextVar[Capture | None] = contextvars.ContextVar(
+    "attention_viz_capture", default=None
+)
+
+
+@contextmanager
+def capturing(
+    sites: Mapping[int, Site],
+    keep: Callable[[Site], bool] = lambda site: True,
+    hook_inputs: Mapping[str, nn.Module] | None = None,
+) -> Iterator[Capture]:
+    """Collect every attention call made by this thread inside the block.
+
+    ``hook_inputs``: module path -> attention module whose input (its
+    ``hidden_states``) is kept as the call's ``x`` (the first positional
+    argument or the ``hidden_states`` keyword).
+    """
+    capture = Capture(sites, keep)
+    handles = []
+    for path, module in (hook_inputs or {}).items():
+
+        def grab(
+            _module: nn.Module,
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+            path: str = path,
+        ) -> None:
+            x = args[0] if args else kwargs.get("hidden_states")
+            if isinstance(x, torch.Tensor):
+                capture.inputs[path] = x
+
+        handles.append(module.register_forward_pre_hook(grab, with_kwargs=True))
+    token = _CURRENT.set(capture)
+    try:
+        yield capture
+    finally:
+        _CURRENT.reset(token)
+        for handle in handles:
+            handle.remove()
+
+
+def as_allowed(
+    mask: torch.Tensor | None,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """A transformers mask as (boolean allowed, additive bias or None).
+
+    Boolean masks (ours) pass through.  An additive float mask (0 where allowed,
+    a very negative number or -inf where not) becomes booleans; any other value
+    it holds (a bias folded into the mask) comes back as the bias.
+    """
+    if mask is None or mask.dtype == torch.bool:
+        return mask, None
+    allowed = mask > torch.finfo(mask.dtype).min / 2
+    rest = torch.where(allowed, mask, torch.zeros((), dtype=mask.dtype))
+    return allowed, (rest if bool(rest.any()) else None)
+
+
+def core_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    softcap: float | None = None,
+    position_bias: torch.Tensor | None = None,
+    s_aux: torch.Tensor | None = None,
+    **_kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """transformers' attention signature over ``attention_with_steps``.
+
+    Shapes: query (B, H, T, D), key and value (B, H_kv, S, D), the mask (B, 1,
+    T, S) -> (output (B, T, H, D), weights (B, H, T, S)), as transformers'
+    eager attention returns them.  ``position_bias`` (T5) is the score bias,
+    ``softcap`` (Gemma 2) caps the scores, ``s_aux`` (gpt-oss) are the sinks;
+    the other keywords (``sliding_window``, ``is_causal``...) are already in
+    the mask.
+    """
+    allowed, mask_bias = as_allowed(attention_mask)
+    bias = position_bias
+    if mask_bias is not None:
+        bias = mask_bias if bias is None else bias + mask_bias
+    steps = attention_with_steps(
+        query,
+        key,
+        value,
+        attn_mask=allowed,
+        dropout_p=dropout if module.training else 0.0,
+        scale=scaling,
+        enable_gqa=key.shape[-3] != query.shape[-3],
+        score_bias=bias,
+        softcap=softcap,
+        sinks=s_aux,
+    )
+    capture = _CURRENT.get()
+    if capture is not None:
+        capture.record(module, query, key, value, steps)
+    output = steps.context_vec.transpose(1, 2).contiguous()  # (B, T, H, D)
+    return output, steps.attn_weights
+
+
+def boolean_mask(**kwargs: Any) -> torch.Tensor | None:
+    """transformers' mask builder, always materialized as booleans (True = may attend).
+
+    A causal or sliding-window mask is never skipped (SDPA's ``is_causal``
+    shortcut would reach us as ``None``); a full bidirectional mask without
+    padding may be (``None``: every key allowed).
+    """
+    kwargs.pop("dtype", None)
+    kwargs.pop("config", None)
+    kwargs["allow_is_causal_skip"] = False
+    mask: torch.Tensor | None = sdpa_mask(**kwargs)
+    return mask
+
+
+def register(name: str = ATTENTION_NAME, *, with_mask: bool = True) -> str:
+    """Register ``core_attention`` (and ``boolean_mask`` unless told not) under ``name``."""
+    AttentionInterface.register(name, core_attention)
+    if with_mask:
+        AttentionMaskInterface.register(name, boolean_mask)
+    return name
