@@ -143,7 +143,9 @@ def _snapshot(repo: Path) -> Path | None:
         revision = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         revision = ""
-    if revision and (snapshots / revision).is_dir():
+    # A revision is a commit hash: a name with a "/" or ".." would lead out of the cache.
+    plain = revision not in ("", ".", "..") and "/" not in revision and "\\" not in revision
+    if plain and (snapshots / revision).is_dir():
         return snapshots / revision
     candidates = _subdirectories(snapshots) if snapshots.is_dir() else []
     if not candidates:

@@ -554,3 +554,15 @@ def test_checkpoints_of_the_transformers_backend_are_checked_alike(
     refused = {e.name: e for e in small.entries()}["tiny-qwen3"]
     assert refused.reason is not None and refused.reason.startswith(f"the weights take {weights:,}")
     assert registry.load("tiny-qwen3").info()["layers"] == 2
+
+
+def test_a_cache_ref_cannot_lead_outside_its_repository(checkpoints: Path, tmp_path: Path) -> None:
+    """refs/main names a commit: "../../../elsewhere" is not one (the newest snapshot is used)."""
+    shutil.copytree(checkpoints / "tiny-llama", tmp_path / "elsewhere")
+    repo = tmp_path / "hub" / "models--acme--tiny"
+    shutil.copytree(checkpoints / "tiny-gpt2", repo / "snapshots" / "abc")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("../../../elsewhere")
+    registry = ModelRegistry(include_package=False, builtin_dir=None, hf_cache=tmp_path / "hub")
+    (entry,) = registry.entries()
+    assert entry.path == repo / "snapshots" / "abc" and entry.family == "gpt2"
