@@ -42,8 +42,8 @@ def require_attention(model: str, info: dict[str, object]) -> None:
     """Refuse (422) to show the attention of a model whose ``info()`` has 0 ``layers``."""
     if info.get("layers") == 0:
         raise ModelUnsupported(
-            f"{model!r} has no attention layers (0 layers: a bigram predicts the next token "
-            "from the current one alone), so there is no attention to show; "
+            f"{model!r} has no attention layers (0 layers, as a trained bigram: no token "
+            "reads another), so there is no attention to show; "
             "POST /api/model/generate still writes text with it",
             field="model",
         )

@@ -69,7 +69,7 @@ function explainNoAttention(entry) {
   const note = $("no-attention");
   note.hidden = !none;
   note.textContent = none
-    ? `${entry.name} has no attention layers (0 layers: like a bigram, it predicts the next token from the current one alone), so there is no attention to show. It still writes text after a prompt.`
+    ? `${entry.name} has no attention layers (0 layers, as a trained bigram: no token reads another), so there is no attention to show. It still writes text after a prompt.`
     : "";
   $("model-layout").hidden = none;
   tokenView.hidden = none;

@@ -14,7 +14,7 @@ from app.main import create_app
 from app.settings import Settings
 from tests.api.test_train_api import TINY, stream
 
-NO_ATTENTION = "has no attention layers (0 layers: a bigram predicts the next token"
+NO_ATTENTION = "has no attention layers (0 layers, as a trained bigram: no token reads another)"
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +54,8 @@ def test_its_attention_is_refused_with_the_reason(
         body = {"model": bigram, "text": "Kim rowed", "format": format_, "layers": layers}
         message = refused(client.post("/api/model/attention", json=body))
         assert message == (
-            f"{bigram!r} {NO_ATTENTION} from the current one alone), so there is no attention "
-            "to show; POST /api/model/generate still writes text with it"
+            f"{bigram!r} {NO_ATTENTION}, so there is no attention to show; "
+            "POST /api/model/generate still writes text with it"
         )
     head = {"model": bigram, "text": "Kim rowed", "layer": 1, "head": 1}
     assert NO_ATTENTION in refused(client.post("/api/model/head", json=head))

@@ -19,9 +19,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.model]
 WAIT = 30_000  # ms: a forward pass and a page draw on a loaded 2-core machine
 PROMPT = "The dog ran"
 NOTE = (
-    "tiny-bigram has no attention layers (0 layers: like a bigram, it predicts the next token "
-    "from the current one alone), so there is no attention to show. It still writes text "
-    "after a prompt."
+    "tiny-bigram has no attention layers (0 layers, as a trained bigram: no token reads "
+    "another), so there is no attention to show. It still writes text after a prompt."
 )
 
 
