@@ -566,3 +566,34 @@ def test_a_cache_ref_cannot_lead_outside_its_repository(checkpoints: Path, tmp_p
     registry = ModelRegistry(include_package=False, builtin_dir=None, hf_cache=tmp_path / "hub")
     (entry,) = registry.entries()
     assert entry.path == repo / "snapshots" / "abc" and entry.family == "gpt2"
+
+
+def test_a_directory_that_cannot_be_looked_into_hides_nothing_else(
+    checkpoints: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Permission denied (as a user other than root meets a mode-000 directory; root reads
+    everything, so the error is raised here by hand): only that directory is left out."""
+    models = tmp_path / "models"
+    shutil.copytree(checkpoints / "tiny-gpt2", models / "fine")
+    shutil.copytree(checkpoints / "tiny-gpt2", models / "locked")
+    real_is_file, real_exists = Path.is_file, Path.exists
+
+    def denied(path: Path) -> None:
+        if "locked" in path.parts:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(Path, "is_file", lambda p: denied(p) or real_is_file(p))
+    monkeypatch.setattr(Path, "exists", lambda p: denied(p) or real_exists(p))
+    registry = ModelRegistry(
+        include_package=False,
+        builtin_dir=None,
+        cli_paths=[models / "locked"],
+        env_paths=[models],
+        runs_dir=models,
+    )
+    reasons = {e.name: e.reason for e in registry.entries()}
+    assert reasons == {
+        "locked": f"{models / 'locked'} cannot be read (Permission denied)",
+        "fine": None,
+        "fine@runs": None,
+    }
