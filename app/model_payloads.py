@@ -131,6 +131,7 @@ def head_numbers(trace: HeadTrace) -> int:
     tensors = [trace.x, trace.q, trace.k, trace.v, trace.context_vec]
     tensors += [trace.attn_scores] * 4
     tensors += [t for t in (trace.q_unrotated, trace.k_unrotated) if t is not None]
+    tensors += [t for t in (trace.biased_scores, trace.capped_scores) if t is not None]
     return sum(t.numel() for t in tensors)
 
 
@@ -151,6 +152,9 @@ def head_payload(
     }
     steps["q_unrotated"] = _array(trace.q_unrotated) if trace.q_unrotated is not None else None
     steps["k_unrotated"] = _array(trace.k_unrotated) if trace.k_unrotated is not None else None
+    for name in ("biased_scores", "capped_scores", "sink_weights"):
+        value = getattr(trace, name)
+        steps[name] = None if value is None else _array(value)
     return {
         "model": model,
         "family": family,
@@ -166,6 +170,7 @@ def head_payload(
         "causal": trace.causal,
         "cross": False,
         "scale": trace.scale,
+        "softcap": trace.softcap,
         "shapes": {
             "x": list(trace.x.shape),
             "q": list(trace.q.shape),

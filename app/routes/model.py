@@ -28,6 +28,7 @@ from attention_core.models import (
     TextModel,
     head_trace,
 )
+from attention_core.models.backends import sliding_windows
 
 from ..errors import error_response
 from ..limits import LimitError
@@ -79,8 +80,16 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
         return error_response(404, ["query", "model"], exc.message, "model_not_found")
     except ModelUnsupported as exc:
         return error_response(422, ["query", "model"], exc.message, "model_unsupported")
+    info = loaded.info()
+    layers = info["layers"]
+    windows = sliding_windows(loaded, layers if isinstance(layers, int) else 0)
     return json_response(
-        {**loaded.info(), "name": entry.name, "compact_formats": DECODE_DESCRIPTION}
+        {
+            **info,
+            "name": entry.name,
+            "compact_formats": DECODE_DESCRIPTION,
+            "sliding_windows": windows,
+        }
     )
 
 

@@ -197,13 +197,21 @@ function zmaxFor(flat) {
   return state.scale === "fixed" ? 1 : Math.max(mapMax(flat), 1e-6);
 }
 
+/** What drawMap and drawZoom grey in a layer's map: the causal triangle, and beyond the
+ * layer's sliding window (not in the rollout, which reaches further through earlier layers). */
+function maskOf(layer, head) {
+  const windowed = head !== "rollout" && info.sliding_windows;
+  const slidingWindow = (windowed && info.sliding_windows[layer - 1]) || null;
+  return { causal: info.causal, slidingWindow, positions: meta.positions || null };
+}
+
 function drawRow(layer) {
   const T = meta.tokens.length;
   for (const head of columns(info.heads)) {
     const button = buttons.get(key(layer, head));
     const flat = flatFor(layer, head);
     if (!button || !flat) continue;
-    drawMap(button.firstChild, flat, T, zmaxFor(flat), { causal: info.causal });
+    drawMap(button.firstChild, flat, T, zmaxFor(flat), maskOf(layer, head));
     button.classList.remove("pending");
     button.dataset.tokens = String(T);
   }
@@ -247,6 +255,8 @@ function drawSelected() {
   const generated = meta.generated || null;
   const parts = [];
   if (info.causal) parts.push("Grey: masked, a token cannot read the tokens after it.");
+  const { slidingWindow } = maskOf(layer, head);
+  if (info.causal && slidingWindow) parts.push(`This layer reads a sliding window of ${slidingWindow} tokens: the grey below the diagonal is beyond it.`);
   if (generated && generated.includes(true)) parts.push("▸ and the orange outline: tokens the model wrote.");
   legend.hidden = parts.length === 0;
   legend.textContent = parts.join(" ");
@@ -256,7 +266,7 @@ function drawSelected() {
     zmax: zmaxFor(flat),
     filename: `model-layer${layer}-${head}`,
     readout: $("zoom-readout"),
-    causal: info.causal,
+    ...maskOf(layer, head),
     generated,
   }).then(() => {
     // What the large plot now shows (tests and the curious read these).
