@@ -32,7 +32,7 @@ from attention_core.models.backends import sliding_windows
 
 from ..errors import error_response
 from ..limits import LimitError
-from ..model_payloads import head_payload, maps_payload
+from ..model_payloads import head_payload, maps_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
     MAX_MODEL_NAME_CHARS,
@@ -106,6 +106,7 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     rows renormalized (the rollout is computed over all tokens first).
     """
     entry, model = load(registry, body.model)
+    require_attention(entry.name, model.info())
     with torch.inference_mode():
         maps = model.encode(body.text, body.text_b)
         payload = maps_payload(
@@ -130,6 +131,7 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
     with RoPE, q and k are rotated and ``q_unrotated``/``k_unrotated`` are given.
     """
     entry, model = load(registry, body.model)
+    require_attention(entry.name, model.info())
     with torch.inference_mode():
         tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)
         trace = head_trace(layer_trace, body.head - 1, causal=model.causal)

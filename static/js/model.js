@@ -60,11 +60,30 @@ function checkUrlModel() {
     : `There is no model called “${asked}” on this server; showing ${DEFAULT_MODEL} instead. Choose one from the list.`;
 }
 
+/** A model without attention layers (a trained bigram): nothing to map, but it writes. */
+const hasNoLayers = (entry) => Boolean(entry && entry.layers === 0);
+
+/** Say why a model without layers shows no maps (and hide the empty map cards). */
+function explainNoAttention(entry) {
+  const none = hasNoLayers(entry);
+  const note = $("no-attention");
+  note.hidden = !none;
+  note.textContent = none
+    ? `${entry.name} has no attention layers (0 layers, as a trained bigram: no token reads another), so there is no attention to show. It still writes text after a prompt.`
+    : "";
+  $("model-layout").hidden = none;
+  tokenView.hidden = none;
+  $("tokens-help").hidden = none; // "choose a token to see what it reads": nothing to read
+  form.querySelector("input[name='task'][value='read']").disabled = none;
+}
+
 /** Show the controls the chosen model takes (a pair for encoders, generation for decoders). */
 function applyKind() {
   const entry = current();
   const causal = Boolean(entry && entry.causal);
   if (!causal) state.task = "read";
+  if (hasNoLayers(entry)) state.task = "generate";
+  explainNoAttention(entry);
   const generating = state.task === "generate";
   $("task").hidden = !causal;
   for (const radio of form.querySelectorAll("input[name='task']")) radio.checked = radio.value === state.task;
@@ -492,11 +511,14 @@ async function run() {
     grid.dataset.drawn = String(drawn);
     grid.dataset.tokens = String(meta.tokens.length);
     stale(null);
-    // The large Plotly map after the canvases: it costs more than all of them.
-    drawSelected();
-    drawTokens();
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
-    setStatus(`${meta.tokens.length} tokens (${what}${info.layers} layers × ${info.heads} heads) in ${Math.round(performance.now() - started)} ms`);
+    const sizes = info.layers ? `${info.layers} layers × ${info.heads} heads` : "no attention layers";
+    if (info.layers) {
+      // The large Plotly map after the canvases: it costs more than all of them.
+      drawSelected();
+      drawTokens();
+    }
+    setStatus(`${meta.tokens.length} tokens (${what}${sizes}) in ${Math.round(performance.now() - started)} ms`);
     explainUnknown($("unk-note"), {
       tokens: meta.tokens,
       texts: generating ? [asked.prompt] : [asked.text, asked.textB],
