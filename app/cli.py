@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from attention_core import __version__
+
 from . import train_cli
 from .settings import get_settings
 
@@ -45,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
     uvicorn.run(
-        "app.main:create_app",
+        f"{__package__}.main:create_app",  # app.main in a checkout, attention_viz.main installed
         factory=True,
         host=args.host,
         port=args.port,
@@ -121,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attention-viz", description="Self-attention, step by step."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the web app and JSON API")

@@ -16,6 +16,8 @@ import torch
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
+import attention_core
+
 from . import compute
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
@@ -71,7 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     app = FastAPI(
         title="attention-viz",
-        version="0.1.0",
+        version=attention_core.__version__,
         description=DESCRIPTION,
         docs_url=None,
         redoc_url=None,
