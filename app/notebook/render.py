@@ -97,11 +97,11 @@ def deliver(view: NotebookView, html_action: str) -> NotebookView | None:
     if html_action != "view":
         raise ValueError(f"html_action must be 'view' or 'return'; found {html_action!r}")
     try:
-        from IPython.display import HTML, display
+        from IPython.display import display
     except ImportError as exc:  # pragma: no cover - IPython comes with every notebook
         raise RuntimeError(
             "html_action='view' shows the view in a notebook (IPython); use "
             "html_action='return' and .save(path) elsewhere"
         ) from exc
-    display(HTML(view.data))  # type: ignore[no-untyped-call]
+    display(view)  # type: ignore[no-untyped-call]  # its _repr_html_
     return None
