@@ -48,6 +48,9 @@ def stack_attention(attention: Any, field: str = "attention") -> torch.Tensor:
         if not attention:
             raise ValueError(f"{field}: no layers")
         layers = [_tensor(a, field) for a in attention]
+        batches = {a.shape[0] for a in layers if a.dim() == 4}
+        if batches - {1}:
+            raise ValueError(f"{field}: a batch of {max(batches)}; pass one text (batch 1)")
         layers = [a.squeeze(0) if a.dim() == 4 else a for a in layers]
         if any(a.dim() != 3 for a in layers):
             raise ValueError(
@@ -70,8 +73,6 @@ def stack_attention(attention: Any, field: str = "attention") -> torch.Tensor:
 
 def _tensor(value: Any, field: str) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
-        if value.dim() == 4 and value.shape[0] != 1:
-            raise ValueError(f"{field}: a batch of {value.shape[0]}; pass one text (batch 1)")
         return value
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.asarray(value, dtype=np.float32))
