@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import transformers  # noqa: E402  (the test extra: must fail, not skip, without it)
 
 from app.notebook import NotebookView, explore, figure, head_view, model_view, show
 from app.notebook.attentions import POOL_ABOVE, is_causal, pool, stack_attention
@@ -20,6 +19,9 @@ from app.notebook.render import ENTRY
 from app.static_files import module_graph
 from attention_core.models.features import attention_rollout
 from tests.models.checkpoints import make_gpt2
+from tests.requires import require
+
+transformers = require("transformers")
 
 QUANTUM = 1 / 510 + 1e-6  # uint8 transport: |error| <= 1/510
 

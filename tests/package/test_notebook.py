@@ -8,12 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 from playwright.sync_api import sync_playwright
 
 from devtools.chromium import CHROMIUM, CHROMIUM_ARGS
 from devtools.wheel import clean_env
+from tests.requires import require
+
+nbformat = require("nbformat")
+for _module in ("nbclient", "nbconvert", "ipykernel", "transformers"):  # used in the kernel
+    require(_module)
 
 pytestmark = pytest.mark.slow
 
