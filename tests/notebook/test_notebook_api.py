@@ -318,3 +318,15 @@ def test_a_view_saves_a_standalone_page(tmp_path: Path):
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>") and "<script type='module'>" in text
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing from a CDN
+
+
+def test_explore_takes_a_spec():
+    from dataclasses import replace
+
+    from attention_core import get_preset
+
+    spec = replace(get_preset("bank-hand-set").spec, causal=True)
+    trace = explore(spec, steps=["attn_weights"], html_action="return").payload["trace"]
+    weights = np.asarray(trace["heads"][0]["attn_weights"])
+    assert trace["causal"] is True
+    assert np.all(np.triu(weights, 1) == 0) and np.allclose(weights.sum(axis=1), 1, atol=1e-6)
