@@ -9,10 +9,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from attention_core import __version__
-
 from . import train_cli
 from .settings import get_settings
+from .version import __version__
 
 SERVE_MODELS_ENV = "ATTENTION_VIZ_SERVE_MODELS"
 

@@ -3,9 +3,6 @@
 Pure PyTorch; it never imports the web app.
 """
 
-# The project's version, written here only (pyproject.toml reads it; the app and the CLI show it).
-__version__ = "0.1.0"
-
 from .attention import AttentionSteps, attention_with_steps, causal_mask, uniform_causal_weights
 from .compare import Comparison, SharedToken, compare, cosine
 from .embeddings import (
@@ -32,7 +29,6 @@ from .projections import (
 from .spec import AttentionSpec, expand, materialize, run
 
 __all__ = [
-    "__version__",
     "PRESETS",
     "TOY_VOCABULARY",
     "AttentionSpec",

@@ -12,7 +12,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-import attention_core
+from app.version import __version__
 from devtools.server import launch, stop_server
 from devtools.wheel import ROOT, clean_env
 
@@ -30,7 +30,7 @@ def _files(directory: str, pattern: str = "*") -> set[str]:
 def test_wheel_installs_app_as_attention_viz_with_the_pages_files(installed):
     names = set(zipfile.ZipFile(installed.wheel).namelist())
     tops = {n.split("/")[0] for n in names}
-    dist_info = f"attention_viz-{attention_core.__version__}.dist-info"
+    dist_info = f"attention_viz-{__version__}.dist-info"
     assert tops == {"attention_viz", "attention_core", dist_info}
     for py in _files("app", "*.py"):
         assert f"attention_viz/{py}" in names
@@ -54,7 +54,7 @@ def _run(installed, *args: str) -> str:
 
 def test_version_comes_from_one_place(installed):
     out = _run(installed, str(installed.bin / "attention-viz"), "--version")
-    assert out.strip() == f"attention-viz {attention_core.__version__}"
+    assert out.strip() == f"attention-viz {__version__}"
 
 
 def test_the_import_name_is_attention_viz_and_there_is_no_top_level_app(installed):
@@ -74,8 +74,17 @@ print(json.dumps({
     venv = str(installed.python.parent.parent)
     assert found["viz"].startswith(venv) and found["core"].startswith(venv)
     assert found["app"] is False
-    assert found["version"] == attention_core.__version__
+    assert found["version"] == __version__
     assert all(found["api"])
+    # `from attention_viz import *` gives the notebook API, create_app and the core's names.
+    star = (
+        "from attention_viz import *; print(head_view.__name__, create_app.__name__, run.__name__)"
+    )
+    assert _run(installed, str(installed.python), "-c", star).split() == [
+        "head_view",
+        "create_app",
+        "run",
+    ]
 
 
 class _Refs(HTMLParser):
