@@ -40,9 +40,10 @@ tokens = ["The", "Ġbank", "Ġof", "Ġthe", "Ġriver", HOSTILE, "Ġbank"]
 ids = torch.tensor([[5, 9, 11, 3, 17, 21, 9]])
 attention = model(ids, output_attentions=True).attentions
 print(attention_viz.__file__, len(attention), tuple(attention[0].shape))""",
-    "head_view(attention, tokens)",
+    "head_view(attention, tokens, layer=1, heads=[1])",
     "model_view(attention, tokens)",
     'show("tiny-bank-gpt", "the bank of the river")',
+    "model_view(attention, tokens, pool_above=4)  # 7 tokens in blocks of 2",
     "fig = figure(attention, tokens, layer=1, head=0)\nprint(fig.data[0].z.shape)",
 ]
 
@@ -83,11 +84,11 @@ def test_the_kernel_ran_the_installed_wheel(exported, installed):
     first = _stdout(notebook.cells[1])
     assert first.startswith(str(installed.python.parent.parent))  # the fresh venv's attention_viz
     assert "2 (1, 2, 7, 7)" in first
-    assert _stdout(notebook.cells[5]) == "(7, 7)\n"
+    assert _stdout(notebook.cells[6]) == "(7, 7)\n"
     for cell in notebook.cells:
         assert not [o for o in cell.outputs if o.output_type == "error"]
         assert not [o for o in cell.outputs if o.get("name") == "stderr" and "attention" in o.text]
-    for cell in notebook.cells[2:5]:
+    for cell in notebook.cells[2:6]:
         (output,) = cell.outputs
         assert output.output_type == "display_data"
         assert output.data["text/html"].startswith('<iframe id="attention-viz-')
@@ -114,16 +115,16 @@ def test_the_exported_notebook_draws_offline(exported, width):
         page.on("pageerror", lambda err: problems.append(f"page error: {err}"))
         page.goto(url)
         views = page.locator("iframe.attention-viz-view")
-        assert views.count() == 3
+        assert views.count() == 4
         ids = views.evaluate_all("fs => fs.map(f => f.id)")
-        assert len(set(ids)) == 3
+        assert len(set(ids)) == 4
         frames = [f for f in page.frames if f.parent_frame is page.main_frame]
-        assert len(frames) == 3
+        assert len(frames) == 4
         for frame in frames:
             frame.wait_for_function("document.body.dataset.drawn === '1'")
             assert frame.evaluate(PIXELS, "main") >= 2, frame.evaluate("document.title")
             assert frame.evaluate("document.documentElement.scrollWidth") <= width
-        head, maps, shown = frames
+        head, maps, shown, pooled = frames
         # Every map of the model view: 2 layers x (2 heads, mean, rollout); the head view's 2.
         grid = "[data-testid='head-grid']"
         assert maps.evaluate(PIXELS, grid) == 8 and head.evaluate(PIXELS, grid) == 2
@@ -136,6 +137,23 @@ def test_the_exported_notebook_draws_offline(exported, width):
         options = head.locator("[data-testid='headview-query'] option").all_text_contents()
         assert HOSTILE in options
         assert shown.locator("[data-testid='wp-token']").count() == len("the bank of the river")
+        # bertviz's layer and heads: layer 2 shown, only head 2 ticked.
+        assert head.locator("[data-testid='hv-layer']").input_value() == "1"
+        ticked = head.locator("[data-testid='headview-head']").evaluate_all(
+            "bs => bs.map(b => b.checked)"
+        )
+        assert ticked == [False, True]
+        # A long text's maps arrive pooled: 4 blocks a side, no token view.
+        assert (
+            "a block of 2 × 2 tokens"
+            in pooled.locator("[data-testid='pooled-note']").text_content()
+        )
+        assert pooled.evaluate(PIXELS, grid) == 8
+        assert (
+            pooled.evaluate("document.querySelector('[data-testid=zoom-plot]').data[0].z.length")
+            == 4
+        )
+        assert pooled.locator("[data-testid='token-view']").count() == 0
         # Each frame fits its content (same-origin srcdoc: the page sets the height).
         heights = views.evaluate_all("fs => fs.map(f => f.getBoundingClientRect().height)")
         inner = [f.evaluate("document.documentElement.offsetHeight") for f in frames]
