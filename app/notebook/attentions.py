@@ -106,7 +106,8 @@ def select(
         bad = [i for i in chosen if not 0 <= i < count]
         if bad:
             raise ValueError(f"{field}: {name} {bad} out of range: there are {count} (0-based)")
-    kept = maps[chosen_layers][:, chosen_heads]
+    every = layers is None and heads is None
+    kept = maps if every else maps[chosen_layers][:, chosen_heads]  # (L', H', Tq, Tk)
     return kept, tuple(i + 1 for i in chosen_layers), tuple(h + 1 for h in chosen_heads)
 
 
