@@ -237,6 +237,10 @@ def _transformers_section(model: Any, tokenizer: Any, text: str, text_b: str | N
     )
 
 
+def _title(model: str, text: str, text_b: str | None) -> str:
+    return f"{model}: “{text}”" + (f" / “{text_b}”" if text_b else "")
+
+
 def show(
     model: Any,
     text: str,
@@ -257,7 +261,7 @@ def show(
                 "a transformers model needs its tokenizer: show(model, text, tokenizer)"
             )
         section = _transformers_section(model, tokenizer, text, text_b)
-        title = f"{section.title}: “{text}”"
+        title = _title(section.title, text, text_b)
     else:
         loaded = _registry_model(model)
         maps_out = loaded.encode(text, text_b)
@@ -274,7 +278,7 @@ def show(
             special=tuple(maps_out.special),
             token_type_ids=tuple(maps_out.token_type_ids),
         )
-        title = f"{loaded.name}: “{text}”"
+        title = _title(loaded.name, text, text_b)
     payload = _maps_payload("maps", title, [section], pool_above)
     return deliver(NotebookView(payload), html_action)
 

@@ -29,6 +29,8 @@ function fitFrame() {
 new ResizeObserver(fitFrame).observe(document.documentElement);
 
 const card = (title, ...children) => el("section", { class: "card" }, [el("h2", { text: title }), ...children]);
+// The grid's card scrolls sideways when the heads do not fit (as on /model).
+const gridCard = (...args) => Object.assign(card(...args), { className: "card grid-card" });
 
 /** One (Tq, Tk) map of a decoded (..., Tq, Tk) tensor, as a Float32Array view. */
 function matrix(decoded, index) {
@@ -114,7 +116,7 @@ function mapsSection(section) {
     data.sections.length > 1 ? el("h2", { class: "section-title", text: section.title }) : null,
     pooledNote,
     el("div", { class: "model-layout" }, [
-      card("Every layer × every head", el("p", { class: "hint", text: "Click a map to open it large. Row = the token that attends, column = the token attended to." }), grid),
+      gridCard("Every layer × every head", el("p", { class: "hint", text: "Click a map to open it large. Row = the token that attends, column = the token attended to." }), grid),
       el("section", { class: "card zoom-card", "data-testid": "zoom-card" }, [zoomTitle, zoom, readout]),
     ]),
   ];
@@ -237,7 +239,7 @@ function headSection(section) {
     query = Tq;
     draw();
   });
-  root.append(card(section.title, el("div", { class: "hv-controls" }, [layerSelect, pairSelect]), view, el("h3", { text: "This layer's heads" }), thumbs));
+  root.append(gridCard(section.title, el("div", { class: "hv-controls" }, [layerSelect, pairSelect]), view, el("h3", { text: "This layer's heads" }), thumbs));
   draw();
   // bertviz's `heads`: the heads shown at first (the others stay a click away).
   if (data.shown_heads) {
