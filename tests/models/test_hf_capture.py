@@ -156,3 +156,30 @@ def test_an_encoder_decoder_is_captured_per_stack() -> None:
             torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     assert capture.weights("cross")[0].shape == (1, 4, 4, 6)  # target rows, source columns
     assert bool((capture.weights("decoder")[0].triu(1) == 0).all())
+
+
+def test_threads_capture_their_own_calls(qwen3: Path) -> None:
+    """Two threads tracing one model at once each get their own text's tensors."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = _load(qwen3, register())
+    sites = attention_sites(model, "decoder")
+    path = "model.layers.1.self_attn"
+    module = dict(model.named_modules())[path]
+    texts = [torch.tensor([[1, 5, 17, 42, 9]]), torch.tensor([[3, 8, 2, 77, 11, 19, 40]])]
+
+    def trace(ids: torch.Tensor) -> tuple[torch.Size, torch.Size]:
+        shapes = set()
+        for _ in range(20):
+            with torch.inference_mode(), capturing(sites, hook_inputs={path: module}) as capture:
+                model(ids)
+            call = capture.call("decoder", 1)
+            assert call.x is not None
+            shapes.add((call.x.shape, call.query.shape))
+        assert len(shapes) == 1
+        return shapes.pop()
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(trace, texts)
+    assert first == (torch.Size([1, 5, 32]), torch.Size([1, 4, 5, 16]))
+    assert second == (torch.Size([1, 7, 32]), torch.Size([1, 4, 7, 16]))
