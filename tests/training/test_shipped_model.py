@@ -33,7 +33,13 @@ from tests.requires import require
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "attention_core" / "models" / "builtin" / "tiny-bank-gpt"
-FILES = ["config.json", "model.safetensors", "tokenizer.json", "training.json"]
+FILES = [
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "training.json",
+]
 # The command in the README that made it.
 STEPS, SEED = 2000, 1337
 
