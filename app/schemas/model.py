@@ -199,7 +199,8 @@ class GenerateRequest(MapOptions):
         None,
         ge=0,
         le=2**63 - 1,
-        description="seeds the sampler; default: a random seed, returned in the answer",
+        description="seeds the sampler (temperature above 0); default: a random seed, "
+        "returned in the answer",
     )
 
 
@@ -212,7 +213,10 @@ class GenerateResponse(MapsResponse):
     generated_tokens: list[str] = Field(description="the text each generated token adds")
     generated_text: str
     stop_reason: Literal["eos", "max_new_tokens"]
-    seed: int
+    seed: int | None = Field(
+        description="the sampler's seed (send it again for the same tokens); "
+        "null when greedy (temperature 0), where no seed plays a part"
+    )
     temperature: float
     top_k: int | None
 

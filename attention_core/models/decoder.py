@@ -61,7 +61,7 @@ class GeneratedText(MapFeatures):
     new_special: tuple[bool, ...]
     text: str  # the generated tokens decoded together
     stop_reason: StopReason
-    seed: int
+    seed: int | None  # None: greedy
     layer_attentions: tuple[torch.Tensor, ...]
     layer_hidden_states: tuple[torch.Tensor, ...] = ()
 

@@ -65,7 +65,7 @@ export function renderGenerationSummary(box, meta) {
   const count = meta.generated_tokens.length;
   const how =
     meta.temperature > 0
-      ? `sampled at temperature ${meta.temperature}${meta.top_k ? `, top-k ${meta.top_k}` : ""}, seed ${meta.seed}`
+      ? `sampled at temperature ${meta.temperature}${meta.top_k ? `, top-k ${meta.top_k}` : ""}${meta.seed === null ? "" : `, seed ${meta.seed}`}`
       : "greedy: the most likely token each time";
   box.replaceChildren(
     el("span", { class: "gen-swatch", "aria-hidden": "true" }),
