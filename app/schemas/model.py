@@ -59,6 +59,9 @@ class ModelSummary(BaseModel):
     loaded: bool = Field(description="in memory now")
     supported: bool
     reason: str | None = Field(description="why it is not supported (null when it is)")
+    probe: str | None = Field(
+        None, description="a trained run's probe text (its snapshots' text); null otherwise"
+    )
 
 
 class ModelList(BaseModel):

@@ -70,13 +70,18 @@ def _write_json(path: Path, payload: dict[str, Any]) -> None:
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def is_run(directory: Path) -> bool:
-    """A directory this module wrote (only those are ever pruned)."""
+def read_training(directory: Path) -> dict[str, Any] | None:
+    """``training.json`` of a directory this module wrote; None for anything else."""
     try:
         raw = json.loads((directory / TRAINING_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(raw, dict) and raw.get("format") == RUN_FORMAT
+        return None
+    return raw if isinstance(raw, dict) and raw.get("format") == RUN_FORMAT else None
+
+
+def is_run(directory: Path) -> bool:
+    """A directory this module wrote (only those are ever pruned or deleted)."""
+    return read_training(directory) is not None
 
 
 def new_run_name(architecture: str, now: float | None = None) -> str:
