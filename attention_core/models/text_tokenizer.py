@@ -12,7 +12,7 @@ tokens (BOS, EOS, ``<|endoftext|>``) show their own spelling and are flagged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,21 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 REPLACEMENT = "\ufffd"  # what a decoder gives for an incomplete UTF-8 sequence
+
+
+def read_tokenizer(path: Path, unreadable: Callable[[Exception], SpecError]) -> Tokenizer:
+    """``tokenizers.Tokenizer`` from ``path`` with padding and truncation off (every
+    family's texts are one sequence, bounded by our own limits); ``unreadable(exc)``
+    is raised when the file cannot be read."""
+    from tokenizers import Tokenizer  # lazy: keeps `import attention_core` light
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception
+        raise unreadable(exc) from exc
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 @dataclass(frozen=True)
@@ -47,16 +62,12 @@ class TextTokenizer:
     """
 
     def __init__(self, path: Path, max_tokens: int, limit_source: str = "") -> None:
-        from tokenizers import Tokenizer  # lazy: keeps `import attention_core` light
-
-        try:
-            self._tokenizer: Tokenizer = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises a bare Exception
-            raise SpecError(
+        self._tokenizer = read_tokenizer(
+            path,
+            lambda exc: SpecError(
                 f"{path.parent.name}: cannot read {path.name} ({exc})", field="model"
-            ) from exc
-        self._tokenizer.no_padding()
-        self._tokenizer.no_truncation()
+            ),
+        )
         self.max_tokens = max_tokens
         self.limit_source = limit_source
         self.special_ids = frozenset(

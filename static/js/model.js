@@ -96,7 +96,7 @@ function newTokensHelp(entry) {
   const server = LIMITS.max_new_tokens;
   const room = entry.max_positions ? entry.max_positions - 1 : null; // a prompt is at least 1 token
   if (room !== null && (!server || room < server)) {
-    return `at most ${room.toLocaleString("en")} for this model: its context is ${countOf(entry.max_positions, "token")}, prompt included`;
+    return `at most ${room.toLocaleString("en")}: this model reads ${countOf(entry.max_positions, "token")}, prompt included`;
   }
   return `at most ${server.toLocaleString("en")} on this server`;
 }

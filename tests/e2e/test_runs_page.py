@@ -74,7 +74,7 @@ def test_a_run_opens_with_its_probe_its_context_and_visible_spaces(page: Page) -
     page.goto("/model?model=tiny-run&gen=1&n=2")
     expect(page.get_by_test_id("gen-prompt")).to_have_value(PROBE)
     expect(page.get_by_test_id("gen-max-help")).to_have_text(
-        "at most 23 for this model: its context is 24 tokens, prompt included"
+        "at most 23: this model reads 24 tokens, prompt included"
     )
     summary = page.get_by_test_id("gen-summary")
     expect(summary).to_contain_text("greedy", timeout=WAIT)
@@ -86,7 +86,9 @@ def test_the_shipped_model_keeps_the_servers_limit_and_its_own_probe(page: Page)
     expect(page.get_by_test_id("gen-prompt")).to_have_value(
         "Kim rowed the boat, then went to the bank "
     )
-    expect(page.get_by_test_id("gen-max-help")).to_contain_text("for this model: its context")
+    expect(page.get_by_test_id("gen-max-help")).to_contain_text(
+        "at most 63: this model reads 64 tokens"
+    )
     # Back to the default encoder: its texts become the page's defaults again.
     page.get_by_test_id("model-pick").select_option("sentence-transformers/all-MiniLM-L6-v2")
     expect(page.get_by_test_id("model-text")).to_have_value(

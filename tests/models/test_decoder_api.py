@@ -95,6 +95,7 @@ def test_models_lists_every_model_with_its_sizes(
         "loaded": tiny["loaded"],
         "supported": True,
         "reason": None,
+        "probe": None,  # not a trained run
     }
     for name in DECODERS:  # read from the safetensors headers, counted as transformers does
         assert models[name]["parameters"] == hf_decoder(name).num_parameters()
