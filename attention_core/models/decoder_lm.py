@@ -101,6 +101,9 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
         c = self.config
         self.lm_head = nn.Linear(c.hidden_size, c.vocabulary_size, bias=False)
         self.tie_weights()
+        # Looked up once (a tuple is not registered as a submodule: the keys stay the same).
+        blocks = cast(nn.ModuleList, self.get_submodule(self.blocks_name))
+        self._stack = (tuple(blocks), self.get_submodule(self.final_norm_name))
 
     # --- what a family supplies -------------------------------------------------------
 
@@ -122,12 +125,12 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
         return cast(nn.Embedding, self.get_submodule(self.embedding_name))
 
     @property
-    def blocks(self) -> list[nn.Module]:
-        return list(cast(nn.ModuleList, self.get_submodule(self.blocks_name)))
+    def blocks(self) -> tuple[nn.Module, ...]:
+        return self._stack[0]
 
     @property
     def final_norm(self) -> nn.Module:
-        return self.get_submodule(self.final_norm_name)
+        return self._stack[1]
 
     def tie_weights(self) -> None:
         if self.config.tie_word_embeddings:
