@@ -90,3 +90,17 @@ def test_narrow_window_fits(page: Page, server_url: str) -> None:
     wait_for_plot(page, "zoom-plot")
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     shoot(page, "model-sliding-window-390.png")
+
+
+def test_a_windowed_head_step_by_step_blanks_what_the_window_masks(
+    page: Page, server_url: str
+) -> None:
+    page.goto(f"/?real=tiny-mistral-window&text={quote(LONG_TEXT)}&layer=1&head=2")
+    expect(page.locator("main")).to_have_attribute("data-ready", "real", timeout=WAIT)
+    masked = plot_data(page, "plot-masked_scores")
+    weights = plot_data(page, "plot-attn_weights")
+    for i, row in enumerate(weights):
+        for j, value in enumerate(row):
+            blank = j > i or i - j >= 4
+            assert (value is None) is blank and (masked[i][j] is None) is blank, (i, j)
+    shoot(page, "explorer-sliding-window-1440.png")
