@@ -22,6 +22,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from attention_core.models import ModelEntry, ModelRegistry, TextModel
+from attention_core.models.device import check_device
 from attention_core.models.discovery import hf_cache_dir, split_paths
 
 from .settings import Settings, get_settings
@@ -61,6 +62,7 @@ def build_registry(settings: Settings) -> ModelRegistry:
         hf_cache=hf_cache_dir() if settings.hf_cache else None,
         max_loaded=settings.loaded_models,
         max_tokens=settings.model_max_tokens,
+        device=check_device(settings.device),
     )
 
 

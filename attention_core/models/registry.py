@@ -23,8 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import torch
+
 from ..errors import SpecError
 from .checkpoints import read_json
+from .device import CPU
 from .discovery import (
     BUILTIN_DIR,
     Candidate,
@@ -150,7 +153,8 @@ class ModelRegistry:
     """Every model from every source; ``load`` keeps at most ``max_loaded`` in memory.
 
     ``max_tokens``: tokens a text may have (capped by each model's context);
-    ``cache_bytes``: recent results each loaded model keeps.
+    ``cache_bytes``: recent results each loaded model keeps; ``device``: where models
+    run (``device.check_device``), results always on the CPU.
     """
 
     def __init__(
@@ -166,6 +170,7 @@ class ModelRegistry:
         max_loaded: int = 2,
         max_tokens: int = 512,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        device: torch.device = CPU,
     ) -> None:
         self.default_dir = default_dir
         self.include_package = include_package
@@ -176,6 +181,7 @@ class ModelRegistry:
         self.hf_cache = hf_cache
         self.max_tokens = max_tokens
         self.cache_bytes = cache_bytes
+        self.device = device
         self.loaded: LoadedModels[tuple[Path, Fingerprint], TextModel] = LoadedModels(max_loaded)
         self._described: dict[tuple[Path, Fingerprint], ModelEntry] = {}
         self._lock = threading.Lock()
@@ -269,10 +275,13 @@ class ModelRegistry:
         path = entry.path
         # A newer version of the same directory (a run saved again) replaces the old one.
         self.loaded.discard(lambda key: key[0] == path and key != entry.key)
-        return self.loaded.get(
-            entry.key,
-            lambda: family.load(path, entry.name, self.max_tokens, self.cache_bytes),
-        )
+        return self.loaded.get(entry.key, lambda: self._load_on_device(family, path, entry.name))
+
+    def _load_on_device(self, family: Family, path: Path, name: str) -> TextModel:
+        model = family.load(path, name, self.max_tokens, self.cache_bytes)
+        if self.device.type != "cpu":
+            model.to_device(self.device)
+        return model
 
 
 def _family(entry: ModelEntry) -> Family:
