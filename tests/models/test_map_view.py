@@ -142,3 +142,15 @@ def test_bad_map_options_are_422_naming_the_field(
     assert words in detail["msg"]
     if field in ("rows", "cols") and "start" in words:
         assert f"<= {len(full['tokens'])}" in detail["msg"]
+
+
+def test_generation_takes_the_same_options(client: TestClient) -> None:
+    body = {"model": NAME, "prompt": "the river bank", "max_new_tokens": 6, "layers": [2]}
+    full = client.post("/api/model/generate", json=body).json()
+    pooled = client.post("/api/model/generate", json={**body, "heads": [2], "pool": 4}).json()
+    assert pooled["generated_ids"] == full["generated_ids"]
+    T = len(full["tokens"])
+    block = -(-T // 4)
+    assert pooled["pooled"]["block"] == [block, block] and pooled["head_numbers"] == [2]
+    want = max_pool(np.array(full["attentions"][0])[[1]], (block, block))
+    np.testing.assert_array_equal(np.array(pooled["attentions"][0]), want)
