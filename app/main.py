@@ -32,6 +32,7 @@ from .routes import (
     model_page,
     models,
     pages,
+    runs,
     train,
     train_page,
 )
@@ -96,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         model,
         generate,
         train,
+        runs,
         assets,
         docs,
         pages,
