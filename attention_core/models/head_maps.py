@@ -12,6 +12,7 @@ overview of a 4,096-token head never holds the head's full map.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from ..attention import attention_with_steps
 from .pooling import max_pool_blocks
@@ -47,11 +48,16 @@ def head_map(
     parts = []
     for r0 in range(start, stop, step):
         r1 = min(stop, r0 + step)
+        # Causal: keys past the block's last query are masked for every row of it, so they
+        # are left out (half the scores of a whole map) and their zero weights padded back.
+        visible = S - T + r1 if causal else S
         allowed = None
         if causal:
-            allowed = torch.ones(r1 - r0, S, dtype=torch.bool).tril(S - T + r0)  # (rows, S)
-        steps = attention_with_steps(q[r0:r1], k, no_values, attn_mask=allowed, scale=scale)
-        weights = steps.attn_weights  # (rows, S)
+            allowed = torch.ones(r1 - r0, visible, dtype=torch.bool).tril(S - T + r0)
+        steps = attention_with_steps(
+            q[r0:r1], k[:visible], no_values[:visible], attn_mask=allowed, scale=scale
+        )
+        weights = F.pad(steps.attn_weights, (0, S - visible))  # (rows, visible) -> (rows, S)
         del steps
         parts.append(weights if pool_block is None else max_pool_blocks(weights, *pool_block))
     return torch.cat(parts, dim=0)
