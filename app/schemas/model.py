@@ -37,7 +37,7 @@ NullableRows = list[list[float | None]]
 
 
 # Maps per answer are bounded by the token limit and the JSON/compact limits; these
-# bound the request's own lists (a 1B model has 16 × 32 heads).
+# bound the request's own fields (heads are per layer: Llama-3.2-1B has 32 a layer).
 MAX_LISTED_HEADS = 256
 MAX_POOL_CELLS = 1024
 TokenRange = Annotated[list[StrictInt], Field(min_length=2, max_length=2)]
