@@ -16,6 +16,8 @@ import torch
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
+from attention_core.models.device import check_device
+
 from . import compute
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
@@ -71,6 +73,7 @@ CACHED_PATHS = frozenset({"/api/attention", "/api/compare"})
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    check_device(settings.device)  # ATTENTION_VIZ_DEVICE=cuda without a GPU: refuse to start
     app = FastAPI(
         title="attention-viz",
         version=__version__,

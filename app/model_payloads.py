@@ -22,6 +22,7 @@ from attention_core.models import (
 
 from .convert import HEAD_STEPS
 from .limits import LimitError
+from .map_view import map_view
 from .schemas.model import MapOptions
 
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
@@ -85,7 +86,11 @@ def maps_payload(
     if not positions:
         hide_special(torch.zeros(1, len(hidden), len(hidden)), hidden)  # raises the reason
     H = int(maps.layer_attentions[0].shape[0]) if num_layers else 0
-    numbers = len(layers) * (H + 2) * T * T if options.format == "json" else 0
+    view = map_view(options, T, H)
+    out_rows, out_cols = view.shape
+    numbers = (
+        len(layers) * (len(view.heads) + 2) * out_rows * out_cols if options.format == "json" else 0
+    )
     if hidden_states:
         numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
     if numbers > MAX_JSON_WEIGHTS:
@@ -97,7 +102,7 @@ def maps_payload(
         )
 
     def shown(tensor: torch.Tensor) -> torch.Tensor:
-        return hide_special(tensor, hidden) if options.hide_special else tensor
+        return view.apply(hide_special(tensor, hidden) if options.hide_special else tensor)
 
     rollout = maps.rollout if num_layers else ()
     averages = maps.head_averages if num_layers else ()
@@ -114,9 +119,13 @@ def maps_payload(
         "layers": layers,
         "heads": H,
         "format": options.format,
-        "attentions": [_weights(shown(maps.layer_attentions[n - 1]), options) for n in layers],
+        "attentions": [
+            _weights(shown(view.select_heads(maps.layer_attentions[n - 1])), options)
+            for n in layers
+        ],
         "head_average": [_weights(shown(averages[n - 1]), options) for n in layers],
         "rollout": [_weights(shown(rollout[n - 1]), options) for n in layers],
+        **view.describe(),
     }
     if hidden_states:
         rows = torch.tensor(positions)

@@ -3,6 +3,7 @@
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -54,6 +55,11 @@ class Settings(BaseSettings):
     )
     model_max_tokens: int = Field(
         512, ge=3, description="tokens per model input (each model's context caps it too)"
+    )
+    device: Literal["cpu", "cuda"] = Field(
+        "cpu",
+        description="where models run: 'cpu', or 'cuda' (refused at start-up when torch "
+        "sees no CUDA GPU); answers are the same either way",
     )
     models: str = Field(
         "",

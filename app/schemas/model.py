@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from attention_core.models.pooling import POOL_REDUCE
+
 # Characters per text: generous for 512 WordPieces, small enough to tokenize in
 # a millisecond.  The token limit itself is checked after tokenizing.
 MAX_TEXT_CHARS = 20_000
@@ -32,6 +34,13 @@ ModelName = Annotated[
 # Real models' activations are not bounded like the toy API's inputs: no ±1e6 here.
 Rows = list[list[float]]
 NullableRows = list[list[float | None]]
+
+
+# Maps per answer are bounded by the token limit and the JSON/compact limits; these
+# bound the request's own fields (heads are per layer: Llama-3.2-1B has 32 a layer).
+MAX_LISTED_HEADS = 256
+MAX_POOL_CELLS = 1024
+TokenRange = Annotated[list[StrictInt], Field(min_length=2, max_length=2)]
 
 
 class Strict(BaseModel):
@@ -142,6 +151,30 @@ class MapOptions(Strict):
     dtype: Literal["uint8", "float16"] = Field(
         "uint8", description="compact only: 1 byte (error <= 1/510) or 2 bytes per weight"
     )
+    heads: list[StrictInt] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LISTED_HEADS,
+        description="heads to return in `attentions`, 1..H; default all (head_average "
+        "and rollout stay over every head)",
+    )
+    pool: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=MAX_POOL_CELLS,
+        description=f"block-pool each returned map (after rows/cols) to at most pool × pool "
+        f"cells, 1..{MAX_POOL_CELLS}; a cell is the {POOL_REDUCE} of its block, so a "
+        "sharp head's one-cell line stays at full strength instead of being dimmed by the "
+        "block's width as a mean would; default: full resolution",
+    )
+    rows: TokenRange | None = Field(
+        None,
+        description="[start, stop): only these rows (attending tokens), 0-based over "
+        "`tokens`; default all",
+    )
+    cols: TokenRange | None = Field(
+        None, description="[start, stop): only these columns (attended tokens), as rows"
+    )
 
 
 class ModelAttentionRequest(MapOptions):
@@ -162,6 +195,21 @@ class ModelAttentionRequest(MapOptions):
 
 Matrix = list[list[float]]
 Weights = Matrix | list[Matrix] | CompactTensorOut
+
+
+class MapRegion(BaseModel):
+    rows: list[int] = Field(description="[start, stop) over `tokens`")
+    cols: list[int] = Field(description="[start, stop) over `tokens`")
+
+
+class Pooled(BaseModel):
+    """Every map was cut into blocks of ``block`` = [rows, cols] (the last ones partial)."""
+
+    block: list[int]
+    shape: list[int] = Field(description="[rows, cols] of each pooled map")
+    reduce: Literal["maximum"] = Field(
+        description="a cell is the largest weight of its block (a sharp head stays visible)"
+    )
 
 
 class MapsResponse(BaseModel):
@@ -189,6 +237,13 @@ class MapsResponse(BaseModel):
     rollout: list[Weights] = Field(
         description="per layer (T, T): attention rollout through that layer, residual 0.5"
     )
+    head_numbers: list[int] | None = Field(
+        None, description="the heads (1..H) in `attentions`, in order (all when not asked)"
+    )
+    region: MapRegion | None = Field(
+        None, description="the rows and columns every map above holds (the whole map if null)"
+    )
+    pooled: Pooled | None = Field(None, description="how the maps were pooled (null: not)")
 
 
 class ModelAttentionResponse(MapsResponse):

@@ -41,6 +41,7 @@ def sample(
     temperature) over the ``top_k`` most likely tokens (all if None), sampled
     with ``generator``.
     """
+    logits = logits.cpu()  # the sampler's generator is a CPU one, whatever ran the model
     if temperature <= 0.0:
         return int(torch.argmax(logits))
     scaled = logits.float() / temperature
@@ -166,7 +167,7 @@ def generate(
         seed = None  # greedy: the argmax each time, no sampler to seed
     else:
         seed = secrets.randbits(31) if seed is None else seed
-        generator = torch.Generator().manual_seed(seed)
+        generator = torch.Generator(device="cpu").manual_seed(seed)
     cache = model.new_cache(batch=1, max_length=total)
     c = model.config
     recorder = AttentionRecorder(c.num_layers, c.num_heads, total) if capture_attentions else None

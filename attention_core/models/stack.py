@@ -66,6 +66,8 @@ def run_blocks(
         hidden[-1] = x
     if cache is not None:
         cache.advance(x.shape[1])
+    # num_logits 0 (a viewer's pass) keeps no rows: the head's matmul is (B, 0, C) @ (C, V),
+    # no FLOPs (tests/models/test_lm_head_skipped.py counts them).
     kept = x if num_logits is None else x[:, x.shape[1] - num_logits :]
     return DecoderOutput(
         logits=lm_head(kept),

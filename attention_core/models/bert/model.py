@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...errors import SpecError
+from ..device import CPU, move, running_on, to_cpu
 from ..maps import TokenizedMaps
 from ..outputs import LayerTrace
 from ..protocols import model_info
@@ -114,6 +115,13 @@ class Encoder:
         self.model_dir = model_dir
         self._act = _activation(config.hidden_act)
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
+        self.device = CPU
+
+    def to_device(self, device: torch.device) -> None:
+        """Weights onto ``device``; passes then run there, results come back to the CPU."""
+        self.embeddings = move(self.embeddings, device)
+        self.layers = move(self.layers, device)
+        self.device = device
 
     family = "bert"
     causal = False
@@ -175,9 +183,12 @@ class Encoder:
         if cached is not None:
             return cached
         tokenized = self.tokenize(text, text_b)
-        attentions, hidden = self.forward(
-            torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
-        )
+        with running_on(self.device):
+            attentions, hidden = to_cpu(
+                self.forward(
+                    torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
+                )
+            )
         output = EncoderOutput(tokenized, attentions, hidden)
         self._cache.put(key, output)
         return output
@@ -197,14 +208,15 @@ class Encoder:
                 field="layer",
             )
         tokenized = self.tokenize(text, text_b)
-        ids = torch.tensor(tokenized.input_ids)
-        types = torch.tensor(tokenized.token_type_ids)
-        self._check_length(ids)
-        with torch.inference_mode():
-            _, _, trace = self._forward(ids, types, trace_layer=layer)
+        with running_on(self.device):
+            ids = torch.tensor(tokenized.input_ids)
+            types = torch.tensor(tokenized.token_type_ids)
+            self._check_length(ids)
+            with torch.inference_mode():
+                _, _, trace = self._forward(ids, types, trace_layer=layer)
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
-        return tokenized, trace
+        return tokenized, to_cpu(trace)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
@@ -277,7 +289,7 @@ class Encoder:
             raise SpecError("words is empty; give at least one word", field="words")
         pieces = self.tokenizer.pieces_batch(list(words))
         table = self.embeddings.word
-        return torch.stack([table[list(ids)].mean(dim=0) for _, ids in pieces])
+        return torch.stack([table[list(ids)].mean(dim=0) for _, ids in pieces]).cpu()
 
     def word_pieces(self, words: Sequence[str]) -> list[tuple[str, ...]]:
         """How each word splits into WordPieces (e.g. 'unbelievable' -> 'un', '##bel…')."""
