@@ -45,6 +45,12 @@ from ..schemas.model import (
     ModelHeadResponse,
     ModelInfo,
 )
+from ..seq2seq_payloads import (
+    check_fields,
+    is_encoder_decoder,
+    seq2seq_attention,
+    seq2seq_head_payload,
+)
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -97,6 +103,9 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     rows renormalized (the rollout is computed over all tokens first).
     """
     entry, model = load(registry, body.model)
+    if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
+        return json_response(seq2seq_attention(model, body, entry.name))
+    check_fields(model, entry.name, body)
     with torch.inference_mode():
         maps = model.encode(body.text, body.text_b)
         payload = maps_payload(
@@ -121,6 +130,20 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
     with RoPE, q and k are rotated and ``q_unrotated``/``k_unrotated`` are given.
     """
     entry, model = load(registry, body.model)
+    if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
+        model.refuse_pair(body.text_b)
+        with torch.inference_mode():
+            payload = seq2seq_head_payload(
+                model,
+                name=entry.name,
+                text=body.text,
+                target=body.target,
+                stack=body.stack or "encoder",
+                layer=body.layer,
+                head=body.head,
+            )
+        return json_response(payload)
+    check_fields(model, entry.name, body)
     with torch.inference_mode():
         tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)
         trace = head_trace(layer_trace, body.head - 1, causal=model.causal)
