@@ -12,6 +12,7 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
+import { initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
 import { drawTokenView } from "./model-token-view.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
@@ -30,6 +31,8 @@ const results = $("model-results");
 const tokenView = $("token-view");
 
 const state = readModelState(DEFAULTS);
+// Encoder-decoders: the three stacks and the alignment view (model-stacks.js).
+const stacks = initStacks({ models: MODELS, defaultModel: DEFAULT_MODEL, limits: LIMITS, form, sourceText: () => $("model-text").value, modelName: () => state.model });
 
 let info = null; // GET /api/model?model=… of the maps shown
 let meta = null; // the answer shown, without its maps: tokens, positions, generated…
@@ -528,6 +531,7 @@ $("model-pick").addEventListener("change", (ev) => {
   state.tokenLayer = null;
   applyKind();
   run();
+  stacks.update();
 });
 
 for (const radio of form.querySelectorAll("input[name='task']")) {
@@ -590,6 +594,7 @@ function start() {
   checkUrlModel();
   fillForm();
   applyKind();
+  stacks.update();
   run().then(() => {
     const entry = current();
     if (entry && !entry.causal && state.cw.text_a && state.cw.text_b && state.cw.word) runCompare();
