@@ -71,6 +71,13 @@ class Settings(BaseSettings):
         "~/.cache/huggingface/hub), read-only",
     )
     loaded_models: int = Field(2, ge=1, description="models kept in memory at once (LRU)")
+    max_model_bytes: int | None = Field(
+        None,
+        ge=1,
+        description="memory one model's weights may take once loaded (float32), checked "
+        "from config.json and the safetensors headers before loading; a larger model is "
+        "listed as unsupported; default: half the machine's memory (or its cgroup limit)",
+    )
     max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
 
     # Training (POST /api/train, the /train page); see the README's "Training" section.

@@ -23,6 +23,8 @@ def summary(entry: ModelEntry, registry: ModelRegistry, default: str | None) -> 
         "default": entry.name == default,
         "family": entry.family,
         "causal": entry.causal,
+        "backend": entry.backend,
+        "kind": entry.kind,
         "layers": sizes.layers if sizes else None,
         "heads": sizes.heads if sizes else None,
         "kv_heads": sizes.kv_heads if sizes else None,

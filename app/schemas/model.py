@@ -46,8 +46,19 @@ class ModelSummary(BaseModel):
         description="where it was found (see the README's Models section)"
     )
     default: bool = Field(description="the model requests without `model` get")
-    family: str | None = Field(description="'bert', 'gpt2', 'llama', or null if unknown")
+    family: str | None = Field(
+        description="'bert', 'gpt2', 'llama' (the core's families), else the model_type "
+        "transformers runs (e.g. 'qwen3'); null if unknown"
+    )
     causal: bool | None = Field(description="true for decoders (each token sees the past only)")
+    backend: Literal["core", "transformers"] | None = Field(
+        description="what runs it: 'core' (the hand-written BERT, GPT-2 and Llama families) or "
+        "'transformers' (any other architecture transformers knows, every attention layer "
+        "still computed by the core); null if unknown"
+    )
+    kind: Literal["encoder", "decoder", "encoder-decoder"] | None = Field(
+        description="the model's kind; null if unknown"
+    )
     layers: int | None
     heads: int | None
     kv_heads: int | None = Field(description="key/value heads (fewer than heads with GQA)")

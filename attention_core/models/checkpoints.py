@@ -1,5 +1,6 @@
-"""What every family does with a checkpoint directory: read ``config.json``, check the
-weights against the model they must fill, write both back in transformers' layout."""
+"""What every family does with a checkpoint directory: read ``config.json`` (bounded, see
+``untrusted_json``), check the weights against the model they must fill, write both back
+in transformers' layout."""
 
 from __future__ import annotations
 
@@ -13,22 +14,12 @@ from torch import nn
 
 from ..errors import SpecError
 from .safetensors_io import save_safetensors
+from .untrusted_json import read_json
+
+__all__ = ["matched_state", "read_config", "read_json", "write_checkpoint"]
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from ``path``; a ``SpecError`` naming the file if it is not one."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SpecError(
-            f"{path.parent.name}: cannot read {path.name} ({exc})", field="model"
-        ) from exc
-    if not isinstance(raw, dict):
-        raise SpecError(f"{path.parent.name}: {path.name} is not a JSON object", field="model")
-    return raw
 
 
 def read_config(directory: Path) -> dict[str, Any]:

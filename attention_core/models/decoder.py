@@ -17,6 +17,7 @@ from ..errors import SpecError
 from .checkpoints import read_json
 from .generation import Generation, StopReason, generate
 from .maps import MapFeatures
+from .model_size import check_token_ids
 from .outputs import LayerTrace
 from .protocols import CausalLM, DecoderConfig
 from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
@@ -87,7 +88,9 @@ def eos_token_ids(directory: Path) -> frozenset[int]:
     for name in (GENERATION_CONFIG_FILE, CONFIG_FILE):
         path = directory / name
         if path.is_file():
-            value = read_json(path).get("eos_token_id")
+            raw = read_json(path)
+            check_token_ids(raw, name)  # a string or a nested list: a SpecError naming it
+            value = raw.get("eos_token_id")
             if value is not None:
                 values = value if isinstance(value, list) else [value]
                 return frozenset(int(v) for v in values)

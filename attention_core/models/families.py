@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from . import backends
+from .backends import is_encoder_decoder
 from .bert import Encoder, EncoderConfig
 from .decoder import decoder_loader
 from .gpt2 import GPT2, GPT2Config
@@ -23,31 +25,6 @@ from .protocols import DecoderConfig, TextModel
 
 # (directory, name, max_tokens, cache_bytes) -> a loaded model
 Loader = Callable[[Path, str, int, int], TextModel]
-
-# Encoder-decoder model types (cross-attention between two stacks): listed, never loaded.
-ENCODER_DECODER_TYPES = frozenset(
-    {
-        "t5",
-        "mt5",
-        "umt5",
-        "bart",
-        "mbart",
-        "marian",
-        "pegasus",
-        "pegasus_x",
-        "blenderbot",
-        "blenderbot-small",
-        "led",
-        "prophetnet",
-        "m2m_100",
-        "nllb-moe",
-        "fsmt",
-        "whisper",
-        "encoder-decoder",
-        "longt5",
-        "switch_transformers",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -77,11 +54,20 @@ class Sizes:
 
 @dataclass(frozen=True)
 class Family:
+    """``backend``: ``core`` (written here) or ``transformers``; ``kind``: ``encoder``,
+    ``decoder`` or ``encoder-decoder`` (from ``causal`` when not given)."""
+
     name: str
     model_types: tuple[str, ...]
     causal: bool
     sizes: Callable[[Mapping[str, Any]], Sizes]  # raises SpecError for what is not implemented
     load: Loader
+    backend: str = backends.CORE
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", "decoder" if self.causal else "encoder")
 
 
 def _bert_sizes(raw: Mapping[str, Any]) -> Sizes:
@@ -116,28 +102,86 @@ SUPPORTED_TYPES = tuple(t for f in FAMILIES for t in f.model_types)
 
 
 def family_of(raw: Mapping[str, Any]) -> Family:
-    """The family of a parsed ``config.json``; a ``SpecError`` saying why if none fits."""
+    """The family of a parsed ``config.json``; a ``SpecError`` saying why if none fits.
+
+    A hand-written family keeps its model types unless it refuses the
+    checkpoint (a Mistral with a sliding window): that one, and every other
+    type transformers knows, gets the transformers backend.
+    """
     model_type = raw.get("model_type")
     architectures = raw.get("architectures") or []
     shown = f"model_type {model_type!r}" + (
         f" ({', '.join(map(str, architectures))})" if architectures else ""
     )
-    if model_type in ENCODER_DECODER_TYPES or raw.get("is_encoder_decoder"):
-        raise SpecError(
-            f"{shown} is an encoder-decoder model; only encoders ({_types(False)}) and "
-            f"decoders ({_types(True)}) are supported",
-            field="model",
-        )
     if not isinstance(model_type, str):
         raise SpecError("config.json has no model_type", field="model")
-    for family in FAMILIES:
-        if model_type in family.model_types:
-            return family
-    raise SpecError(
-        f"{shown} is not supported; the supported model types are {', '.join(SUPPORTED_TYPES)}",
-        field="model",
+    if not is_encoder_decoder(raw):
+        for family in FAMILIES:
+            if model_type in family.model_types:
+                try:
+                    family.sizes(raw)
+                except SpecError as exc:
+                    if not _only_the_window(family, raw):
+                        raise
+                    if not backends.transformers_installed():
+                        raise SpecError(
+                            f"{exc.message}; the transformers backend would run it: "
+                            f"{backends.TRANSFORMERS_INSTALL}",
+                            field="model",
+                        ) from exc
+                    return transformers_family(raw, shown)
+                return family
+    return transformers_family(raw, shown)
+
+
+def _only_the_window(family: Family, raw: Mapping[str, Any]) -> bool:
+    """Whether ``family`` refuses ``raw`` for its sliding window alone."""
+    try:
+        family.sizes({**raw, "sliding_window": None, "use_sliding_window": False})
+    except SpecError:
+        return False
+    return True
+
+
+def transformers_family(raw: Mapping[str, Any], shown: str) -> Family:
+    """The transformers backend's family for this ``config.json`` (its model type).
+
+    Refusals still give a family when the kind is known (an encoder-decoder,
+    transformers not installed): its ``sizes`` raises the reason, so the
+    listing shows the backend and kind beside it.
+    """
+    model_type = str(raw["model_type"])
+    backends.check_no_custom_code(raw, shown)
+    if not backends.transformers_installed():
+        kind = "encoder-decoder" if is_encoder_decoder(raw) else ""
+        error = SpecError(
+            f"{shown} needs the transformers backend, which is not installed: "
+            f"{backends.TRANSFORMERS_INSTALL}",
+            field="model",
+        )
+        if not kind:
+            raise error
+        return _refused(model_type, kind, error)
+    kind = backends.transformers_kind(raw, shown)
+    if kind == "encoder-decoder":
+        return _refused(model_type, kind, backends.refuse_encoder_decoder(shown))
+    return Family(
+        model_type,
+        (model_type,),
+        kind == "decoder",
+        _transformers_sizes,
+        backends.transformers_loader(kind, model_type),
+        backend=backends.TRANSFORMERS,
+        kind=kind,
     )
 
 
-def _types(causal: bool) -> str:
-    return ", ".join(t for f in FAMILIES if f.causal is causal for t in f.model_types)
+def _refused(model_type: str, kind: str, error: SpecError) -> Family:
+    refuse = backends.refusal(error)
+    return Family(
+        model_type, (model_type,), False, refuse, refuse, backend=backends.TRANSFORMERS, kind=kind
+    )
+
+
+def _transformers_sizes(raw: Mapping[str, Any]) -> Sizes:
+    return Sizes.of(backends.transformers_sizes(raw))

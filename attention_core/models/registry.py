@@ -3,7 +3,11 @@
 Listing reads each directory's ``config.json`` and its safetensors headers,
 never the weights, and never fails: a directory that cannot be used (unknown
 architecture, encoder-decoder, missing tokenizer, broken or truncated weights
-file) is listed with the reason.  Descriptions are cached per directory
+file, a config or header that breaks a bound of ``untrusted_json`` or
+``model_size``, anything else it raises) is listed with the reason, and the
+other models are untouched.  A load that fails anyway is remembered under the
+directory's fingerprint: the model is listed as unsupported with that reason
+and not loaded again until its files change.  Descriptions are cached per directory
 under a fingerprint of its files (names, sizes, modification times), so every
 listing rescans the sources (new trained runs appear without a restart) for
 the price of a few ``stat`` calls per model.
@@ -20,8 +24,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import SpecError
 from .checkpoints import read_json
@@ -36,16 +41,26 @@ from .discovery import (
 )
 from .families import FAMILIES, Family, Sizes, family_of
 from .loaded import LoadedModels
+from .model_size import (
+    check_config_numbers,
+    check_model_size,
+    check_sizes,
+    check_token_ids,
+    default_max_model_bytes,
+)
 from .protocols import TextModel
 from .result_cache import DEFAULT_CACHE_BYTES
 from .safetensors_io import checkpoint_files, read_header
 
 TOKENIZER_FILE = "tokenizer.json"
+GENERATION_CONFIG_FILE = "generation_config.json"
 # Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
 # checkpoints' RoPE frequencies): not parameters.
 _BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
 # Names listed in an "unknown model" message before "and N more".
 MAX_NAMES_SHOWN = 20
+# An unexpected exception's text in a reason (a RecursionError's can be long).
+MAX_REASON_CHARS = 200
 
 Fingerprint = tuple[tuple[str, int, int], ...]
 
@@ -71,6 +86,9 @@ class ModelEntry:
     parameters: int | None
     reason: str | None
     fingerprint: Fingerprint = ()
+    backend: str | None = None  # "core" or "transformers" (None: unknown)
+    kind: str | None = None  # "encoder", "decoder" or "encoder-decoder" (None: unknown)
+    loader: Family | None = field(default=None, compare=False, repr=False)
 
     @property
     def supported(self) -> bool:
@@ -98,8 +116,15 @@ def fingerprint(directory: Path) -> Fingerprint:
     return tuple(sorted(found))
 
 
-def describe(candidate: Candidate, stamp: Fingerprint = ()) -> ModelEntry:
-    """Read ``config.json`` and the safetensors headers of one candidate; never raises."""
+def describe(
+    candidate: Candidate, stamp: Fingerprint = (), max_model_bytes: int | None = None
+) -> ModelEntry:
+    """Read ``config.json``, ``generation_config.json`` and the safetensors headers of one
+    candidate, checked (``model_size``); never raises: any failure is the entry's reason.
+
+    ``max_model_bytes``: the most the loaded weights may take (None: the default,
+    ``model_size.default_max_model_bytes``).
+    """
     entry = ModelEntry(
         candidate.name,
         candidate.path,
@@ -116,27 +141,55 @@ def describe(candidate: Candidate, stamp: Fingerprint = ()) -> ModelEntry:
     family: Family | None = None
     try:
         raw = read_json(candidate.path / "config.json")
+        check_config_numbers(raw)
         family = family_of(raw)
         sizes = family.sizes(raw)
+        check_sizes(sizes)
+        generation = candidate.path / GENERATION_CONFIG_FILE
+        if generation.is_file():
+            check_token_ids(read_json(generation), GENERATION_CONFIG_FILE)
         headers = [read_header(path) for path in checkpoint_files(candidate.path)]
+        limit = default_max_model_bytes() if max_model_bytes is None else max_model_bytes
+        check_model_size(sizes, headers, limit)
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
-    except SpecError as exc:
+        parameters = sum(
+            _numel(e.shape)
+            for h in headers
+            for name, e in h.entries.items()
+            if e.dtype.is_floating_point and not name.endswith(_BUFFER_SUFFIXES)
+        )
+    except Exception as exc:  # noqa: BLE001 - whatever one checkpoint does, only it fails
         return replace(
             entry,
             family=family.name if family else None,
             causal=family.causal if family else None,
-            reason=exc.message,
+            reason=failure_reason(candidate.path, exc),
+            **_backend_fields(family),
         )
-    parameters = sum(
-        _numel(e.shape)
-        for h in headers
-        for name, e in h.entries.items()
-        if e.dtype.is_floating_point and not name.endswith(_BUFFER_SUFFIXES)
-    )
     return replace(
-        entry, family=family.name, causal=family.causal, sizes=sizes, parameters=parameters
+        entry,
+        family=family.name,
+        causal=family.causal,
+        sizes=sizes,
+        parameters=parameters,
+        **_backend_fields(family),
     )
+
+
+def _backend_fields(family: Family | None) -> dict[str, Any]:
+    if family is None:
+        return {}
+    return {"backend": family.backend, "kind": family.kind, "loader": family}
+
+
+def failure_reason(path: Path, exc: Exception) -> str:
+    """Why a checkpoint cannot be used: a ``SpecError``'s message, else what was raised."""
+    if isinstance(exc, SpecError):
+        return exc.message
+    text = str(exc)
+    text = text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS] + "…"
+    return f"{path.name}: its files could not be read ({type(exc).__name__}: {text})"
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -150,7 +203,8 @@ class ModelRegistry:
     """Every model from every source; ``load`` keeps at most ``max_loaded`` in memory.
 
     ``max_tokens``: tokens a text may have (capped by each model's context);
-    ``cache_bytes``: recent results each loaded model keeps.
+    ``cache_bytes``: recent results each loaded model keeps; ``max_model_bytes``: the
+    most one model's weights may take once loaded (None: half the machine's memory).
     """
 
     def __init__(
@@ -166,6 +220,7 @@ class ModelRegistry:
         max_loaded: int = 2,
         max_tokens: int = 512,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        max_model_bytes: int | None = None,
     ) -> None:
         self.default_dir = default_dir
         self.include_package = include_package
@@ -176,8 +231,13 @@ class ModelRegistry:
         self.hf_cache = hf_cache
         self.max_tokens = max_tokens
         self.cache_bytes = cache_bytes
+        self.max_model_bytes = (
+            default_max_model_bytes() if max_model_bytes is None else max_model_bytes
+        )
         self.loaded: LoadedModels[tuple[Path, Fingerprint], TextModel] = LoadedModels(max_loaded)
         self._described: dict[tuple[Path, Fingerprint], ModelEntry] = {}
+        # Why a load failed, per (directory, fingerprint): not retried until the files change.
+        self._failed: dict[tuple[Path, Fingerprint], str] = {}
         self._lock = threading.Lock()
 
     # --- listing ------------------------------------------------------------------------
@@ -216,15 +276,19 @@ class ModelRegistry:
         key = (candidate.path, stamp)
         with self._lock:
             known = self._described.get(key)
-        if known is not None and known.source == candidate.source:
-            return known
-        entry = describe(candidate, stamp)
-        with self._lock:
-            # One description per directory: an older fingerprint's is stale.
-            for old in [k for k in self._described if k[0] == candidate.path]:
-                del self._described[old]
-            self._described[key] = entry
-        return entry
+            failed = self._failed.get(key)
+        if known is None or known.source != candidate.source:
+            known = describe(candidate, stamp, self.max_model_bytes)
+            with self._lock:
+                # One description per directory: an older fingerprint's is stale.
+                for old in [k for k in self._described if k[0] == candidate.path]:
+                    del self._described[old]
+                for old in [k for k in self._failed if k[0] == candidate.path and k != key]:
+                    del self._failed[old]
+                self._described[key] = known
+        if failed is not None and known.reason is None:
+            return replace(known, reason=failed)
+        return known
 
     @property
     def default_name(self) -> str | None:
@@ -269,13 +333,23 @@ class ModelRegistry:
         path = entry.path
         # A newer version of the same directory (a run saved again) replaces the old one.
         self.loaded.discard(lambda key: key[0] == path and key != entry.key)
-        return self.loaded.get(
-            entry.key,
-            lambda: family.load(path, entry.name, self.max_tokens, self.cache_bytes),
-        )
+        try:
+            return self.loaded.get(
+                entry.key,
+                lambda: family.load(path, entry.name, self.max_tokens, self.cache_bytes),
+            )
+        except Exception as exc:  # noqa: BLE001 - remembered, and said as this model's reason
+            reason = failure_reason(path, exc)
+            with self._lock:
+                self._failed[entry.key] = reason
+            raise ModelUnsupported(
+                f"model {entry.name!r} is not supported: {reason}", field="model"
+            ) from exc
 
 
 def _family(entry: ModelEntry) -> Family:
+    if entry.loader is not None:
+        return entry.loader
     return next(f for f in FAMILIES if f.name == entry.family)
 
 

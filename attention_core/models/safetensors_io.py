@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import mmap
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import torch
 
 from ..errors import SpecError
+from .untrusted_json import parse_json, read_json
 
 DTYPES: dict[str, torch.dtype] = {
     "F64": torch.float64,
@@ -38,6 +39,9 @@ DTYPES: dict[str, torch.dtype] = {
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
 # A header is a few hundred bytes per tensor; 100 MB would be a corrupt file.
 MAX_HEADER_BYTES = 100 * 2**20
+MAX_HEADER_DEPTH = 4  # {name: {"shape": [...]}} is 3 levels
+MAX_TENSOR_DIMS = 8
+HF_REPO_PREFIX = "models--"  # a Hugging Face cache repository (see discovery)
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
 
@@ -76,7 +80,9 @@ def read_header(path: Path) -> SafetensorsHeader:
     """Parse and check the header of ``path`` without reading its tensors.
 
     Raises ``SpecError`` naming the file when it is unreadable, truncated, or
-    its header is not what the format promises.
+    its header is not what the format promises: every entry a known dtype, a
+    shape of non-negative integers, ``data_offsets`` within the file that span
+    exactly dtype size × elements, no two tensors sharing a byte.
     """
     try:
         size = path.stat().st_size
@@ -89,38 +95,87 @@ def read_header(path: Path) -> SafetensorsHeader:
                 raise _broken(
                     path, f"the header claims {header_len} bytes but the file has {size - 8}"
                 )
-            raw = json.loads(f.read(header_len))
+            text = f.read(header_len)
     except SpecError:
-        raise  # a ValueError too: already says what is wrong
+        raise
     except OSError as exc:
         raise _broken(path, f"cannot be read ({exc.strerror or exc})") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _broken(path, f"the header is not valid JSON ({exc})") from exc
+    # name -> {dtype, shape, data_offsets}: 3 levels deep.
+    raw = parse_json(text, f"{path.name}: the header is not valid JSON", max_depth=MAX_HEADER_DEPTH)
     if not isinstance(raw, dict):
         raise _broken(path, "the header is not a JSON object")
-    data_start = 8 + header_len
-    metadata = raw.pop("__metadata__", None) or {}
-    entries: dict[str, TensorEntry] = {}
-    for name, info in raw.items():
-        try:
-            dtype = DTYPES[info["dtype"]]
-            shape = tuple(int(s) for s in info["shape"])
-            begin, end = (int(o) for o in info["data_offsets"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise _broken(path, f"tensor {name!r} has a malformed header entry") from exc
-        expected = _numel(shape) * dtype.itemsize
-        if end - begin != expected or begin < 0:
-            raise _broken(
-                path, f"tensor {name!r} spans {end - begin} bytes; its shape needs {expected}"
-            )
-        if data_start + end > size:
-            raise _broken(
-                path,
-                f"the file is truncated: tensor {name!r} ends at byte {data_start + end} "
-                f"but the file has {size}",
-            )
-        entries[name] = TensorEntry(dtype, shape, data_start + begin, data_start + end)
+    metadata = raw.pop("__metadata__", None)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise _broken(path, "__metadata__ is not a JSON object")
+    entries = {name: _entry(path, name, info, 8 + header_len, size) for name, info in raw.items()}
+    _check_disjoint(path, entries)
     return SafetensorsHeader(path, entries, {str(k): str(v) for k, v in metadata.items()})
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 64 else name[:64] + "…")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _entry(path: Path, name: str, info: object, data_start: int, size: int) -> TensorEntry:
+    """One header entry, checked (see ``read_header``)."""
+    if not isinstance(info, dict) or not isinstance(info.get("dtype"), str):
+        raise _broken(path, f"tensor {_shown(name)} has a malformed header entry")
+    dtype = DTYPES.get(info["dtype"])
+    if dtype is None:
+        raise _broken(
+            path,
+            f"tensor {_shown(name)} has dtype {info['dtype'][:16]!r}; "
+            f"the dtypes read are {', '.join(DTYPES)}",
+        )
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_TENSOR_DIMS
+        or not all(_is_int(s) and s >= 0 for s in shape)
+    ):
+        raise _broken(
+            path,
+            f"tensor {_shown(name)} has shape {str(shape)[:64]}; a shape is a list of at most "
+            f"{MAX_TENSOR_DIMS} non-negative integers",
+        )
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(_is_int(o) for o in offsets)
+        or not 0 <= offsets[0] <= offsets[1]
+    ):
+        raise _broken(
+            path,
+            f"tensor {_shown(name)} has data_offsets {str(offsets)[:64]}; they must be two "
+            "integers, 0 <= begin <= end",
+        )
+    begin, end = offsets
+    expected = _numel(tuple(shape)) * dtype.itemsize
+    if end - begin != expected:
+        raise _broken(
+            path, f"tensor {_shown(name)} spans {end - begin} bytes; its shape needs {expected}"
+        )
+    if data_start + end > size:
+        raise _broken(
+            path,
+            f"the file is truncated: tensor {_shown(name)} ends at byte {data_start + end} "
+            f"but the file has {size}",
+        )
+    return TensorEntry(dtype, tuple(shape), data_start + begin, data_start + end)
+
+
+def _check_disjoint(path: Path, entries: Mapping[str, TensorEntry]) -> None:
+    """No byte belongs to two tensors (the format lays them out one after another)."""
+    spans = sorted((e.begin, e.end, name) for name, e in entries.items() if e.end > e.begin)
+    for (_, end, first), (begin, _, second) in zip(spans, spans[1:], strict=False):
+        if begin < end:
+            raise _broken(path, f"tensors {_shown(first)} and {_shown(second)} overlap in the file")
 
 
 def load_safetensors(path: Path) -> dict[str, torch.Tensor]:
@@ -145,25 +200,66 @@ def load_safetensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def checkpoint_files(directory: Path) -> list[Path]:
-    """The safetensors files of a checkpoint directory: one file, or the shards of an index."""
+    """The safetensors files of a checkpoint directory: one file, or the shards of an index.
+
+    Only files inside ``directory`` are named (see ``contained``): a shard index
+    naming ``../other/model.safetensors`` or an absolute path is refused.
+    """
     index = directory / INDEX_FILE
     if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            names = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise _broken(index, f"is not a valid shard index ({exc})") from exc
+        weight_map = read_json(index).get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise _broken(index, "is not a valid shard index (no weight_map object)")
+        bad = [v for v in weight_map.values() if not _shard_name(v)]
+        if bad:
+            raise _broken(
+                index,
+                f"names the shard {str(bad[0])[:200]!r}; a shard is a file name inside the "
+                "checkpoint directory",
+            )
+        names: list[str] = sorted(set(weight_map.values()))
+        allowed = weight_roots(directory)
         missing = [n for n in names if not (directory / n).is_file()]
         if missing:
             raise _broken(index, f"names shard(s) that are missing: {', '.join(missing)}")
-        return [directory / n for n in names]
+        return [contained(directory / n, allowed) for n in names]
     single = directory / SINGLE_FILE
     if single.is_file():
-        return [single]
+        return [contained(single, weight_roots(directory))]
     raise SpecError(
         f"{directory.name}: no {SINGLE_FILE} or {INDEX_FILE} (only safetensors weights are read)",
         field="model",
     )
+
+
+def _shard_name(value: object) -> bool:
+    """A relative path without ``..`` (subdirectories allowed), e.g. ``model-00001-of-00002``."""
+    if not isinstance(value, str) or not value or "\x00" in value or "\\" in value:
+        return False
+    parts = PurePosixPath(value).parts
+    return not PurePosixPath(value).is_absolute() and ".." not in parts and bool(parts)
+
+
+def weight_roots(directory: Path) -> tuple[Path, ...]:
+    """Where the weights of ``directory`` may really be (symlinks resolved): inside it, and
+    for a Hugging Face cache snapshot (``models--org--name/snapshots/<rev>``, whose files
+    link to ``../../blobs/<hash>``) that repository's ``blobs``."""
+    roots = [directory.resolve()]
+    repo = directory.parent.parent
+    if directory.parent.name == "snapshots" and repo.name.startswith(HF_REPO_PREFIX):
+        roots.append((repo / "blobs").resolve())
+    return tuple(roots)
+
+
+def contained(path: Path, roots: Sequence[Path]) -> Path:
+    """``path`` if, symlinks resolved, it lies inside one of ``roots``; else a ``SpecError``."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise _broken(path, f"cannot be resolved ({exc})") from exc
+    if not any(real.is_relative_to(root) for root in roots):
+        raise _broken(path, "leads outside its checkpoint directory; only files inside it are read")
+    return path
 
 
 def load_checkpoint_tensors(directory: Path) -> dict[str, torch.Tensor]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..models.gpt2 import GPT2
+from ..models.untrusted_json import read_json
 from .corpus import CharVocabulary
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -69,10 +70,10 @@ def _write_json(path: Path, payload: dict[str, Any]) -> None:
 def is_run(directory: Path) -> bool:
     """A directory this module wrote (only those are ever pruned)."""
     try:
-        raw = json.loads((directory / TRAINING_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = read_json(directory / TRAINING_FILE)  # bounded: the runs directory is shared
+    except SpecError:
         return False
-    return isinstance(raw, dict) and raw.get("format") == RUN_FORMAT
+    return raw.get("format") == RUN_FORMAT
 
 
 def new_run_name(architecture: str, now: float | None = None) -> str:

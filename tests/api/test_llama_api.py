@@ -1,7 +1,7 @@
 """A Llama-family checkpoint served through the app (ATTENTION_VIZ_MODELS), end to end:
 listed with its sizes, its maps, greedy generation and one head with RoPE, each against
 transformers' own model (eager attention); a Mistral with a short sliding window is listed
-as unsupported with the reason."""
+under the transformers backend."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from tests.models.checkpoints import make_llama, write_config
+from tests.requires import require
 
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 torch.set_num_threads(1)
 
 PROMPT = "The bank approved the loan because"
@@ -77,15 +78,22 @@ def test_listed_with_its_sizes_and_the_windowed_mistral_with_its_reason(
     sizes = ("layers", "heads", "kv_heads", "hidden_size", "head_dim", "max_positions")
     assert [llama[k] for k in sizes] == [2, 4, 2, 32, 8, 64]
     assert llama["parameters"] == reference.num_parameters()
+    # A sliding window shorter than the context: the transformers backend's (a real one
+    # opens there: tests/models/test_hf_families.py); this one is a config.json alone.
     mistral = models["windowed-mistral"]
-    assert (mistral["supported"], mistral["family"]) == (False, "llama")
+    assert (mistral["supported"], mistral["family"]) == (False, "mistral")
+    assert (mistral["backend"], mistral["kind"], llama["backend"]) == (
+        "transformers",
+        "decoder",
+        "core",
+    )
     assert mistral["reason"] == (
-        "sliding_window is 16, shorter than the context (64 positions): "
-        "sliding-window attention is not supported"
+        "windowed-mistral: no model.safetensors or model.safetensors.index.json "
+        "(only safetensors weights are read)"
     )
     response = client.post("/api/model/attention", json={"model": "windowed-mistral", "text": "a"})
     assert response.status_code == 422
-    assert "sliding-window attention is not supported" in response.json()["detail"][0]["msg"]
+    assert "no model.safetensors" in response.json()["detail"][0]["msg"]
 
 
 def test_maps_equal_transformers(client: TestClient, reference: torch.nn.Module) -> None:

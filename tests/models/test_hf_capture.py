@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.models.need import need
+from tests.requires import require
 
-transformers = need("transformers")
+transformers = require("transformers")
 
 from attention_core.models.hf import (  # noqa: E402
     ATTENTION_NAME,

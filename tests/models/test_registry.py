@@ -151,7 +151,7 @@ def test_hf_cache_dir_follows_the_environment(
         ),
         ({"model_type": "bart", "is_encoder_decoder": True}, "'bart' is an encoder-decoder"),
         ({"model_type": "marian"}, "'marian' is an encoder-decoder"),
-        ({"model_type": "mamba"}, "model_type 'mamba' is not supported; the supported model"),
+        ({"model_type": "mamba"}, "model_type 'mamba' has no attention heads"),
         ({"architectures": ["Thing"]}, "config.json has no model_type"),
         ({"model_type": "gpt2", "n_embd": 10, "n_head": 3}, "n_embd (10) is not a multiple"),
         ({"model_type": "bert", "hidden_size": 8}, "config.json lacks the field"),

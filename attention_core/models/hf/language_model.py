@@ -1,0 +1,223 @@
+"""A transformers model behind this package's ``CausalLM`` protocol, every attention captured.
+
+``TransformersLM.load`` reads a checkpoint directory offline
+(``local_files_only``, safetensors only, never ``trust_remote_code``) in
+float32 with our attention (``capture.ATTENTION_NAME``); calling it returns
+a ``DecoderOutput`` like the hand-written families', so ``Decoder``
+(generation with a KV cache, maps, traces) works on it unchanged.  The rest
+of each block (norms, RoPE, MLPs) stays transformers' code.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from torch import nn
+from transformers import AutoModel, AutoModelForCausalLM, DynamicCache, PreTrainedConfig
+
+from ...errors import SpecError
+from ..kv_cache import KVCache
+from ..outputs import DecoderOutput, LayerTrace
+from ..stack import first_position
+from .capture import ATTENTION_NAME, Kind, Site, Stack, attention_sites, capturing, register
+
+# Families whose position ids start after the padding id (RoBERTa's layout): the
+# position table holds pad_token_id + 1 more rows than the tokens it can place.
+PADDED_POSITION_TYPES = frozenset(
+    {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text", "xmod", "ibert"}
+)
+# Without any context size in config.json (ALiBi models): only the server's token limit applies.
+UNBOUNDED_CONTEXT = 1 << 20
+
+
+@dataclass(frozen=True)
+class TransformersSizes:
+    """A transformers config's sizes under this package's names (``DecoderConfig``)."""
+
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    hidden_size: int
+    head_dim: int
+    max_positions: int
+    vocabulary_size: int
+
+    @classmethod
+    def of(cls, config: PreTrainedConfig) -> TransformersSizes:
+        text: Any = config.get_text_config()
+        if getattr(text, "num_attention_heads", None) is None:
+            raise SpecError(
+                f"model_type {config.model_type!r} has no attention heads "
+                "(num_attention_heads): the app shows attention",
+                field="model",
+            )
+        heads = int(text.num_attention_heads)
+        hidden = int(text.hidden_size)
+        kv_heads = getattr(text, "num_key_value_heads", None) or heads
+        head_dim = getattr(text, "head_dim", None) or hidden // heads
+        return cls(
+            num_layers=int(text.num_hidden_layers),
+            num_heads=heads,
+            num_kv_heads=int(kv_heads),
+            hidden_size=hidden,
+            head_dim=int(head_dim),
+            max_positions=context_of(text),
+            vocabulary_size=int(text.vocab_size),
+        )
+
+
+def context_of(config: Any) -> int:
+    """The positions a model can place: ``max_position_embeddings`` (or ``n_positions``...)."""
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            if getattr(config, "model_type", None) in PADDED_POSITION_TYPES:
+                value -= int(getattr(config, "pad_token_id", None) or 0) + 1
+            return value
+    return UNBOUNDED_CONTEXT
+
+
+class TransformersKVCache(KVCache):
+    """transformers' own ``DynamicCache`` behind ``KVCache``'s ``length``/``advance``.
+
+    Built without the model's config, so every layer keeps every position
+    (a sliding-window layer's mask hides the old ones): each step's weights
+    then span all the keys so far, as ``AttentionRecorder`` stitches them.
+    """
+
+    def __init__(self, max_length: int) -> None:  # no preallocated buffers
+        self.hf = DynamicCache()
+        self.max_length = max_length
+        self.length = 0
+
+
+def load_model(directory: Path, kind: Kind) -> nn.Module:
+    """A checkpoint as transformers loads it: offline, float32, our attention, eval mode."""
+    register()
+    auto: Any = AutoModelForCausalLM if kind == "decoder" else AutoModel
+    try:
+        model: nn.Module = auto.from_pretrained(
+            directory,
+            attn_implementation=ATTENTION_NAME,
+            dtype=torch.float32,
+            local_files_only=True,
+            trust_remote_code=False,
+            use_safetensors=True,
+        )
+    except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
+        raise SpecError(
+            f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
+            field="model",
+        ) from exc
+    return model.eval().requires_grad_(False)
+
+
+class TransformersLM:
+    """A loaded transformers model, called like the hand-written families (``CausalLM``).
+
+    ``kind``: ``decoder`` (causal LM: logits, a KV cache) or ``encoder`` (the
+    base model: no logits).  On load a two-token forward pass finds each
+    layer's attention module; an architecture whose attention does not go
+    through transformers' attention interface is refused there.
+    """
+
+    def __init__(self, model: nn.Module, kind: Kind, name: str = "") -> None:
+        self.model = model
+        self.kind = kind
+        self.stack: Stack = "decoder" if kind == "decoder" else "encoder"
+        self.config = TransformersSizes.of(cast(PreTrainedConfig, model.config))
+        self.sites = attention_sites(model, kind)
+        self._modules = dict(model.named_modules())
+        self._logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self.attention_paths = self._find_attention(name or type(model).__name__)
+
+    @classmethod
+    def load(cls, directory: Path, kind: Kind) -> TransformersLM:
+        return cls(load_model(directory, kind), kind, directory.name)
+
+    def _find_attention(self, name: str) -> dict[int, str]:
+        """Layer -> the path of its attention module, from one short forward pass."""
+        with torch.inference_mode(), capturing(self.sites, keep=lambda site: False) as capture:
+            self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False)
+        paths = {call.site.layer: call.site.module for call in capture.stack(self.stack)}
+        if sorted(paths) != list(range(self.config.num_layers)):
+            raise SpecError(
+                f"{name}: {type(self.model).__name__} computes attention in "
+                f"{len(paths)} of its {self.config.num_layers} layers through transformers' "
+                "attention interface; the app needs every layer's",
+                field="model",
+            )
+        return paths
+
+    def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache:
+        return TransformersKVCache(max_length or self.config.max_positions)
+
+    def save_pretrained(self, directory: Path) -> None:
+        self.model.save_pretrained(directory)  # type: ignore[operator]
+
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        *,
+        cache: KVCache | None = None,
+        num_logits: int | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        trace_layer: int | None = None,
+    ) -> DecoderOutput:
+        """Shapes: input_ids (B, T) -> ``DecoderOutput``; see ``protocols.CausalLM``.
+
+        The attentions are the captured (B, H, T, S) weights of each layer;
+        with ``trace_layer`` that layer's q, k, v, every step and its input x.
+        """
+        length = input_ids.shape[1]
+        first_position(cache, length, self.config.max_positions)
+        arguments: dict[str, Any] = {
+            "input_ids": input_ids,
+            "output_hidden_states": output_hidden_states or trace_layer is not None,
+        }
+        if self.kind == "decoder":
+            hf_cache = cache.hf if isinstance(cache, TransformersKVCache) else None
+            arguments.update(past_key_values=hf_cache, use_cache=hf_cache is not None)
+            if self._logits_to_keep and num_logits is not None:
+                arguments["logits_to_keep"] = max(num_logits, 1)  # 0 would mean all
+        hooks = {}
+        if trace_layer is not None:
+            path = self.attention_paths[trace_layer]
+            hooks[path] = self._modules[path]
+
+        def keep(site: Site) -> bool:
+            return site.layer == trace_layer and site.stack == self.stack
+
+        if output_attentions or trace_layer is not None:
+            with capturing(self.sites, keep, hooks) as capture:
+                out = self.model(**arguments)
+            calls = capture.stack(self.stack)
+        else:
+            out, calls = self.model(**arguments), []
+        if cache is not None:
+            cache.advance(length)
+        hidden = tuple(out.hidden_states) if out.hidden_states is not None else ()
+        trace = None
+        if trace_layer is not None:
+            call = next(c for c in calls if c.site.layer == trace_layer)
+            x = call.x if call.x is not None else hidden[trace_layer]
+            trace = LayerTrace(trace_layer, x, call.query, call.key, call.value, call.steps)
+        return DecoderOutput(
+            logits=self._logits(out, input_ids, num_logits),
+            attentions=tuple(c.weights for c in calls) if output_attentions else (),
+            hidden_states=hidden if output_hidden_states else (),
+            trace=trace,
+        )
+
+    def _logits(self, out: Any, input_ids: torch.Tensor, num_logits: int | None) -> torch.Tensor:
+        logits: torch.Tensor | None = getattr(out, "logits", None)
+        if logits is None:  # an encoder's base model: no language-model head
+            return torch.empty(input_ids.shape[0], 0, 0)
+        if num_logits is None:
+            return logits
+        return logits[:, logits.shape[1] - num_logits :]  # (B, num_logits, V)
