@@ -18,8 +18,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS, api
-from tests.models.need import need
 from tests.models.seq2seq_checkpoints import make_seq2seq
+from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -32,7 +32,7 @@ MODEL = "tiny-marian"
 
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    need("transformers")
+    require("transformers")
     root = tmp_path_factory.mktemp("page-seq2seq")
     make_seq2seq(root / MODEL, "marian")
     return root
@@ -70,7 +70,8 @@ def open_marian(page: Page, server_url: str) -> dict[str, Any]:
 def cell_weights(page: Page, selector: str) -> list[list[float]]:
     return page.eval_on_selector_all(
         selector,
-        "rows => rows.map(r => Array.from(r.querySelectorAll('td'), d => Number(d.dataset.weight)))",
+        "rows => rows.map(r => Array.from(r.querySelectorAll('td'),"
+        " d => Number(d.dataset.weight)))",
     )
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import torch
 
-from tests.models.need import need
 from tests.models.seq2seq_checkpoints import SEQ2SEQ, make_seq2seq
+from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -26,7 +26,7 @@ MAX_NEW = 12
 
 @pytest.fixture(scope="module")
 def seq2seq_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    need("transformers")
+    require("transformers")
     root = tmp_path_factory.mktemp("seq2seq")
     for name, model_type in SEQ2SEQ.items():
         make_seq2seq(root / name, model_type)
@@ -50,7 +50,7 @@ def ours(seq2seq_dir: Path) -> Callable[[str], Any]:
 @pytest.fixture(scope="module")
 def theirs(seq2seq_dir: Path) -> Callable[[str], tuple[Any, Any]]:
     """name -> (transformers' model with eager attention, AutoTokenizer), offline."""
-    transformers = need("transformers")
+    transformers = require("transformers")
     loaded: dict[str, tuple[Any, Any]] = {}
 
     def get(name: str) -> tuple[Any, Any]:

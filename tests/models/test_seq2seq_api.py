@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from tests.models.checkpoints import make_gpt2
-from tests.models.need import need
 from tests.models.seq2seq_checkpoints import SEQ2SEQ, make_seq2seq
+from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -31,7 +31,7 @@ TOL = 1e-5
 
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    need("transformers")
+    require("transformers")
     root = tmp_path_factory.mktemp("served-seq2seq")
     for name, model_type in SEQ2SEQ.items():
         make_seq2seq(root / name, model_type)
@@ -50,7 +50,7 @@ def client(models_dir: Path) -> Iterator[TestClient]:
 @pytest.fixture(scope="module")
 def reference(models_dir: Path) -> Any:
     """name -> transformers' eager outputs for SOURCE and TARGET (labels), and the model."""
-    transformers = need("transformers")
+    transformers = require("transformers")
     done: dict[str, tuple[Any, Any, Any]] = {}
 
     def get(name: str) -> tuple[Any, Any, Any]:

@@ -21,6 +21,7 @@ from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ..text_tokenizer import TextTokenizer, TokenizedText
 from .capture import Kind
 from .language_model import TransformersLM, TransformersSizes
+from .seq2seq import EncoderDecoder
 
 BACKEND = "transformers"
 
@@ -129,7 +130,10 @@ class TransformersEncoder:
 def load_transformers(
     directory: Path, name: str, max_tokens: int, cache_bytes: int, *, kind: Kind, family: str
 ) -> TextModel:
-    """A decoder or encoder checkpoint through transformers (see ``language_model``)."""
+    """A decoder, encoder or encoder-decoder checkpoint through transformers (see
+    ``language_model``; encoder-decoders: ``seq2seq``)."""
+    if kind == "encoder-decoder":
+        return EncoderDecoder.from_dir(directory, name, max_tokens, cache_bytes)
     if kind == "decoder":
         return Decoder.from_dir(
             directory,
