@@ -181,6 +181,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
   }
 
   function render() {
+    view.layer = Math.min(view.layer, data.maps[view.stack].length); // stacks may differ in depth
     for (const tab of card.querySelectorAll("[role='tab']")) {
       const on = tab.dataset.stack === view.stack;
       tab.setAttribute("aria-selected", on ? "true" : "false");
@@ -201,7 +202,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     const cells = [el("span", { class: "col-label", "aria-hidden": "true" })];
     for (const head of heads) cells.push(el("span", { class: "col-label", text: head === "mean" ? "mean" : `H${head}` }));
     const { rows, cols } = tokensOf(view.stack);
-    for (let layer = 1; layer <= data.layers; layer++) {
+    for (let layer = 1; layer <= data.maps[view.stack].length; layer++) {
       cells.push(el("span", { class: "row-label", text: `Layer ${layer}` }));
       for (const head of heads) {
         const name = head === "mean" ? `Layer ${layer}, mean of heads` : `Layer ${layer}, head ${head}`;
@@ -323,7 +324,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     const S = data.source.length;
     const sourceLabels = tokenLabels(data.source);
     const blocks = [];
-    for (let layer = 1; layer <= data.layers; layer++) {
+    for (let layer = 1; layer <= data.maps.cross.length; layer++) {
       const decoded = data.maps.cross[layer - 1];
       const mean = headMean(decoded);
       const lines = [];

@@ -35,6 +35,7 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("served-seq2seq")
     for name, model_type in SEQ2SEQ.items():
         make_seq2seq(root / name, model_type)
+    make_seq2seq(root / "bart-2-1", "bart", decoder_layers=1, seed=3)  # stacks of two depths
     make_gpt2(root / "tiny-gpt2")
     return root
 
@@ -257,3 +258,30 @@ def test_encoder_decoder_bad_inputs(client: TestClient) -> None:
     for body, path, loc in bad:
         detail = error(client.post(path, json={"model": "tiny-marian", **body}))
         assert detail["loc"] == loc, (body, detail)
+
+
+def test_stacks_of_different_depths(client: TestClient, models_dir: Path) -> None:
+    transformers = require("transformers")
+    path = models_dir / "bart-2-1"
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(
+        path, attn_implementation="eager", local_files_only=True
+    ).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+    with torch.inference_mode():
+        out = model(
+            **tokenizer(SOURCE, text_target=TARGET, return_tensors="pt"), output_attentions=True
+        )
+    body = post(
+        client, "/api/model/attention", {"model": "bart-2-1", "text": SOURCE, "target": TARGET}
+    )
+    assert body["layers"] == [1, 2]
+    assert len(body["encoder_attentions"]) == 2 and len(body["rollout"]) == 2
+    assert len(body["decoder_attentions"]) == len(body["cross_attentions"]) == 1
+    got = torch.tensor(body["cross_attentions"][0])
+    assert torch.allclose(got, out.cross_attentions[0][0], atol=TOL, rtol=0)
+    only_second = post(
+        client,
+        "/api/model/attention",
+        {"model": "bart-2-1", "text": SOURCE, "target": TARGET, "layers": [2]},
+    )
+    assert len(only_second["encoder_attentions"]) == 1 and only_second["cross_attentions"] == []

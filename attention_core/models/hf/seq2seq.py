@@ -86,6 +86,12 @@ class Seq2SeqMaps(MapFeatures):
     def encoder_attentions(self) -> tuple[torch.Tensor, ...]:
         return self.layer_attentions
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held, the decoder's and cross maps included (for the result cache)."""
+        extra = [*self.decoder_attentions, *self.cross_attentions]
+        return super().nbytes + sum(t.numel() * t.element_size() for t in extra)
+
 
 @dataclass(frozen=True)
 class GeneratedTarget(Seq2SeqMaps):
