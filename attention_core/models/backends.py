@@ -12,6 +12,7 @@ attention-viz never runs a checkpoint's code.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -55,6 +56,11 @@ def transformers_installed() -> bool:
     return importlib.util.find_spec("transformers") is not None
 
 
+def _offline() -> None:
+    """Before transformers is first imported: it must never call the hub."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
 def is_encoder_decoder(raw: Mapping[str, Any]) -> bool:
     return raw.get("model_type") in ENCODER_DECODER_TYPES or bool(raw.get("is_encoder_decoder"))
 
@@ -65,6 +71,7 @@ def transformers_kind(raw: Mapping[str, Any], shown: str) -> str:
     A ``SpecError`` saying why when transformers does not know the type or has
     no language-model class for it (vision, audio...).
     """
+    _offline()
     import transformers
     from transformers import CONFIG_MAPPING
     from transformers.models.auto.modeling_auto import (

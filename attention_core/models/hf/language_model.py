@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import torch
 from torch import nn
-from transformers import AutoModel, AutoModelForCausalLM, DynamicCache, PreTrainedConfig
+from transformers import AutoModel, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 
 from ...errors import SpecError
 from ..kv_cache import KVCache
@@ -47,7 +47,7 @@ class TransformersSizes:
     vocabulary_size: int
 
     @classmethod
-    def of(cls, config: PreTrainedConfig) -> TransformersSizes:
+    def of(cls, config: PretrainedConfig) -> TransformersSizes:
         text: Any = config.get_text_config()
         if getattr(text, "num_attention_heads", None) is None:
             raise SpecError(
@@ -129,7 +129,7 @@ class TransformersLM:
         self.model = model
         self.kind = kind
         self.stack: Stack = "decoder" if kind == "decoder" else "encoder"
-        self.config = TransformersSizes.of(cast(PreTrainedConfig, model.config))
+        self.config = TransformersSizes.of(cast(PretrainedConfig, model.config))
         self.sites = attention_sites(model, kind)
         self._modules = dict(model.named_modules())
         self._logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
