@@ -40,7 +40,7 @@ REASON_CHARS = 90
 def describe(model: dict[str, Any]) -> str:
     """One line about a supported model: family, kind, sizes, parameters, context."""
     family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "unknown family")
-    kind = "decoder" if model["causal"] else "encoder"
+    kind = model.get("kind") or ("decoder" if model["causal"] else "encoder")
     heads = f"{model['layers']} layers × {model['heads']} heads"
     if model["kv_heads"] and model["kv_heads"] != model["heads"]:
         heads += f" ({model['kv_heads']} key/value heads)"
@@ -55,7 +55,7 @@ def describe(model: dict[str, Any]) -> str:
 def option_label(model: dict[str, Any]) -> str:
     """What the picker shows: the name and what it is, or why it cannot be shown."""
     if model["supported"]:
-        kind = "decoder" if model["causal"] else "encoder"
+        kind = model.get("kind") or ("decoder" if model["causal"] else "encoder")
         family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "")
         return f"{model['name']} — {family} {kind}, {model['layers']}×{model['heads']}"
     reason = str(model["reason"] or "unknown reason")
