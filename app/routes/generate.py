@@ -27,6 +27,11 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
     prompt and generated tokens alike (``generated`` marks the new ones): row i
     is what token i attended to when it was the model's input, so the row
     before a generated token is what the model looked at when it wrote it.
+
+    An encoder-decoder (T5, BART, Marian): ``prompt`` is the source and
+    ``generated_ids`` the target it writes (greedy: transformers'
+    ``generate(do_sample=False)``); the answer adds the encoder's, the
+    decoder's and the cross-attention's maps over the whole target.
     """
     limit = settings.max_new_tokens
     if body.max_new_tokens > limit:

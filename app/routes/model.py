@@ -101,6 +101,10 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     (results are cached, so fetching layer by layer is cheap).  With
     ``hide_special`` the special tokens and the first token are dropped and
     rows renormalized (the rollout is computed over all tokens first).
+
+    An encoder-decoder (T5, BART, Marian) takes ``target``, the decoder's
+    text, and adds ``encoder_attentions``, ``decoder_attentions`` and
+    ``cross_attentions`` (target rows, source columns).
     """
     entry, model = load(registry, body.model)
     if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
@@ -128,6 +132,7 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
     attn_weights and context_vec, all computed by the core's attention
     function.  With grouped-query attention the head reads its ``kv_head``;
     with RoPE, q and k are rotated and ``q_unrotated``/``k_unrotated`` are given.
+    An encoder-decoder's head may be of any ``stack`` (encoder, decoder, cross).
     """
     entry, model = load(registry, body.model)
     if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
