@@ -182,3 +182,16 @@ def test_encoder_decoder_fits_390_px(narrow: Page, server_url: str) -> None:
     assert all(r <= 390 for r in rights), rights
     ARTIFACTS.mkdir(exist_ok=True)
     narrow.screenshot(path=str(ARTIFACTS / "model-seq2seq-390.png"), full_page=True)
+
+
+@pytest.mark.allow_console("422")
+def test_a_target_over_the_limit_is_said_beside_the_target(page: Page, server_url: str) -> None:
+    open_marian(page, server_url)
+    page.get_by_test_id("s2s-target").fill(" ".join(["Katze"] * 80))
+    page.get_by_test_id("s2s-read").click()
+    error = page.get_by_test_id("error-s2s-target")
+    expect(error).to_contain_text("target is", timeout=WAIT)
+    expect(error).to_contain_text("the limit is 64")
+    expect(page.get_by_test_id("s2s-target")).to_have_attribute("aria-invalid", "true")
+    # The maps of the last target that could be computed stay.
+    expect(page.get_by_test_id("s2s-map")).to_have_attribute("data-stack", "encoder")
