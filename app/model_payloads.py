@@ -14,6 +14,7 @@ from attention_core import SpecError
 from attention_core.models import (
     HeadTrace,
     ModelMaps,
+    ModelUnsupported,
     encode_compact,
     hidden_tokens,
     hide_special,
@@ -35,6 +36,17 @@ def _weights(tensor: torch.Tensor, options: MapOptions) -> object:
     if options.format == "compact":
         return encode_compact(tensor, options.dtype).describe()
     return _array(tensor)
+
+
+def require_attention(model: str, info: dict[str, object]) -> None:
+    """Refuse (422) to show the attention of a model whose ``info()`` has 0 ``layers``."""
+    if info.get("layers") == 0:
+        raise ModelUnsupported(
+            f"{model!r} has no attention layers (0 layers, as a trained bigram: no token "
+            "reads another), so there is no attention to show; "
+            "POST /api/model/generate still writes text with it",
+            field="model",
+        )
 
 
 def select_layers(requested: list[int] | None, count: int) -> list[int]:
@@ -63,14 +75,16 @@ def maps_payload(
     With ``hide_special`` the rollout is computed over all tokens first, then
     the hidden tokens are dropped and rows renormalized, like the attentions.
     ``hidden_states`` adds each listed layer's output rows (``hidden_states``).
+    A model without attention layers (a bigram) gets empty lists and ``heads`` 0.
     """
     num_layers = len(maps.layer_attentions)
     layers = select_layers(options.layers, num_layers)
     hidden = hidden_tokens(maps.special) if options.hide_special else (False,) * len(maps.tokens)
     positions = [i for i, h in enumerate(hidden) if not h]
+    T = len(positions)
     if not positions:
-        hide_special(maps.layer_attentions[0], hidden)  # raises the error that says why
-    T, H = len(positions), int(maps.layer_attentions[0].shape[0])
+        hide_special(torch.zeros(1, len(hidden), len(hidden)), hidden)  # raises the reason
+    H = int(maps.layer_attentions[0].shape[0]) if num_layers else 0
     numbers = len(layers) * (H + 2) * T * T if options.format == "json" else 0
     if hidden_states:
         numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
@@ -85,8 +99,8 @@ def maps_payload(
     def shown(tensor: torch.Tensor) -> torch.Tensor:
         return hide_special(tensor, hidden) if options.hide_special else tensor
 
-    rollout = maps.rollout
-    averages = maps.head_averages
+    rollout = maps.rollout if num_layers else ()
+    averages = maps.head_averages if num_layers else ()
     payload: dict[str, Any] = {
         "model": model,
         "family": family,
@@ -117,6 +131,7 @@ def head_numbers(trace: HeadTrace) -> int:
     tensors = [trace.x, trace.q, trace.k, trace.v, trace.context_vec]
     tensors += [trace.attn_scores] * 4
     tensors += [t for t in (trace.q_unrotated, trace.k_unrotated) if t is not None]
+    tensors += [t for t in (trace.biased_scores, trace.capped_scores) if t is not None]
     return sum(t.numel() for t in tensors)
 
 
@@ -137,6 +152,9 @@ def head_payload(
     }
     steps["q_unrotated"] = _array(trace.q_unrotated) if trace.q_unrotated is not None else None
     steps["k_unrotated"] = _array(trace.k_unrotated) if trace.k_unrotated is not None else None
+    for name in ("biased_scores", "capped_scores", "sink_weights"):
+        value = getattr(trace, name)
+        steps[name] = None if value is None else _array(value)
     return {
         "model": model,
         "family": family,
@@ -152,6 +170,7 @@ def head_payload(
         "causal": trace.causal,
         "cross": False,
         "scale": trace.scale,
+        "softcap": trace.softcap,
         "shapes": {
             "x": list(trace.x.shape),
             "q": list(trace.q.shape),

@@ -28,10 +28,11 @@ from attention_core.models import (
     TextModel,
     head_trace,
 )
+from attention_core.models.backends import sliding_windows
 
 from ..errors import error_response
 from ..limits import LimitError
-from ..model_payloads import head_payload, maps_payload
+from ..model_payloads import head_payload, maps_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
     MAX_MODEL_NAME_CHARS,
@@ -85,8 +86,16 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
         return error_response(404, ["query", "model"], exc.message, "model_not_found")
     except ModelUnsupported as exc:
         return error_response(422, ["query", "model"], exc.message, "model_unsupported")
+    info = loaded.info()
+    layers = info["layers"]
+    windows = sliding_windows(loaded, layers if isinstance(layers, int) else 0)
     return json_response(
-        {**loaded.info(), "name": entry.name, "compact_formats": DECODE_DESCRIPTION}
+        {
+            **info,
+            "name": entry.name,
+            "compact_formats": DECODE_DESCRIPTION,
+            "sliding_windows": windows,
+        }
     )
 
 
@@ -110,6 +119,7 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
         return json_response(seq2seq_attention(model, body, entry.name))
     check_fields(model, entry.name, body)
+    require_attention(entry.name, model.info())
     with torch.inference_mode():
         maps = model.encode(body.text, body.text_b)
         payload = maps_payload(
@@ -149,6 +159,7 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
             )
         return json_response(payload)
     check_fields(model, entry.name, body)
+    require_attention(entry.name, model.info())
     with torch.inference_mode():
         tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)
         trace = head_trace(layer_trace, body.head - 1, causal=model.causal)

@@ -109,6 +109,11 @@ class ModelInfo(BaseModel):
     max_positions: int
     max_tokens: int = Field(description="tokens per input, special tokens included")
     compact_formats: dict[str, CompactFormat]
+    sliding_windows: list[int | None] = Field(
+        description="per layer, its sliding window w (query i reads keys i - w + 1 to i; the "
+        "others are masked like the causal triangle), null where the layer reads every "
+        "earlier key"
+    )
 
 
 HIDE_SPECIAL = (
@@ -306,6 +311,21 @@ class ModelHeadSteps(BaseModel):
     context_vec: Rows
     q_unrotated: Rows | None = Field(description="RoPE families: q before the rotation")
     k_unrotated: Rows | None = Field(description="RoPE families: k before the rotation")
+    biased_scores: Rows | None = Field(
+        None,
+        description="scaled_scores plus the model's score bias (T5's relative positions, "
+        "ALiBi), before the mask; null without one",
+    )
+    capped_scores: Rows | None = Field(
+        None,
+        description="softcap · tanh(scores / softcap) (Gemma 2's logit soft-capping), "
+        "before the mask; null without it",
+    )
+    sink_weights: list[float] | None = Field(
+        None,
+        description="per query, the weight the head's attention sink took (gpt-oss); the "
+        "row of attn_weights sums to 1 minus it; null without sinks",
+    )
 
 
 class ModelHeadResponse(BaseModel):
@@ -320,6 +340,9 @@ class ModelHeadResponse(BaseModel):
     head: int = Field(description="1..H")
     kv_head: int = Field(description="1..H_kv: the key/value head this query head reads")
     rope: bool = Field(description="q and k are rotated (q_unrotated, k_unrotated given)")
+    softcap: float | None = Field(
+        None, description="the logit soft-cap of capped_scores (Gemma 2); null without it"
+    )
     tokens: list[str]
     source_tokens: list[str]
     special: list[bool]

@@ -2,7 +2,9 @@
 
 A model is a checkpoint directory in Hugging Face's layout (``config.json``,
 safetensors weights, ``tokenizer.json``); weights are memory-mapped.  Families:
-``bert`` (encoders), ``gpt2`` and ``llama`` (Llama, Mistral, Qwen2: ``llama.py``).
+``bert`` (encoders), ``gpt2`` and ``llama`` (Llama, Mistral, Qwen2: ``llama.py``);
+every other architecture through the transformers backend (``hf``, the
+``transformers`` extra; ``backends`` decides which runs a checkpoint).
 ``registry.ModelRegistry`` lists every checkpoint the app can see and loads a
 few at a time; ``generation`` and ``head_trace`` are written once for all
 decoders.

@@ -155,3 +155,15 @@ def refusal(error: SpecError) -> Any:
 
 def transformers_loader(kind: str, family: str) -> Any:
     return partial(load_with_transformers, kind=kind, family=family)
+
+
+def sliding_windows(model: object, num_layers: int) -> list[int | None]:
+    """Per layer, a loaded model's sliding window (None: the layer reads every earlier key).
+
+    Only transformers-backed models have windows (``TransformersLM.sliding_windows``,
+    reached through a ``Decoder``'s or ``TransformersEncoder``'s ``model``).
+    """
+    windows = getattr(getattr(model, "model", None), "sliding_windows", None)
+    if not isinstance(windows, tuple) or len(windows) != num_layers:
+        return [None] * num_layers
+    return list(windows)

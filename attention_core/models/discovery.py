@@ -52,16 +52,19 @@ def packaged_minilm() -> list[Candidate]:
 def checkpoint_dirs(path: Path, source: str) -> list[Candidate]:
     """``path`` itself if it holds ``config.json``, else its subdirectories that do."""
     name = path.name or str(path)
-    if not path.exists():
-        return [Candidate(name, path, source, f"{path} does not exist")]
-    if not path.is_dir():
-        return [Candidate(name, path, source, f"{path} is not a directory")]
-    if (path / CONFIG_FILE).is_file():
+    try:
+        if not path.exists():
+            return [Candidate(name, path, source, f"{path} does not exist")]
+        if not path.is_dir():
+            return [Candidate(name, path, source, f"{path} is not a directory")]
+    except OSError as exc:  # e.g. permission denied: that path alone is unusable
+        return [Candidate(name, path, source, f"{path} cannot be read ({exc.strerror or exc})")]
+    if _holds_config(path):
         return [Candidate(name, path, source)]
     found = [
         Candidate(child.name, child, source)
         for child in _subdirectories(path)
-        if (child / CONFIG_FILE).is_file()
+        if _holds_config(child)
     ]
     if not found and source != "runs" and _has_entries(path):
         problem = f"{path} holds no {CONFIG_FILE}, nor does any directory in it"
@@ -76,27 +79,42 @@ def _has_entries(path: Path) -> bool:
         return False
 
 
+def _holds_config(path: Path) -> bool:
+    """Whether ``path`` holds ``config.json`` (False when it cannot be looked into)."""
+    try:
+        return (path / CONFIG_FILE).is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def _subdirectories(path: Path) -> list[Path]:
     try:
-        return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return sorted(p for p in path.iterdir() if _is_dir(p) and not p.name.startswith("."))
     except OSError:
         return []
 
 
 def builtin_checkpoints(directory: Path = BUILTIN_DIR) -> list[Candidate]:
     """The checkpoints shipped inside this package (e.g. a small trained GPT)."""
-    if not directory.is_dir():
+    if not _is_dir(directory):
         return []
     return [
         Candidate(child.name, child, "builtin")
         for child in _subdirectories(directory)
-        if (child / CONFIG_FILE).is_file()
+        if _holds_config(child)
     ]
 
 
 def trained_runs(runs_dir: Path | None) -> list[Candidate]:
     """Each run directory under ``runs_dir`` that holds a checkpoint; none if it is absent."""
-    if runs_dir is None or not runs_dir.is_dir():
+    if runs_dir is None or not _is_dir(runs_dir):
         return []
     return checkpoint_dirs(runs_dir, "runs")
 
@@ -129,7 +147,7 @@ def hf_cache_snapshots(root: Path | None) -> list[Candidate]:
         snapshot = _snapshot(repo)
         if snapshot is None:
             found.append(Candidate(name, repo, "hf-cache", f"{repo.name} has no snapshot"))
-        elif not (snapshot / CONFIG_FILE).is_file():
+        elif not _holds_config(snapshot):
             problem = f"{name}: the snapshot {snapshot.name[:12]} has no {CONFIG_FILE}"
             found.append(Candidate(name, snapshot, "hf-cache", problem))
         else:
@@ -143,12 +161,21 @@ def _snapshot(repo: Path) -> Path | None:
         revision = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         revision = ""
-    if revision and (snapshots / revision).is_dir():
+    # A revision is a commit hash: a name with a "/" or ".." would lead out of the cache.
+    plain = revision not in ("", ".", "..") and "/" not in revision and "\\" not in revision
+    if plain and _is_dir(snapshots / revision):
         return snapshots / revision
-    candidates = _subdirectories(snapshots) if snapshots.is_dir() else []
+    candidates = _subdirectories(snapshots) if _is_dir(snapshots) else []
     if not candidates:
         return None
-    return max(candidates, key=lambda p: (p.stat().st_mtime_ns, p.name))
+    return max(candidates, key=lambda p: (_mtime(p), p.name))
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def split_paths(value: str | None) -> list[Path]:

@@ -23,6 +23,8 @@ class HeadTrace:
     """Shapes (T queries, S keys, C model width, D head width): x (T, C); q (T, D);
     k, v (S, D); attn_scores, scaled_scores, masked_scores, attn_weights (T, S);
     context_vec (T, D); q_unrotated (T, D) and k_unrotated (S, D) with RoPE, else None.
+    The optional steps of ``AttentionSteps``, None when the model has none:
+    biased_scores, capped_scores (T, S) with ``softcap``; sink_weights (T,).
     """
 
     layer: int  # 0-based
@@ -41,6 +43,10 @@ class HeadTrace:
     causal: bool
     q_unrotated: torch.Tensor | None = None
     k_unrotated: torch.Tensor | None = None
+    biased_scores: torch.Tensor | None = None
+    capped_scores: torch.Tensor | None = None
+    softcap: float | None = None
+    sink_weights: torch.Tensor | None = None
 
 
 def head_trace(trace: LayerTrace, head: int, causal: bool) -> HeadTrace:
@@ -77,4 +83,17 @@ def head_trace(trace: LayerTrace, head: int, causal: bool) -> HeadTrace:
         causal=causal,
         q_unrotated=pick(trace.q_unrotated, head),
         k_unrotated=pick(trace.k_unrotated, kv_head),
+        biased_scores=_head_of(steps.biased_scores, head),
+        capped_scores=_head_of(steps.capped_scores, head),
+        softcap=steps.softcap,
+        sink_weights=_head_of(steps.sink_weights, head),
     )
+
+
+def _head_of(t: torch.Tensor | None, head: int) -> torch.Tensor | None:
+    """One query head of an optional step: (B, H, T, S) -> (T, S), (B, H, T) -> (T,).
+
+    A bias shared by the heads (broadcast over them) gives its one head."""
+    if t is None:
+        return None
+    return t[0, head if t.shape[1] > 1 else 0]

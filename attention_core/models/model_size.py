@@ -9,10 +9,11 @@ Here, for every backend alike:
   a sane range (``CONFIG_INTEGERS``), token ids are ids;
 - ``check_sizes``: the sizes a family read from the config, likewise;
 - ``check_model_size``: the parameters the config implies at the least
-  (embeddings plus each layer's query and output projections) are there in the
-  safetensors headers, and the memory the loaded weights take (float32) is
-  within ``max_model_bytes`` (``ATTENTION_VIZ_MAX_MODEL_BYTES``; by default
-  half the machine's memory, see ``default_max_model_bytes``).
+  (embeddings plus each layer's query and output projections) fit the limit and
+  (hand-written families) are there in the safetensors headers, and the memory
+  the loaded weights take (float32) is within ``max_model_bytes``
+  (``ATTENTION_VIZ_MAX_MODEL_BYTES``; by default half the machine's memory, see
+  ``default_max_model_bytes``).
 """
 
 from __future__ import annotations
@@ -160,10 +161,19 @@ def _bytes(count: int) -> str:
 
 
 def check_model_size(
-    sizes: Sizes, headers: Iterable[SafetensorsHeader], max_model_bytes: int
+    sizes: Sizes,
+    headers: Iterable[SafetensorsHeader],
+    max_model_bytes: int,
+    *,
+    weights_match_sizes: bool = True,
 ) -> None:
     """The config's least size within the limit, the headers holding at least that much,
-    and the weights' memory within the limit; a ``SpecError`` saying which fails."""
+    and the weights' memory within the limit; a ``SpecError`` saying which fails.
+
+    ``weights_match_sizes``: the family stores one set of weights per layer, full
+    width (the hand-written ones).  Other architectures may not (ALBERT shares one
+    layer's weights, factorizes its embeddings): for them only the bytes are checked.
+    """
     implied = implied_parameters(sizes)
     if implied * 4 > max_model_bytes:
         raise SpecError(
@@ -173,7 +183,7 @@ def check_model_size(
         )
     headers = list(headers)
     held = sum(h.parameters for h in headers)
-    if held < implied:
+    if weights_match_sizes and held < implied:
         raise SpecError(
             f"config.json implies at least {implied:,} parameters ({sizes.layers} layers of "
             f"width {sizes.hidden_size}); the weights hold {held:,}",

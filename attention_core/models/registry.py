@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from .backends import CORE
 from .checkpoints import read_json
 from .discovery import (
     BUILTIN_DIR,
@@ -150,7 +151,7 @@ def describe(
             check_token_ids(read_json(generation), GENERATION_CONFIG_FILE)
         headers = [read_header(path) for path in checkpoint_files(candidate.path)]
         limit = default_max_model_bytes() if max_model_bytes is None else max_model_bytes
-        check_model_size(sizes, headers, limit)
+        check_model_size(sizes, headers, limit, weights_match_sizes=family.backend == CORE)
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
         parameters = sum(

@@ -52,10 +52,23 @@ const MASKED = (() => {
 })();
 
 /**
- * Draw a T × T map (Float32Array, row-major) into canvas, colours from 0 to zmax.
- * causal: the cells above the diagonal are masked (drawn grey, whatever they hold).
+ * Whether query i cannot read key j in a causal map: j is after i, or (a layer with a
+ * sliding window) window or more positions before it.  positions: each shown token's
+ * index in the whole text (tokens may be hidden), default 0..T-1.
  */
-export function drawMap(canvas, flat, T, zmax = 1, { causal = false } = {}) {
+export function maskedCell(i, j, causal, slidingWindow = null, positions = null) {
+  if (!causal) return false;
+  if (j > i) return true;
+  if (!slidingWindow) return false;
+  return (positions ? positions[i] - positions[j] : i - j) >= slidingWindow;
+}
+
+/**
+ * Draw a T × T map (Float32Array, row-major) into canvas, colours from 0 to zmax.
+ * causal: the cells above the diagonal are masked (drawn grey, whatever they hold);
+ * slidingWindow (with positions): so are the cells beyond a layer's sliding window.
+ */
+export function drawMap(canvas, flat, T, zmax = 1, { causal = false, slidingWindow = null, positions = null } = {}) {
   const k = Math.ceil(T / MAX_SIDE);
   const side = Math.ceil(T / k);
   if (canvas.width !== side) canvas.width = side;
@@ -68,7 +81,7 @@ export function drawMap(canvas, flat, T, zmax = 1, { causal = false } = {}) {
     for (let i = 0; i < T; i++) {
       for (let j = 0; j < T; j++) {
         const v = flat[i * T + j] * scale;
-        pixels[i * T + j] = causal && j > i ? MASKED : LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
+        pixels[i * T + j] = maskedCell(i, j, causal, slidingWindow, positions) ? MASKED : LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
       }
     }
   } else {
@@ -84,12 +97,13 @@ export function drawMap(canvas, flat, T, zmax = 1, { causal = false } = {}) {
     }
     for (let bi = 0; bi < side; bi++) {
       // A pooled block is masked when every cell in it is: its first column is
-      // after its last row.
+      // after its last row, or its last column is a window before its first row.
       const lastRow = Math.min(T - 1, (bi + 1) * k - 1);
       for (let bj = 0; bj < side; bj++) {
         const p = bi * side + bj;
         const v = pooled[p] * scale;
-        pixels[p] = causal && bj * k > lastRow ? MASKED : LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
+        const masked = maskedCell(lastRow, bj * k, causal) || maskedCell(bi * k, Math.min(T - 1, (bj + 1) * k - 1), causal, slidingWindow, positions);
+        pixels[p] = masked ? MASKED : LUT[v >= 255 ? 255 : v <= 0 ? 0 : v | 0];
       }
     }
   }

@@ -3,7 +3,7 @@
 
 import { drawFigure } from "./heatmap.js";
 import { escapePlotly, tickLabel, tokenLabels } from "./labels.js";
-import { MASKED_COLOUR, VIRIDIS } from "./model-canvas.js";
+import { MASKED_COLOUR, VIRIDIS, maskedCell } from "./model-canvas.js";
 import { toRows } from "./model-data.js";
 
 // Above this many tokens, hover shows positions only (the readout under the
@@ -19,12 +19,15 @@ function tickStep(T) {
 // Generated tokens carry this mark on the large map's axes (and their rows an outline).
 export const GENERATED_MARK = "▸";
 
-/** The large map's rows (nested arrays; masked cells of a causal map are null). */
-export function zoomRows(flat, T, causal) {
+/** The large map's rows (nested arrays; masked cells of a causal map are null,
+ * beyond a sliding window too: see maskedCell). */
+export function zoomRows(flat, T, causal, slidingWindow = null, positions = null) {
   const z = toRows(flat, T);
-  if (causal) for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) z[i][j] = null;
+  if (causal) for (let i = 0; i < T; i++) for (let j = 0; j < T; j++) if (maskedCell(i, j, causal, slidingWindow, positions)) z[i][j] = null;
   return z;
 }
+
+const maskedText = (i, j) => (j > i ? "masked: a token cannot read later tokens" : "masked: beyond this layer's sliding window");
 
 /**
  * The large map. opts: flat (Float32Array T×T), tokens (plain text), zmax,
@@ -32,9 +35,9 @@ export function zoomRows(flat, T, causal) {
  * causal (the upper triangle is masked: drawn grey, "masked" on hover),
  * generated (per token: written by the model; marked on the axes, rows outlined).
  */
-export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = false, generated = null }) {
+export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = false, slidingWindow = null, positions = null, generated = null }) {
   const T = tokens.length;
-  const z = zoomRows(flat, T, causal);
+  const z = zoomRows(flat, T, causal, slidingWindow, positions);
   const labels = tokenLabels(tokens);
   const marked = labels.map((l, i) => (generated && generated[i] ? `${GENERATED_MARK}${l}` : l));
   const esc = labels.map(escapePlotly);
@@ -55,7 +58,7 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = 
   if (T <= 40) Object.assign(trace, { xgap: 1, ygap: 1 });
   if (T <= HOVER_TEXT_MAX) {
     trace.text = z.map((row, i) =>
-      row.map((v, j) => `${esc[i]} → ${esc[j]}<br>${v === null ? "masked: a token cannot read later tokens" : `weight: ${v.toFixed(4)}`}`),
+      row.map((v, j) => `${esc[i]} → ${esc[j]}<br>${v === null ? maskedText(i, j) : `weight: ${v.toFixed(4)}`}`),
     );
     trace.hovertemplate = "%{text}<extra></extra>";
   } else {
@@ -94,7 +97,7 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = 
         const p = ev.points && ev.points[0];
         const names = hoverTokens.get(div);
         if (!p || !names) return;
-        const value = p.z === null || p.z === undefined ? "masked (a token cannot read later tokens)" : Number(p.z).toFixed(4);
+        const value = p.z === null || p.z === undefined ? maskedText(p.y, p.x).replace(": ", " (") + ")" : Number(p.z).toFixed(4);
         readout.textContent = `${names[p.y]} (row ${p.y}) → ${names[p.x]} (column ${p.x}): ${value}`;
       });
       div.on("plotly_unhover", () => {

@@ -64,12 +64,31 @@ function checkUrlModel() {
     : `There is no model called “${asked}” on this server; showing ${DEFAULT_MODEL} instead. Choose one from the list.`;
 }
 
+/** A model without attention layers (a trained bigram): nothing to map, but it writes. */
+const hasNoLayers = (entry) => Boolean(entry && entry.layers === 0);
+
+/** Say why a model without layers shows no maps (and hide the empty map cards). */
+function explainNoAttention(entry) {
+  const none = hasNoLayers(entry);
+  const note = $("no-attention");
+  note.hidden = !none;
+  note.textContent = none
+    ? `${entry.name} has no attention layers (0 layers, as a trained bigram: no token reads another), so there is no attention to show. It still writes text after a prompt.`
+    : "";
+  $("model-layout").hidden = none;
+  tokenView.hidden = none;
+  $("tokens-help").hidden = none; // "choose a token to see what it reads": nothing to read
+  form.querySelector("input[name='task'][value='read']").disabled = none;
+}
+
 /** Show the controls the chosen model takes (a pair for encoders, generation for decoders). */
 function applyKind() {
   const entry = current();
   const causal = Boolean(entry && entry.causal);
   const pairs = isPlainEncoder(entry); // an encoder-decoder's second text is its target (model-stacks.js)
   if (!causal) state.task = "read";
+  if (hasNoLayers(entry)) state.task = "generate";
+  explainNoAttention(entry);
   const generating = state.task === "generate";
   $("task").hidden = !causal;
   for (const radio of form.querySelectorAll("input[name='task']")) radio.checked = radio.value === state.task;
@@ -183,13 +202,21 @@ function zmaxFor(flat) {
   return state.scale === "fixed" ? 1 : Math.max(mapMax(flat), 1e-6);
 }
 
+/** What drawMap and drawZoom grey in a layer's map: the causal triangle, and beyond the
+ * layer's sliding window (not in the rollout, which reaches further through earlier layers). */
+function maskOf(layer, head) {
+  const windowed = head !== "rollout" && info.sliding_windows;
+  const slidingWindow = (windowed && info.sliding_windows[layer - 1]) || null;
+  return { causal: info.causal, slidingWindow, positions: meta.positions || null };
+}
+
 function drawRow(layer) {
   const T = meta.tokens.length;
   for (const head of columns(info.heads)) {
     const button = buttons.get(key(layer, head));
     const flat = flatFor(layer, head);
     if (!button || !flat) continue;
-    drawMap(button.firstChild, flat, T, zmaxFor(flat), { causal: info.causal });
+    drawMap(button.firstChild, flat, T, zmaxFor(flat), maskOf(layer, head));
     button.classList.remove("pending");
     button.dataset.tokens = String(T);
   }
@@ -233,6 +260,8 @@ function drawSelected() {
   const generated = meta.generated || null;
   const parts = [];
   if (info.causal) parts.push("Grey: masked, a token cannot read the tokens after it.");
+  const { slidingWindow } = maskOf(layer, head);
+  if (info.causal && slidingWindow) parts.push(`This layer reads a sliding window of ${slidingWindow} tokens: the grey below the diagonal is beyond it.`);
   if (generated && generated.includes(true)) parts.push("▸ and the orange outline: tokens the model wrote.");
   legend.hidden = parts.length === 0;
   legend.textContent = parts.join(" ");
@@ -242,7 +271,7 @@ function drawSelected() {
     zmax: zmaxFor(flat),
     filename: `model-layer${layer}-${head}`,
     readout: $("zoom-readout"),
-    causal: info.causal,
+    ...maskOf(layer, head),
     generated,
   }).then(() => {
     // What the large plot now shows (tests and the curious read these).
@@ -487,11 +516,14 @@ async function run() {
     grid.dataset.drawn = String(drawn);
     grid.dataset.tokens = String(meta.tokens.length);
     stale(null);
-    // The large Plotly map after the canvases: it costs more than all of them.
-    drawSelected();
-    drawTokens();
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
-    setStatus(`${meta.tokens.length} tokens (${what}${info.layers} layers × ${info.heads} heads) in ${Math.round(performance.now() - started)} ms`);
+    const sizes = info.layers ? `${info.layers} layers × ${info.heads} heads` : "no attention layers";
+    if (info.layers) {
+      // The large Plotly map after the canvases: it costs more than all of them.
+      drawSelected();
+      drawTokens();
+    }
+    setStatus(`${meta.tokens.length} tokens (${what}${sizes}) in ${Math.round(performance.now() - started)} ms`);
     explainUnknown($("unk-note"), {
       tokens: meta.tokens,
       texts: generating ? [asked.prompt] : [asked.text, asked.textB],

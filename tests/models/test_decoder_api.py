@@ -84,6 +84,8 @@ def test_models_lists_every_model_with_its_sizes(
         "default": False,
         "family": "gpt2",
         "causal": True,
+        "backend": "core",
+        "kind": "decoder",
         "layers": 2,
         "heads": 4,
         "kv_heads": 4,
@@ -107,6 +109,7 @@ def test_models_lists_every_model_with_its_sizes(
     assert t5["supported"] is False and "no model.safetensors" in t5["reason"]
     assert t5["kind"] == "encoder-decoder"
     assert t5["layers"] is None
+    assert (t5["backend"], t5["kind"]) == ("transformers", "encoder-decoder")
 
 
 def test_loaded_flag_follows_use(client: TestClient) -> None:

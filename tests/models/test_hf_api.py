@@ -118,8 +118,20 @@ def test_generate_and_head_of_a_transformers_decoder(client: TestClient) -> None
         {"model": "tiny-gemma2", "text": LONG_TEXT, "layer": 1, "head": 2},
     )
     assert (head["kv_head"], head["causal"], head["family"]) == (1, True, "gemma2")
-    weights = torch.tensor(head["heads"][0]["attn_weights"])
+    steps = head["heads"][0]
+    weights = torch.tensor(steps["attn_weights"])
     assert torch.allclose(weights.sum(-1), torch.ones(len(head["tokens"])))
+    # Gemma 2's soft-capping is a step of its own, between scaling and the mask.
+    assert head["softcap"] == 2.0 and steps["biased_scores"] is None
+    capped = torch.tensor(steps["capped_scores"])
+    torch.testing.assert_close(capped, torch.tanh(torch.tensor(steps["scaled_scores"]) / 2) * 2)
+    masked = steps["masked_scores"]
+    kept = [(i, j) for i, row in enumerate(masked) for j, v in enumerate(row) if v is not None]
+    assert kept and all(masked[i][j] == steps["capped_scores"][i][j] for i, j in kept)
+    plain = post(
+        client, "/api/model/head", {"model": "core-gpt2", "text": "a b", "layer": 1, "head": 1}
+    )
+    assert plain["softcap"] is None and plain["heads"][0]["capped_scores"] is None
 
 
 def test_encoder_maps_and_refusals(client: TestClient) -> None:

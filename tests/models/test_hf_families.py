@@ -154,3 +154,25 @@ def test_16_bit_weights_run_in_float32(tmp_path: Path) -> None:
     torch.testing.assert_close(
         maps.layer_attentions[1], expected.attentions[1][0], atol=1e-5, rtol=0
     )
+
+
+@pytest.mark.parametrize("name", HF_DECODERS)
+def test_sliding_windows_named_are_the_masks_applied(
+    name: str, loaded: Callable[[str], tuple[Any, torch.nn.Module]]
+) -> None:
+    """What GET /api/model says each layer's window is, the mask the attention received."""
+    model, _ = loaded(name)
+    windows = model.model.sliding_windows
+    expected_windows = {
+        "tiny-gemma2": (4, None),
+        "tiny-gemma3": (4, None),
+        "tiny-mistral-window": (4, 4),
+    }.get(name, (None, None))
+    assert windows == expected_windows
+    for layer, window in enumerate(windows):
+        tokenized, layer_trace = model.trace(LONG_TEXT, layer)
+        T = len(tokenized.input_ids)
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        allowed = (j <= i) & ((i - j < window) if window else torch.ones(T, T, dtype=torch.bool))
+        assert layer_trace.steps.allowed is not None
+        assert torch.equal(layer_trace.steps.allowed[0, 0], allowed)

@@ -513,3 +513,87 @@ def test_hugging_face_cache_snapshots_may_link_to_their_own_blobs(
         model = registry.load(name)
         assert isinstance(model, Decoder)
         assert model.encode("the bank").layer_attentions[0].shape[0] == 4
+
+
+# --- every backend: the transformers one reads the same checks ------------------------------
+
+TRANSFORMERS_HOSTILE = (
+    "generation-config-deep",
+    "metadata-not-object",
+    "shape-fractional",
+    "offsets-overlap",
+    "weight-map-not-string",
+    "n-layer-float",
+    "eos-nested",
+)
+
+
+def test_checkpoints_of_the_transformers_backend_are_checked_alike(
+    hf_checkpoints: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A Qwen3 (transformers backend) made hostile each way: the same reasons, and the
+    untouched one still loads; too large for the limit, it is refused from its headers."""
+    source = hf_checkpoints("tiny-qwen3")
+    for name in TRANSFORMERS_HOSTILE:
+        shutil.copytree(source, tmp_path / name)
+        HOSTILE[name][1](tmp_path / name)
+    sharded(source, tmp_path / "dotdot", "../tiny-qwen3/model.safetensors")
+    shutil.copytree(source, tmp_path / "tiny-qwen3")
+    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[tmp_path])
+    entries = {e.name: e for e in registry.entries()}
+    assert entries["tiny-qwen3"].supported and entries["tiny-qwen3"].backend == "transformers"
+    for name in TRANSFORMERS_HOSTILE:
+        reason = entries[name].reason
+        assert reason is not None and HOSTILE[name][2] in reason, name
+    assert "names the shard '../tiny-qwen3/model.safetensors'" in str(entries["dotdot"].reason)
+    assert entries["tiny-qwen3"].parameters is not None
+    weights = loaded_bytes([read_header(source / "model.safetensors")])
+    small = ModelRegistry(
+        include_package=False, builtin_dir=None, env_paths=[tmp_path], max_model_bytes=weights - 1
+    )
+    refused = {e.name: e for e in small.entries()}["tiny-qwen3"]
+    assert refused.reason is not None and refused.reason.startswith(f"the weights take {weights:,}")
+    assert registry.load("tiny-qwen3").info()["layers"] == 2
+
+
+def test_a_cache_ref_cannot_lead_outside_its_repository(checkpoints: Path, tmp_path: Path) -> None:
+    """refs/main names a commit: "../../../elsewhere" is not one (the newest snapshot is used)."""
+    shutil.copytree(checkpoints / "tiny-llama", tmp_path / "elsewhere")
+    repo = tmp_path / "hub" / "models--acme--tiny"
+    shutil.copytree(checkpoints / "tiny-gpt2", repo / "snapshots" / "abc")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("../../../elsewhere")
+    registry = ModelRegistry(include_package=False, builtin_dir=None, hf_cache=tmp_path / "hub")
+    (entry,) = registry.entries()
+    assert entry.path == repo / "snapshots" / "abc" and entry.family == "gpt2"
+
+
+def test_a_directory_that_cannot_be_looked_into_hides_nothing_else(
+    checkpoints: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Permission denied (as a user other than root meets a mode-000 directory; root reads
+    everything, so the error is raised here by hand): only that directory is left out."""
+    models = tmp_path / "models"
+    shutil.copytree(checkpoints / "tiny-gpt2", models / "fine")
+    shutil.copytree(checkpoints / "tiny-gpt2", models / "locked")
+    real_is_file, real_exists = Path.is_file, Path.exists
+
+    def denied(path: Path) -> None:
+        if "locked" in path.parts:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(Path, "is_file", lambda p: denied(p) or real_is_file(p))
+    monkeypatch.setattr(Path, "exists", lambda p: denied(p) or real_exists(p))
+    registry = ModelRegistry(
+        include_package=False,
+        builtin_dir=None,
+        cli_paths=[models / "locked"],
+        env_paths=[models],
+        runs_dir=models,
+    )
+    reasons = {e.name: e.reason for e in registry.entries()}
+    assert reasons == {
+        "locked": f"{models / 'locked'} cannot be read (Permission denied)",
+        "fine": None,
+        "fine@runs": None,
+    }

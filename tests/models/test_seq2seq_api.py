@@ -192,6 +192,13 @@ def test_one_head_of_any_stack(stack: str, client: TestClient, reference: Any) -
     assert torch.allclose(torch.tensor(steps["attn_weights"]), expected, atol=TOL, rtol=0)
     assert body["stack"] == stack and body["cross"] is (stack == "cross")
     assert body["scale"] == 1.0  # T5 does not scale; its relative positions are added
+    # ... as a step of their own: biased = scaled + the bias (zero for cross-attention).
+    bias = np.array(steps["biased_scores"]) - np.array(steps["scaled_scores"])
+    if stack == "cross":
+        assert np.abs(bias).max() == 0.0
+    else:  # T5's relative positions: one bias per distance (encoder: bidirectional)
+        assert np.abs(bias).max() > 0.0
+        assert np.allclose(bias[1, 0], bias[2, 1], atol=1e-5)
     S = len(body["source_tokens"])
     if stack == "cross":
         assert np.array(body["source"]).shape == (S, 32) and body["shapes"]["k"] == [S, 8]

@@ -81,6 +81,23 @@ def context_of(config: Any) -> int:
     return UNBOUNDED_CONTEXT
 
 
+def layer_windows(config: Any, num_layers: int) -> tuple[int | None, ...]:
+    """Per layer, the sliding window (keys a query reads: itself and the w - 1 before it),
+    None for full attention: ``layer_types`` where the config has them, else every layer."""
+    text = config.get_text_config()
+    window = getattr(text, "sliding_window", None)
+    if (
+        not isinstance(window, int)
+        or window <= 0
+        or getattr(text, "use_sliding_window", True) is False
+    ):
+        return (None,) * num_layers
+    types = getattr(text, "layer_types", None)
+    if types:
+        return tuple(window if kind == "sliding_attention" else None for kind in types)
+    return (window,) * num_layers
+
+
 class TransformersKVCache(KVCache):
     """transformers' own ``DynamicCache`` behind ``KVCache``'s ``length``/``advance``.
 
@@ -131,6 +148,7 @@ class TransformersLM:
         self.stack: Stack = "decoder" if kind == "decoder" else "encoder"
         self.config = TransformersSizes.of(cast(PretrainedConfig, model.config))
         self.sites = attention_sites(model, kind)
+        self.sliding_windows = layer_windows(model.config, self.config.num_layers)
         self._modules = dict(model.named_modules())
         self._logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
         self.attention_paths = self._find_attention(name or type(model).__name__)
