@@ -49,6 +49,7 @@ from ..schemas.model import (
 from ..seq2seq_payloads import (
     check_fields,
     is_encoder_decoder,
+    model_kind,
     seq2seq_attention,
     seq2seq_head_payload,
 )
@@ -71,7 +72,7 @@ def encoder_only(entry_name: str, model: TextModel, what: str) -> Encoder:
     if not isinstance(model, Encoder):
         raise ModelUnsupported(
             f"{what} works with encoders (their WordPiece vocabulary); {entry_name!r} is a "
-            f"{model.family} decoder",
+            f"{model.family} {model_kind(model)}",
             field="model",
         )
     return model

@@ -265,6 +265,14 @@ def test_encoder_decoder_bad_inputs(client: TestClient) -> None:
     for body, path, loc in bad:
         detail = error(client.post(path, json={"model": "tiny-marian", **body}))
         assert detail["loc"] == loc, (body, detail)
+    # Word comparisons and vocabulary vectors are an encoder's.
+    detail = error(
+        client.post(
+            "/api/model/compare-word",
+            json={"model": "tiny-marian", "text_a": "a cat", "text_b": "the cat", "word": "cat"},
+        )
+    )
+    assert detail["loc"] == ["body", "model"] and "marian encoder-decoder" in detail["msg"]
 
 
 def test_stacks_of_different_depths(client: TestClient, models_dir: Path) -> None:
