@@ -4,6 +4,8 @@
 // in every layer and head.  The source is the page form's text; the target is typed here
 // or written by the model (POST /api/model/generate).  Special tokens are always shown,
 // so row i of the decoder and cross maps is target token i (the start token first).
+// The card's state (target, tab, layer, head, word) lives in the URL's hash, so a view
+// can be shared and reloaded; the query is model.js'.
 
 import { ApiError } from "./api.js";
 import { byTestId, el } from "./dom.js";
@@ -114,6 +116,36 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
   const view = { stack: "encoder", layer: 1, head: 1, word: null, when: "written" };
   let data = null; // {source, target, written, layers, heads, maps: {stack: [decoded per layer]}}
   let seq = 0;
+  let fromUrl = readHash(); // the first update() reads the view the link names
+
+  function readHash() {
+    const p = new URLSearchParams(window.location.hash.slice(1));
+    if (!p.has("stack") && !p.has("target")) return null;
+    const whole = (v) => (/^\d+$/.test(v || "") ? Number(v) : null);
+    return {
+      target: p.get("target") || "",
+      stack: STACKS.includes(p.get("stack")) ? p.get("stack") : "encoder",
+      layer: whole(p.get("layer")) || 1,
+      head: p.get("head") === "mean" ? "mean" : whole(p.get("head")) || 1,
+      word: whole(p.get("word")),
+      when: p.get("when") === "input" ? "input" : "written",
+    };
+  }
+
+  function writeHash() {
+    const p = new URLSearchParams();
+    if (data) {
+      p.set("target", $("s2s-target").value);
+      p.set("stack", view.stack);
+      p.set("layer", String(view.layer));
+      p.set("head", String(view.head));
+      if (view.word !== null) p.set("word", String(view.word));
+      if (view.when !== "written") p.set("when", view.when);
+    }
+    const hash = data ? `#${p}` : "";
+    const url = `${window.location.pathname}${window.location.search}${hash}`;
+    if (url !== `${window.location.pathname}${window.location.search}${window.location.hash}`) window.history.replaceState(null, "", url);
+  }
 
   const entryOf = (name) => models.find((m) => m.name === (name || defaultModel)) || null;
   const isEncoderDecoder = () => {
@@ -195,6 +227,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     const align = $("s2s-align");
     align.hidden = view.stack !== "cross";
     if (!align.hidden) drawAlignment();
+    writeHash();
   }
 
   function drawGrid() {
@@ -296,6 +329,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
           onclick: () => {
             view.word = k + 1;
             drawAlignment();
+            writeHash();
           },
         }),
       ),
@@ -378,6 +412,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     radio.addEventListener("change", () => {
       view.when = radio.value;
       if (data) drawAlignment();
+      writeHash();
     });
   }
   stacksForm.addEventListener("submit", (ev) => {
@@ -393,9 +428,19 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
   function update() {
     const on = isEncoderDecoder();
     card.hidden = !on;
+    const asked = fromUrl;
+    fromUrl = null;
     if (!on) {
       seq++;
       data = null;
+      writeHash();
+      return;
+    }
+    if (asked && asked.target.trim()) {
+      Object.assign(view, { stack: asked.stack, layer: asked.layer, head: asked.head, word: asked.word, when: asked.when });
+      for (const radio of card.querySelectorAll("input[name='s2s-when']")) radio.checked = radio.value === view.when;
+      $("s2s-target").value = asked.target;
+      run(false);
       return;
     }
     $("s2s-target").value = "";

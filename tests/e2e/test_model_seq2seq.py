@@ -195,3 +195,30 @@ def test_a_target_over_the_limit_is_said_beside_the_target(page: Page, server_ur
     expect(page.get_by_test_id("s2s-target")).to_have_attribute("aria-invalid", "true")
     # The maps of the last target that could be computed stay.
     expect(page.get_by_test_id("s2s-map")).to_have_attribute("data-stack", "encoder")
+
+
+def test_the_view_is_in_the_link(page: Page, server_url: str) -> None:
+    """Target, tab, head and chosen word survive a reload (the URL's hash)."""
+    open_marian(page, server_url)
+    page.get_by_test_id("s2s-tab-cross").click()
+    page.get_by_test_id("s2s-map-L2-H3").click()
+    page.get_by_test_id("s2s-word").nth(2).click()
+    page.get_by_test_id("s2s-when-input").check()
+    expect(page.get_by_test_id("s2s-align-view")).to_have_attribute("data-row", "3")
+    assert "stack=cross" in page.url and "word=3" in page.url and "model=tiny-marian" in page.url
+    page.reload()
+    card = page.get_by_test_id("stacks-card")
+    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
+    expect(page.get_by_test_id("s2s-target")).to_have_value(TARGET)
+    expect(page.get_by_test_id("s2s-tab-cross")).to_have_attribute("aria-selected", "true")
+    table = page.get_by_test_id("s2s-map")
+    expect(table).to_have_attribute("data-layer", "2")
+    expect(table).to_have_attribute("data-head", "3")
+    view = page.get_by_test_id("s2s-align-view")
+    expect(view).to_have_attribute("data-token", "3")
+    expect(view).to_have_attribute("data-row", "3")
+    expect(page.get_by_test_id("s2s-when-input")).to_be_checked()
+    # The main form's writes keep the hash (model.js owns the query).
+    page.get_by_test_id("hide-special").check()
+    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
+    assert "stack=cross" in page.url
