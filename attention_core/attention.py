@@ -51,10 +51,6 @@ class AttentionSteps:
     sink_weights: torch.Tensor | None = None
 
 
-# The optional steps, in the order they are applied between scaling and masking.
-OPTIONAL_SCORE_STEPS = ("biased_scores", "capped_scores")
-
-
 # Causal attention over at least twice this many queries mixes the values in row blocks.
 CAUSAL_BLOCK_ROWS = 128
 

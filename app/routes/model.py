@@ -71,8 +71,8 @@ def encoder_only(entry_name: str, model: TextModel, what: str) -> Encoder:
     """``model`` if it is an encoder; else the error that says ``what`` needs one."""
     if not isinstance(model, Encoder):
         raise ModelUnsupported(
-            f"{what} works with encoders (their WordPiece vocabulary); {entry_name!r} is a "
-            f"{model.family} {model_kind(model)}",
+            f"{what} works with encoders (their WordPiece vocabulary: the BERT family); "
+            f"{entry_name!r} is a {model.family} {model_kind(model)}",
             field="model",
         )
     return model

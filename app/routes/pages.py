@@ -42,12 +42,12 @@ def _initial_data() -> dict[str, Any]:
 
 def _model_vectors_available(request: Request) -> bool:
     """Whether ``POST /api/model/embeddings`` can answer: the default model is a supported
-    encoder (found on disk, not loaded here)."""
+    BERT-family encoder (found on disk, not loaded here)."""
     try:
         entry = get_registry(request).entry(None)
     except SpecError:
         return False
-    return entry.supported and entry.causal is False
+    return entry.supported and entry.causal is False and entry.backend == "core"
 
 
 def _server_data(request: Request, settings: Settings) -> dict[str, Any]:

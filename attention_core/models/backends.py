@@ -22,7 +22,6 @@ from ..errors import SpecError
 
 CORE = "core"
 TRANSFORMERS = "transformers"
-BACKENDS = (CORE, TRANSFORMERS)
 KINDS = ("encoder", "decoder", "encoder-decoder")
 TRANSFORMERS_INSTALL = "pip install 'attention-viz[transformers]'"
 

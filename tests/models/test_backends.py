@@ -44,6 +44,11 @@ def test_hand_written_decoders_equal_the_transformers_backend(checkpoints: Path,
     for a, b in zip(ours.layer_hidden_states, theirs.layer_hidden_states, strict=True):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
     assert core.generate("The bank", 8).new_ids == other.generate("The bank", 8).new_ids
+    sampled = {"temperature": 0.9, "top_k": 8, "seed": 3}
+    assert (
+        core.generate("The bank", 8, **sampled).new_ids  # type: ignore[arg-type]
+        == other.generate("The bank", 8, **sampled).new_ids  # type: ignore[arg-type]
+    )
 
 
 def test_bert_equals_the_transformers_backend(encoder: Encoder) -> None:

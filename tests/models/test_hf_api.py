@@ -146,6 +146,9 @@ def test_encoder_maps_and_refusals(client: TestClient) -> None:
         "/api/model/generate", json={"model": "tiny-roberta", "prompt": "a", "max_new_tokens": 2}
     )
     assert generate.status_code == 422
+    vectors = client.post("/api/model/embeddings", json={"model": "tiny-roberta", "words": ["a"]})
+    assert vectors.status_code == 422
+    assert "'tiny-roberta' is a roberta encoder" in vectors.json()["detail"][0]["msg"]
     for name in ("custom-code", "unknown-type", "tiny-bart"):
         response = client.post("/api/model/attention", json={"model": name, "text": "a"})
         assert response.status_code == 422

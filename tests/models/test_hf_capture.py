@@ -119,3 +119,67 @@ def test_keep_drops_the_steps_of_other_layers(qwen3: Path) -> None:
 def test_sites_name_stack_and_layer(path: str, kind: str, expected: tuple[str, int]) -> None:
     site = site_of(path, kind)  # type: ignore[arg-type]
     assert (site.stack, site.layer) == expected
+
+
+def test_an_encoder_decoder_is_captured_per_stack() -> None:
+    """Self-attention of both stacks and cross-attention, each tagged with its stack and
+    layer, equal eager's three kinds of maps (a tiny random BART, built in memory)."""
+    config = transformers.BartConfig(
+        vocab_size=64,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=32,
+    )
+    torch.manual_seed(0)
+    model = transformers.BartModel(config).eval()
+    source, target = torch.tensor([[0, 5, 9, 12, 7, 2]]), torch.tensor([[2, 0, 8, 11]])
+    with torch.inference_mode():
+        model.set_attn_implementation("eager")
+        expected = model(input_ids=source, decoder_input_ids=target, output_attentions=True)
+        model.set_attn_implementation(register())
+        with capturing(attention_sites(model, "encoder-decoder")) as capture:
+            model(input_ids=source, decoder_input_ids=target)
+    pairs = {
+        "encoder": expected.encoder_attentions,
+        "decoder": expected.decoder_attentions,
+        "cross": expected.cross_attentions,
+    }
+    for stack, maps in pairs.items():
+        got = capture.weights(stack)  # type: ignore[arg-type]
+        assert [c.site.layer for c in capture.stack(stack)] == [0, 1]  # type: ignore[arg-type]
+        for a, b in zip(got, maps, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert capture.weights("cross")[0].shape == (1, 4, 4, 6)  # target rows, source columns
+    assert bool((capture.weights("decoder")[0].triu(1) == 0).all())
+
+
+def test_threads_capture_their_own_calls(qwen3: Path) -> None:
+    """Two threads tracing one model at once each get their own text's tensors."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = _load(qwen3, register())
+    sites = attention_sites(model, "decoder")
+    path = "model.layers.1.self_attn"
+    module = dict(model.named_modules())[path]
+    texts = [torch.tensor([[1, 5, 17, 42, 9]]), torch.tensor([[3, 8, 2, 77, 11, 19, 40]])]
+
+    def trace(ids: torch.Tensor) -> tuple[torch.Size, torch.Size]:
+        shapes = set()
+        for _ in range(20):
+            with torch.inference_mode(), capturing(sites, hook_inputs={path: module}) as capture:
+                model(ids)
+            call = capture.call("decoder", 1)
+            assert call.x is not None
+            shapes.add((call.x.shape, call.query.shape))
+        assert len(shapes) == 1
+        return shapes.pop()
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(trace, texts)
+    assert first == (torch.Size([1, 5, 32]), torch.Size([1, 4, 5, 16]))
+    assert second == (torch.Size([1, 7, 32]), torch.Size([1, 4, 7, 16]))

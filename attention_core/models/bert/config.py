@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
 from ..safetensors_io import checkpoint_files
+from ..untrusted_json import read_json
 
 CONFIG_FILE = "config.json"
 TOKENIZER_FILE = "tokenizer.json"
@@ -98,13 +98,7 @@ class EncoderConfig:
 
     @classmethod
     def from_file(cls, path: Path, name: str) -> EncoderConfig:
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise SpecError(f"cannot read {str(path)!r}: {exc}", field="model_dir") from exc
-        if not isinstance(raw, dict):
-            raise SpecError(f"{str(path)!r} is not a JSON object", field="model_dir")
-        return cls.from_dict(raw, name)
+        return cls.from_dict(read_json(path), name)  # bounded: see untrusted_json
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], name: str) -> EncoderConfig:

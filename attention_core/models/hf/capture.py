@@ -182,7 +182,8 @@ def capturing(
 
     ``hook_inputs``: module path -> attention module whose input (its
     ``hidden_states``) is kept as the call's ``x`` (the first positional
-    argument or the ``hidden_states`` keyword).
+    argument or the ``hidden_states`` keyword).  The hooks sit on shared
+    modules, so each keeps only what this thread's forward passes give it.
     """
     capture = Capture(sites, keep)
     handles = []
@@ -194,6 +195,8 @@ def capturing(
             kwargs: dict[str, Any],
             path: str = path,
         ) -> None:
+            if _CURRENT.get() is not capture:  # another thread's forward through the module
+                return
             x = args[0] if args else kwargs.get("hidden_states")
             if isinstance(x, torch.Tensor):
                 capture.inputs[path] = x
