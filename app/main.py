@@ -30,6 +30,7 @@ from .routes import (
     model_page,
     models,
     pages,
+    runs,
     train,
     train_page,
 )
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         model,
         generate,
         train,
+        runs,
         assets,
         docs,
         pages,

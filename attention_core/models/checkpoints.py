@@ -5,7 +5,7 @@ in transformers' layout."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,19 @@ from ..errors import SpecError
 from .safetensors_io import save_safetensors
 from .untrusted_json import read_json
 
-__all__ = ["matched_state", "read_config", "read_json", "write_checkpoint"]
+__all__ = ["check_supported", "matched_state", "read_config", "read_json", "write_checkpoint"]
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+
+
+def check_supported(name: str, value: object, supported: Collection[str], field: str) -> None:
+    """A ``SpecError`` naming the value and the supported ones unless it is one of them
+    (a config's activation, say)."""
+    if value not in supported:
+        raise SpecError(
+            f"{name} {value!r} is not supported; use one of {', '.join(supported)}", field=field
+        )
 
 
 def read_config(directory: Path) -> dict[str, Any]:
