@@ -343,7 +343,7 @@ function renderTokens() {
 }
 
 function drawTokens() {
-  if (!meta || !info) return Promise.resolve();
+  if (!meta || !info || !info.layers) return Promise.resolve(); // no layers: nothing a token reads
   const mine = seq;
   const done = drawTokenView(
     tokenView,
@@ -533,13 +533,11 @@ async function run() {
     grid.dataset.drawn = String(drawn);
     grid.dataset.tokens = String(meta.tokens.length);
     stale(null);
+    // The large Plotly map after the canvases: it costs more than all of them.
+    drawSelected();
+    drawTokens();
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
     const sizes = info.layers ? `${countOf(info.layers, "layer")} × ${countOf(info.heads, "head")}` : "no attention layers";
-    if (info.layers) {
-      // The large Plotly map after the canvases: it costs more than all of them.
-      drawSelected();
-      drawTokens();
-    }
     setStatus(`${meta.tokens.length} tokens (${what}${sizes}) in ${Math.round(performance.now() - started)} ms`);
     explainUnknown($("unk-note"), {
       tokens: meta.tokens,
