@@ -16,7 +16,7 @@ import torch
 from ...errors import SpecError
 from ..decoder import TOKENIZER_FILE, Decoder, DecoderMaps
 from ..outputs import LayerTrace
-from ..protocols import TextModel
+from ..protocols import TextModel, model_info
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ..text_tokenizer import TextTokenizer, TokenizedText
 from .capture import Kind
@@ -57,20 +57,7 @@ class TransformersEncoder:
         return self.tokenizer.max_tokens
 
     def info(self) -> dict[str, object]:
-        c = self.config
-        return {
-            "name": self.name,
-            "family": self.family,
-            "causal": self.causal,
-            "layers": c.num_layers,
-            "heads": c.num_heads,
-            "kv_heads": c.num_kv_heads,
-            "hidden": c.hidden_size,
-            "head_dim": c.head_dim,
-            "vocab_size": c.vocabulary_size,
-            "max_positions": c.max_positions,
-            "max_tokens": self.max_tokens,
-        }
+        return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
     def _tokenize(self, text: str, text_b: str | None) -> TokenizedText:
         if text_b is not None:
