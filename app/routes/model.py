@@ -46,6 +46,13 @@ from ..schemas.model import (
     ModelHeadResponse,
     ModelInfo,
 )
+from ..seq2seq_payloads import (
+    check_fields,
+    is_encoder_decoder,
+    model_kind,
+    seq2seq_attention,
+    seq2seq_head_payload,
+)
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -65,7 +72,7 @@ def encoder_only(entry_name: str, model: TextModel, what: str) -> Encoder:
     if not isinstance(model, Encoder):
         raise ModelUnsupported(
             f"{what} works with encoders (their WordPiece vocabulary: the BERT family); "
-            f"{entry_name!r} is a {model.family} {'decoder' if model.causal else 'encoder'}",
+            f"{entry_name!r} is a {model.family} {model_kind(model)}",
             field="model",
         )
     return model
@@ -104,8 +111,15 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     (results are cached, so fetching layer by layer is cheap).  With
     ``hide_special`` the special tokens and the first token are dropped and
     rows renormalized (the rollout is computed over all tokens first).
+
+    An encoder-decoder (T5, BART, Marian) takes ``target``, the decoder's
+    text, and adds ``encoder_attentions``, ``decoder_attentions`` and
+    ``cross_attentions`` (target rows, source columns).
     """
     entry, model = load(registry, body.model)
+    if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
+        return json_response(seq2seq_attention(model, body, entry.name))
+    check_fields(model, entry.name, body)
     require_attention(entry.name, model.info())
     with torch.inference_mode():
         maps = model.encode(body.text, body.text_b)
@@ -129,8 +143,23 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
     attn_weights and context_vec, all computed by the core's attention
     function.  With grouped-query attention the head reads its ``kv_head``;
     with RoPE, q and k are rotated and ``q_unrotated``/``k_unrotated`` are given.
+    An encoder-decoder's head may be of any ``stack`` (encoder, decoder, cross).
     """
     entry, model = load(registry, body.model)
+    if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
+        model.refuse_pair(body.text_b)
+        with torch.inference_mode():
+            payload = seq2seq_head_payload(
+                model,
+                name=entry.name,
+                text=body.text,
+                target=body.target,
+                stack=body.stack or "encoder",
+                layer=body.layer,
+                head=body.head,
+            )
+        return json_response(payload)
+    check_fields(model, entry.name, body)
     require_attention(entry.name, model.info())
     with torch.inference_mode():
         tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)

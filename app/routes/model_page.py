@@ -45,7 +45,7 @@ def count_of(n: int, noun: str) -> str:
 def describe(model: dict[str, Any]) -> str:
     """One line about a supported model: family, kind, sizes, parameters, context."""
     family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "unknown family")
-    kind = "decoder" if model["causal"] else "encoder"
+    kind = model.get("kind") or ("decoder" if model["causal"] else "encoder")
     heads = f"{count_of(model['layers'], 'layer')} × {count_of(model['heads'], 'head')}"
     if model["kv_heads"] and model["kv_heads"] != model["heads"]:
         heads += f" ({count_of(model['kv_heads'], 'key/value head')})"
@@ -60,7 +60,7 @@ def describe(model: dict[str, Any]) -> str:
 def option_label(model: dict[str, Any]) -> str:
     """What the picker shows: the name and what it is, or why it cannot be shown."""
     if model["supported"]:
-        kind = "decoder" if model["causal"] else "encoder"
+        kind = model.get("kind") or ("decoder" if model["causal"] else "encoder")
         family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "")
         return f"{model['name']} — {family} {kind}, {model['layers']}×{model['heads']}"
     reason = str(model["reason"] or "unknown reason")

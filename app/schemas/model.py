@@ -8,7 +8,7 @@ index 0 is the embedding output.  Every request takes an optional ``model``
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
@@ -135,6 +135,18 @@ HIDE_SPECIAL = (
 )
 
 
+# Encoder-decoders (T5, BART, Marian): the decoder's text, fed as transformers feeds labels.
+TARGET_FIELD: dict[str, Any] = {
+    "min_length": 1,
+    "max_length": MAX_TEXT_CHARS,
+    "description": "encoder-decoders only: the decoder's text (the translation, the summary), "
+    "tokenized as the tokenizer's text_target and fed the way transformers feeds labels: "
+    "shifted right behind the decoder start token; default: the start token alone",
+    "examples": ["Die Katze sass auf der Matte."],
+}
+Stack = Literal["encoder", "decoder", "cross"]
+
+
 class MapOptions(Strict):
     """How to return attention maps (for /api/model/attention and /api/model/generate)."""
 
@@ -186,6 +198,7 @@ class ModelAttentionRequest(MapOptions):
         max_length=MAX_TEXT_CHARS,
         description="encoders only: the second text of a sentence pair (token_type_ids 1)",
     )
+    target: str | None = Field(None, **TARGET_FIELD)
     hidden_states: StrictBool = Field(
         False,
         description="also return each listed layer's output (T, hidden) as JSON numbers, "
@@ -246,7 +259,43 @@ class MapsResponse(BaseModel):
     pooled: Pooled | None = Field(None, description="how the maps were pooled (null: not)")
 
 
-class ModelAttentionResponse(MapsResponse):
+class Seq2SeqMaps(BaseModel):
+    """What an encoder-decoder adds to ``MapsResponse`` (null for other models).
+
+    ``tokens``, ``attentions``, ``head_average`` and ``rollout`` are then the
+    encoder's (the source); the three stacks follow in ``attentions``' format,
+    per listed layer: the encoder's (heads, S, S) (the same as ``attentions``),
+    the decoder's self-attention (heads, T, T) (causal) and the cross-attention
+    (heads, T, S): target rows, source columns.
+    """
+
+    source_tokens: list[str] | None = Field(
+        None, description="encoder-decoders: the source tokens shown (the same as tokens)"
+    )
+    target_tokens: list[str] | None = Field(
+        None,
+        description="encoder-decoders: the decoder's input tokens shown, the start token "
+        "first; row i of the decoder and cross maps is what target token i read",
+    )
+    target_positions: list[int] | None = Field(
+        None, description="index of each shown target token in all_target_tokens"
+    )
+    all_target_tokens: list[str] | None = None
+    target_special: list[bool] | None = Field(
+        None, description="per token of all_target_tokens: a special token"
+    )
+    encoder_attentions: list[Weights] | None = Field(
+        None, description="per layer (heads, S, S): the encoder's self-attention"
+    )
+    decoder_attentions: list[Weights] | None = Field(
+        None, description="per layer (heads, T, T): the decoder's causal self-attention"
+    )
+    cross_attentions: list[Weights] | None = Field(
+        None, description="per layer (heads, T, S): each target token's attention over the source"
+    )
+
+
+class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
     hidden_states: list[Rows] | None = Field(
         None, description="per listed layer (T, hidden), when asked for; rows of shown tokens"
     )
@@ -278,7 +327,7 @@ class GenerateRequest(MapOptions):
     )
 
 
-class GenerateResponse(MapsResponse):
+class GenerateResponse(Seq2SeqMaps, MapsResponse):
     """The prompt, the tokens written after it, and the attention over all of them."""
 
     prompt_tokens: int = Field(description="how many tokens the prompt is (they come first)")
@@ -300,6 +349,12 @@ class ModelHeadRequest(Strict):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on the mat"])
     text_b: str | None = Field(
         None, min_length=1, max_length=MAX_TEXT_CHARS, description="encoders only, as above"
+    )
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the head's stack ('encoder', 'decoder' or 'cross'; "
+        "default 'encoder'); other models have one stack, their own kind",
     )
     layer: StrictInt = Field(ge=1, description="1..L")
     head: StrictInt = Field(ge=1, description="1..H (a query head)")
@@ -336,7 +391,10 @@ class ModelHeadSteps(BaseModel):
 
 
 class ModelHeadResponse(BaseModel):
-    """One head of a real model in /api/attention's shape (one head, self-attention)."""
+    """One head of a real model in /api/attention's shape (one head).
+
+    For a cross-attention head ``tokens`` are the target (rows) and
+    ``source_tokens`` the source (columns)."""
 
     model: str
     family: str
@@ -353,11 +411,16 @@ class ModelHeadResponse(BaseModel):
     mode: Literal["attention"]
     num_heads: Literal[1]
     causal: bool
-    cross: Literal[False]
+    cross: bool = Field(description="cross-attention: keys and values come from source")
+    stack: Stack | None = Field(None, description="encoder-decoders: the head's stack")
     scale: float
     shapes: dict[str, list[int]]
     x: Rows = Field(description="(T, C): the layer's attention input, after its norm")
-    source: None = Field(None, description="always null: self-attention (keys come from x)")
+    source: Rows | None = Field(
+        None,
+        description="cross-attention: (S, C) the encoder's output that keys and values "
+        "come from; null for self-attention (keys come from x)",
+    )
     heads: list[ModelHeadSteps] = Field(description="one entry: the head asked for")
     output: None = Field(None, description="always null: one head has no output projection")
 

@@ -102,8 +102,9 @@ export function modelStatePairs(s, d) {
 /** Write the state into the address bar (replaceState); returns the query's length. */
 export function writeModelState(s, d) {
   const query = buildQuery(modelStatePairs(s, d));
-  const url = query ? `${window.location.pathname}?${query}` : window.location.pathname;
-  if (url !== `${window.location.pathname}${window.location.search}`) window.history.replaceState(null, "", url);
+  // The hash is model-stacks.js' (an encoder-decoder's target, tab and word): kept.
+  const url = (query ? `${window.location.pathname}?${query}` : window.location.pathname) + window.location.hash;
+  if (url !== `${window.location.pathname}${window.location.search}${window.location.hash}`) window.history.replaceState(null, "", url);
   return query.length;
 }
 

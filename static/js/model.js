@@ -12,6 +12,7 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
+import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
 import { drawTokenView } from "./model-token-view.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
@@ -36,6 +37,8 @@ function defaultsFor(entry) {
 }
 const urlModel = new URLSearchParams(window.location.search).get("model");
 const state = readModelState(defaultsFor(MODELS.find((m) => m.name === urlModel && m.supported)));
+// Encoder-decoders: the three stacks and the alignment view (model-stacks.js).
+const stacks = initStacks({ models: MODELS, defaultModel: DEFAULT_MODEL, limits: LIMITS, form, sourceText: () => $("model-text").value, modelName: () => state.model });
 
 let info = null; // GET /api/model?model=… of the maps shown
 let meta = null; // the answer shown, without its maps: tokens, positions, generated…
@@ -48,6 +51,7 @@ let modelNote = null; // a problem with the URL's model, shown beside the picker
 
 // ---------- models ----------
 
+const isPlainEncoder = (entry) => Boolean(entry && !entry.causal && entry.kind !== ENCODER_DECODER);
 const entryOf = (name) => MODELS.find((m) => m.name === (name || DEFAULT_MODEL)) || null;
 const current = () => entryOf(state.model);
 
@@ -87,6 +91,7 @@ function explainNoAttention(entry) {
 function applyKind() {
   const entry = current();
   const causal = Boolean(entry && entry.causal);
+  const pairs = isPlainEncoder(entry); // an encoder-decoder's second text is its target (model-stacks.js)
   if (!causal) state.task = "read";
   if (hasNoLayers(entry)) state.task = "generate";
   explainNoAttention(entry);
@@ -94,11 +99,11 @@ function applyKind() {
   $("task").hidden = !causal;
   for (const radio of form.querySelectorAll("input[name='task']")) radio.checked = radio.value === state.task;
   $("text-field").hidden = generating;
-  $("text-b-field").hidden = causal;
+  $("text-b-field").hidden = !pairs;
   $("generate-fields").hidden = !generating;
   $("model-run").textContent = generating ? "Generate" : "Show attention";
   $("masked-hint").hidden = !causal;
-  $("compare-word-card").hidden = causal;
+  $("compare-word-card").hidden = !pairs;
   $("tokens-kind").textContent = entry && entry.family === "bert" ? "WordPiece tokens" : "Tokens";
   if (entry) {
     $("model-pick").value = entry.name;
@@ -471,7 +476,7 @@ async function run() {
   grid.dataset.drawn = "0";
   const started = performance.now();
   writeUrl();
-  const asked = { task: state.task, text: state.text, textB: entry.causal ? "" : state.textB, prompt: state.prompt };
+  const asked = { task: state.task, text: state.text, textB: isPlainEncoder(entry) ? state.textB : "", prompt: state.prompt };
   const fresh = new Map();
   let drawn = 0;
   let answerInfo = null;
@@ -541,7 +546,7 @@ async function run() {
       modelName: info.name.split("/").pop(),
       limits: LIMITS,
       isCurrent: () => mine === seq,
-      lookup: !info.causal, // /api/model/embeddings lists an encoder's word pieces
+      lookup: isPlainEncoder(current()), // /api/model/embeddings lists an encoder's word pieces
     });
   } catch (err) {
     if (mine !== seq) return;
@@ -581,6 +586,7 @@ $("model-pick").addEventListener("change", (ev) => {
   state.tokenLayer = null;
   applyKind();
   run();
+  stacks.update();
 });
 
 for (const radio of form.querySelectorAll("input[name='task']")) {
@@ -643,9 +649,10 @@ function start() {
   checkUrlModel();
   fillForm();
   applyKind();
+  stacks.update();
   run().then(() => {
     const entry = current();
-    if (entry && !entry.causal && state.cw.text_a && state.cw.text_b && state.cw.word) runCompare();
+    if (isPlainEncoder(entry) && state.cw.text_a && state.cw.text_b && state.cw.word) runCompare();
   });
 }
 

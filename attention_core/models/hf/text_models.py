@@ -17,11 +17,12 @@ from ...errors import SpecError
 from ..decoder import TOKENIZER_FILE, Decoder, DecoderMaps
 from ..device import CPU, running_on, to_cpu
 from ..outputs import LayerTrace
-from ..protocols import TextModel
+from ..protocols import TextModel, model_info
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ..text_tokenizer import TextTokenizer, TokenizedText
 from .capture import Kind
 from .language_model import TransformersLM, TransformersSizes
+from .seq2seq import EncoderDecoder
 
 BACKEND = "transformers"
 
@@ -63,20 +64,7 @@ class TransformersEncoder:
         return self.tokenizer.max_tokens
 
     def info(self) -> dict[str, object]:
-        c = self.config
-        return {
-            "name": self.name,
-            "family": self.family,
-            "causal": self.causal,
-            "layers": c.num_layers,
-            "heads": c.num_heads,
-            "kv_heads": c.num_kv_heads,
-            "hidden": c.hidden_size,
-            "head_dim": c.head_dim,
-            "vocab_size": c.vocabulary_size,
-            "max_positions": c.max_positions,
-            "max_tokens": self.max_tokens,
-        }
+        return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
     def _tokenize(self, text: str, text_b: str | None) -> TokenizedText:
         if text_b is not None:
@@ -136,7 +124,10 @@ class TransformersEncoder:
 def load_transformers(
     directory: Path, name: str, max_tokens: int, cache_bytes: int, *, kind: Kind, family: str
 ) -> TextModel:
-    """A decoder or encoder checkpoint through transformers (see ``language_model``)."""
+    """A decoder, encoder or encoder-decoder checkpoint through transformers (see
+    ``language_model``; encoder-decoders: ``seq2seq``)."""
+    if kind == "encoder-decoder":
+        return EncoderDecoder.from_dir(directory, name, max_tokens, cache_bytes)
     if kind == "decoder":
         return Decoder.from_dir(
             directory,
