@@ -5,6 +5,8 @@ a device every torch has)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -68,3 +70,19 @@ def test_an_encoder_moves_every_weight(encoder: Encoder) -> None:
     finally:
         encoder.embeddings, encoder.layers = original
         encoder.device = torch.device("cpu")
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen3", "tiny-roberta"])
+def test_a_transformers_backed_model_moves_every_weight(
+    name: str, hf_checkpoints: Callable[[str], Path]
+) -> None:
+    """The transformers backend's decoder (``Decoder`` over ``TransformersLM``) and encoder."""
+    from attention_core.models.registry import ModelRegistry
+
+    registry = ModelRegistry(
+        include_package=False, builtin_dir=None, env_paths=[hf_checkpoints(name)]
+    )
+    model = registry.load(name)
+    model.to_device(META)
+    inner = model.model.model  # type: ignore[attr-defined]
+    assert all(p.device == META for p in inner.parameters())

@@ -198,6 +198,15 @@ class EncoderDecoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
+    def to_device(self, device: torch.device) -> None:
+        """Encoder-decoders run on the CPU only, for now: refused, with the reason, elsewhere."""
+        if device.type != "cpu":
+            raise SpecError(
+                f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
+                f"{device.type!r}); set ATTENTION_VIZ_DEVICE=cpu to open this model",
+                field="model",
+            )
+
     @property
     def num_layers(self) -> int:
         return sum(1 for stack, _ in self.layer_modules if stack == "encoder")
