@@ -20,6 +20,7 @@ from . import compute
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
 from .paths import STATIC_DIR
+from .request_guard import RequestGuardMiddleware
 from .routes import (
     api,
     assets,
@@ -33,7 +34,7 @@ from .routes import (
     train,
     train_page,
 )
-from .security import BodyLimitMiddleware, SecurityHeadersMiddleware
+from .security import BodyLimitMiddleware, SecuredFastAPI
 from .settings import Settings, get_settings
 from .static_files import RevalidatedStaticFiles
 from .training.runner import slots_for
@@ -69,7 +70,7 @@ CACHED_PATHS = frozenset({"/api/attention", "/api/compare"})
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    app = FastAPI(
+    app = SecuredFastAPI(
         title="attention-viz",
         version="0.1.0",
         description=DESCRIPTION,
@@ -110,7 +111,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(
+        RequestGuardMiddleware,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
     return app
 
 

@@ -20,6 +20,16 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    allowed_hosts: str = Field(
+        "",
+        description="Host header names this server answers, comma-separated ('*': any); "
+        "default: localhost, *.localhost and IP addresses (app/request_guard.py)",
+    )
+    allowed_origins: str = Field(
+        "",
+        description="origins (scheme://host[:port]) besides the server's own whose pages may "
+        "POST to it, comma-separated",
+    )
 
     max_tokens: int = Field(64, ge=1, description="tokens per sequence (queries or sources)")
     max_token_chars: int = Field(64, ge=1, description="characters per token")
