@@ -20,7 +20,14 @@ from ..schemas.attention import ErrorBody
 from ..schemas.train import EVENT_DOCS, TrainPresets, TrainRequest
 from ..settings import Settings
 from ..training.request import UnreadableBody, read_train_request
-from ..training.runner import EventStreamResponse, relay, start_run, writable_runs_dir
+from ..training.runner import (
+    STALLED_GRACE_S,
+    EventStreamResponse,
+    relay,
+    run_deadline,
+    start_run,
+    writable_runs_dir,
+)
 from .common import ERRORS, SettingsDep
 
 router = APIRouter(prefix="/api/train", tags=["train"])
@@ -129,9 +136,12 @@ async def train(request: Request, settings: SettingsDep) -> Response:
             "too_many_runs",
             headers={"retry-after": str(RETRY_AFTER_S)},
         )
+    deadline = run_deadline(settings)
     try:
         _, process = await start_run(job, runs_dir, settings)
     except BaseException:
         slots.release()
         raise
-    return EventStreamResponse(relay(process, slots, settings))
+    return EventStreamResponse(
+        relay(process, slots, settings, deadline), deadline=deadline + STALLED_GRACE_S
+    )
