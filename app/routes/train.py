@@ -12,12 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 
 from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, TRAINING_PRESETS
 
 from ..errors import error_response
 from ..schemas.attention import ErrorBody
 from ..schemas.train import EVENT_DOCS, TrainPresets, TrainRequest
+from ..schemas.train_events import TrainEventMessage
 from ..settings import Settings
 from ..training.request import UnreadableBody, read_train_request
 from ..training.runner import (
@@ -59,6 +61,15 @@ _FORM_SCHEMA = {
 }
 
 
+_EVENT_REF = {"$ref": f"#/components/schemas/{TrainEventMessage.__name__}"}
+
+
+def json_error(description: str) -> dict[str, Any]:
+    """An error answer documented as JSON (``ErrorBody``), not as the route's event stream."""
+    schema = {"$ref": f"#/components/schemas/{ErrorBody.__name__}"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
 def train_limits(settings: Settings) -> dict[str, int | float]:
     from ..training.runner import cpu_count
 
@@ -78,20 +89,28 @@ async def train_presets(settings: SettingsDep) -> dict[str, Any]:
     }
 
 
+class _EventStreamDocs(JSONResponse):
+    """For the OpenAPI document only (the route returns ``EventStreamResponse``): FastAPI
+    documents the 200 "model" of a JSONResponse class as it is, under this media type;
+    of any other class, as that schema *and* ``type: string``, which nothing matches."""
+
+    media_type = "text/event-stream"
+
+
 @router.post(
     "",
-    response_class=EventStreamResponse,
+    response_class=_EventStreamDocs,
     status_code=200,
     responses={
-        200: {"content": {"text/event-stream": {}}, "description": EVENT_DOCS},
-        **{k: v for k, v in ERRORS.items() if k != 404},
-        415: {"model": ErrorBody, "description": "Not JSON or multipart/form-data"},
+        # The route's media type is text/event-stream: a "model" is documented under it.
+        200: {"model": TrainEventMessage, "description": EVENT_DOCS},
+        **{k: json_error(v["description"]) for k, v in ERRORS.items() if k != 404},
+        415: json_error("Not JSON or multipart/form-data"),
         429: {
-            "model": ErrorBody,
-            "description": "Every training slot of this server process is busy; see Retry-After",
+            **json_error("Every training slot of this server process is busy; see Retry-After"),
             "headers": {"Retry-After": {"schema": {"type": "integer"}}},
         },
-        503: {"model": ErrorBody, "description": "The runs directory cannot be written"},
+        503: json_error("The runs directory cannot be written"),
     },
     openapi_extra={
         "requestBody": {
@@ -100,7 +119,9 @@ async def train_presets(settings: SettingsDep) -> dict[str, Any]:
                 "application/json": {"schema": _REQUEST_SCHEMA},
                 "multipart/form-data": {"schema": _FORM_SCHEMA},
             },
-        }
+        },
+        # Each message of the stream (OpenAPI 3.2's itemSchema, as FastAPI's own SSE routes).
+        "responses": {"200": {"content": {"text/event-stream": {"itemSchema": _EVENT_REF}}}},
     },
 )
 async def train(request: Request, settings: SettingsDep) -> Response:

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from .attention import MAX_SEED
+
 # Characters per text: generous for 512 WordPieces, small enough to tokenize in
 # a millisecond.  The token limit itself is checked after tokenizing.
 MAX_TEXT_CHARS = 20_000
@@ -198,7 +200,7 @@ class GenerateRequest(MapOptions):
     seed: StrictInt | None = Field(
         None,
         ge=0,
-        le=2**63 - 1,
+        le=MAX_SEED,
         description="seeds the sampler; default: a random seed, returned in the answer",
     )
 
