@@ -57,9 +57,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # one intra-op thread (inherited by the thread pool's threads) serves faster.
     torch.set_num_threads(app.state.settings.torch_threads)
     # Sync handlers (the model's forward passes) run in anyio's thread pool: one
-    # thread per CPU, not anyio's default 40, so they neither starve the event
-    # loop nor multiply peak memory (bench/bench_load.py; see app/compute.py).
-    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.COMPUTE_THREADS
+    # thread fewer than the CPUs, not anyio's default 40, so they neither starve the
+    # event loop nor multiply peak memory (bench/bench_mixed_load.py; app/compute.py).
+    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.MODEL_THREADS
     assets.warm_up()
     yield
 

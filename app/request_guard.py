@@ -5,13 +5,14 @@ Two checks, before any route runs (pure ASGI, a few microseconds a request):
 - **Host** (every request): the ``Host`` header must name this server.  A page on
   ``http://evil.example:8000`` whose DNS answer is switched to 127.0.0.1 (DNS
   rebinding) reaches a local server with ``Host: evil.example:8000``: refused, 400.
-  Allowed: ``ATTENTION_VIZ_ALLOWED_HOSTS`` (comma-separated names, ``*`` for any);
-  by default the loopback names (``localhost``, ``*.localhost``) and any IP address
-  literal (``127.0.0.1``, ``[::1]``, ``10.0.0.7``; a literal cannot be rebound).  The
-  default does not depend on the bound address: in a container bound to 0.0.0.0,
+  Always allowed: the loopback names (``localhost``, ``*.localhost``, which browsers
+  resolve themselves) and any IP address literal (``127.0.0.1``, ``[::1]``,
+  ``10.0.0.7``: a literal cannot be rebound); besides them, the names in
+  ``ATTENTION_VIZ_ALLOWED_HOSTS`` (comma-separated, ``*`` for any).  This does not
+  depend on the bound address: in a container bound to 0.0.0.0,
   ``http://localhost:8000`` (a published port), the pod's IP (Kubernetes probes) and
-  ``kubectl port-forward`` work; a DNS name (an Ingress host, a Service name) must
-  be listed.
+  ``kubectl port-forward`` work with no setting; a DNS name (a Service, an Ingress
+  host, a machine's name on the LAN) must be listed.
 - **Origin** (POST, PUT, PATCH, DELETE): a browser's cross-origin form or ``fetch``
   POST is a CORS "simple request" that runs without a preflight.  Its ``Origin``
   must be this server's own (the same host and port as ``Host``) or one of
@@ -70,8 +71,9 @@ def is_ip_literal(name: str) -> bool:
 
 
 def host_allowed(name: str, allowed: tuple[str, ...]) -> bool:
-    if not allowed:
-        return name in LOOPBACK_NAMES or name.endswith(".localhost") or is_ip_literal(name)
+    """Loopback names and IP literals (neither can be rebound), and the listed names."""
+    if name in LOOPBACK_NAMES or name.endswith(".localhost") or is_ip_literal(name):
+        return True
     return "*" in allowed or name in allowed
 
 
@@ -120,8 +122,8 @@ class RequestGuardMiddleware:
                 400,
                 "host",
                 f"Host {shown!r} is not a name of this server; list it in "
-                "ATTENTION_VIZ_ALLOWED_HOSTS (comma-separated; default: localhost and IP "
-                "addresses)",
+                "ATTENTION_VIZ_ALLOWED_HOSTS (comma-separated; localhost and IP addresses "
+                "always pass)",
                 "host_not_allowed",
             )
             return

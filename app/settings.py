@@ -22,8 +22,8 @@ class Settings(BaseSettings):
     port: int = 8000
     allowed_hosts: str = Field(
         "",
-        description="Host header names this server answers, comma-separated ('*': any); "
-        "default: localhost, *.localhost and IP addresses (app/request_guard.py)",
+        description="Host header names this server answers besides localhost, *.localhost "
+        "and IP addresses, comma-separated ('*': any) (app/request_guard.py)",
     )
     allowed_origins: str = Field(
         "",

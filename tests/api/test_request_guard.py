@@ -115,8 +115,10 @@ def test_allowed_hosts_and_origins_are_settings() -> None:
     with TestClient(create_app(settings), base_url="http://viz.example") as client:
         assert client.get("/healthz").status_code == 200
         assert client.get("/healthz", headers={"host": "other.example:81"}).status_code == 200
-        # A list replaces the default: localhost is no longer one of its names.
-        assert client.get("/healthz", headers={"host": "localhost"}).status_code == 400
+        # A list adds names: localhost and IP addresses still pass, others do not.
+        assert client.get("/healthz", headers={"host": "localhost:1"}).status_code == 200
+        assert client.get("/healthz", headers={"host": "10.0.0.7:8000"}).status_code == 200
+        assert client.get("/healthz", headers={"host": "evil.example"}).status_code == 400
         ok = client.post("/api/attention", json=TOY, headers={"origin": "https://a.io"})
         assert ok.status_code == 200
         assert (
