@@ -61,9 +61,6 @@ _FORM_SCHEMA = {
 }
 
 
-_EVENT_REF = {"$ref": f"#/components/schemas/{TrainEventMessage.__name__}"}
-
-
 def json_error(description: str) -> dict[str, Any]:
     """An error answer documented as JSON (``ErrorBody``), not as the route's event stream."""
     schema = {"$ref": f"#/components/schemas/{ErrorBody.__name__}"}
@@ -102,7 +99,8 @@ class _EventStreamDocs(JSONResponse):
     response_class=_EventStreamDocs,
     status_code=200,
     responses={
-        # The route's media type is text/event-stream: a "model" is documented under it.
+        # The route's media type is text/event-stream: a "model" is documented under it, as
+        # the schema of each message (OpenAPI 3.2's itemSchema is not valid in 3.1).
         200: {"model": TrainEventMessage, "description": EVENT_DOCS},
         **{k: json_error(v["description"]) for k, v in ERRORS.items() if k != 404},
         415: json_error("Not JSON or multipart/form-data"),
@@ -120,8 +118,6 @@ class _EventStreamDocs(JSONResponse):
                 "multipart/form-data": {"schema": _FORM_SCHEMA},
             },
         },
-        # Each message of the stream (OpenAPI 3.2's itemSchema, as FastAPI's own SSE routes).
-        "responses": {"200": {"content": {"text/event-stream": {"itemSchema": _EVENT_REF}}}},
     },
 )
 async def train(request: Request, settings: SettingsDep) -> Response:

@@ -61,7 +61,8 @@ class TrainPresets(BaseModel):
 
 # The events of the stream, documented for the OpenAPI page (the route streams them as SSE).
 EVENT_DOCS = """\
-`text/event-stream`, one event per message (`event: <name>` then `data: <JSON>`):
+`text/event-stream`, one event per message (`event: <name>` then `data: <JSON>`); the
+schema below is that of one message, `TrainEventMessage` (`data` is sent as JSON text):
 
 - `start`: `name` (the model's name once saved), `config` (the settings used), `vocab_size`,
   `parameters`, `trainable_parameters`, `fixed_at_zero`, `train_chars`, `val_chars`,
