@@ -16,7 +16,7 @@ import torch
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
-from . import compute
+from . import compute, memory
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
 from .paths import STATIC_DIR
@@ -61,7 +61,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # event loop nor multiply peak memory (bench/bench_mixed_load.py; app/compute.py).
     anyio.to_thread.current_default_thread_limiter().total_tokens = compute.MODEL_THREADS
     assets.warm_up()
+    # Bounded memory under load (app/memory.py): before the thread pools allocate.
+    memory.limit_arenas(app.state.settings.malloc_arena_max)
+    trimmer = memory.start_trimmer(app.state.settings.malloc_trim_seconds)
     yield
+    if trimmer is not None:
+        trimmer.stop()
 
 
 # Pure functions of their body; the pages repeat the same preset requests.

@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     response_cache_bytes: int = Field(
         64_000_000, ge=0, description="memory the answer cache may hold per process"
     )
+    malloc_arena_max: int = Field(
+        2, ge=0, description="glibc malloc arenas at most (0: glibc's default, 8 per core)"
+    )
+    malloc_trim_seconds: float = Field(
+        10, ge=0, description="how often free heap memory is handed back to the system (0: never)"
+    )
     torch_threads: int = Field(
         1,
         ge=1,
