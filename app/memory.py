@@ -2,10 +2,11 @@
 
 Under mixed load the resident memory of one process grew run after run
 (493 → 1,872 MB over four minutes, issue 20) although every cache is bounded:
-glibc malloc gives each thread that allocates its own arena (up to 8 per core)
-and keeps freed memory in them, and the many short-lived multi-megabyte buffers
-of the model answers (tensors, JSON, base64) fragment those arenas.  Two
-remedies, both settings:
+glibc malloc gives each thread that allocates its own arena (up to 8 per core),
+each arena keeps freed memory (``keep_freed_memory`` in app/model_registry.py
+lets it keep up to 256 MB at its top, for speed), and the many short-lived
+multi-megabyte buffers of the model answers (tensors, JSON, base64) fragment
+them.  Two remedies, both settings:
 
 - ``ATTENTION_VIZ_MALLOC_ARENA_MAX`` (default 2): at most that many arenas, set
   with ``mallopt`` before the thread pools start (as ``MALLOC_ARENA_MAX`` would);

@@ -1,11 +1,12 @@
 """Cheap requests under expensive load, and memory over repeated load (issue 20, items 9-10).
 
-    .venv/bin/python bench/bench_mixed_load.py --part latency [--duration 20] [--connections 32]
+    .venv/bin/python bench/bench_mixed_load.py --part latency [--rounds 2] [--duration 20]
     .venv/bin/python bench/bench_mixed_load.py --part soak [--rounds 4] [--duration 30]
 
-``latency``: for each server configuration (``--servers``: ``after``, the app as
-shipped; ``before``, the model work on as many threads as CPUs, as it was),
-two phases of ``--duration`` s against the same process:
+``latency``: ``--rounds`` rounds; in each, for each server configuration
+(``--servers``: ``after``, the app as shipped; ``before``, the model work on as
+many threads as CPUs, as it was), in alternating order, a fresh server and two
+phases of ``--duration`` s against it:
 
 - **idle**: only the probes;
 - **loaded**: the probes while ``wrk`` sends the whole mix of bench_load.py
@@ -190,33 +191,62 @@ def fmt(p: dict[str, float]) -> str:
 
 
 def part_latency(args: argparse.Namespace) -> int:
-    results: dict[tuple[str, str], dict[str, object]] = {}
+    results: dict[tuple[str, str], list[dict[str, object]]] = {}
+    names = args.servers.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.servers.split(","):
-            url, process = start_server({**SERVERS[name], "ATTENTION_VIZ_RUNS_DIR": tmp})
-            try:
-                names = ["toy", "multihead", "compare", "lesson"] + (
-                    ["model"] if has_model(url) else []
-                )
-                check_alone(url, names)
-                tsv = write_requests(names, Path(tmp))
-                results[name, "idle"] = latency_phase(url, args.duration, None, args.connections)
-                results[name, "loaded"] = latency_phase(url, args.duration, tsv, args.connections)
-            finally:
-                stop_server(process)
-    print(f"\n{args.duration} s per phase, {args.connections} wrk connections, {CPUS} CPUs")
-    for (name, phase), r in results.items():
-        print(f"{name:7} {phase:7} load {r['load']}")
-        print(f"   /api/attention {fmt(r['attention'])}")  # type: ignore[arg-type]
-        print(f"   /healthz       {fmt(r['healthz'])}")  # type: ignore[arg-type]
-        if "training" in r:
-            t = r["training"]
-            print(
-                f"   wrk {r['wrk_rps']:.1f} req/s ({r['wrk_errors']} errors); training "
-                f"(HTTP {t['status']:.0f}): {t['events']:.0f} events, longest silence "  # type: ignore[index]
-                f"{t['longest_silence_s']:.1f} s"  # type: ignore[index]
-            )
+        for round_ in range(args.rounds):
+            for name in names[:: -1 if round_ % 2 else 1]:  # alternate which goes first
+                url, process = start_server({**SERVERS[name], "ATTENTION_VIZ_RUNS_DIR": tmp})
+                try:
+                    mix = ["toy", "multihead", "compare", "lesson"]
+                    mix += ["model"] if has_model(url) else []
+                    if round_ == 0:
+                        check_alone(url, mix)
+                    tsv = write_requests(mix, Path(tmp))
+                    for phase, load in (("idle", None), ("loaded", tsv)):
+                        r = latency_phase(url, args.duration, load, args.connections)
+                        results.setdefault((name, phase), []).append(r)
+                        print(f"round {round_ + 1} {name:7} {phase:7} {summary(r)}", flush=True)
+                finally:
+                    stop_server(process)
+    print(
+        f"\n{args.rounds} round(s), {args.duration} s per phase, {args.connections} wrk "
+        f"connections, {CPUS} CPUs; medians over rounds"
+    )
+    for (name, phase), runs in results.items():
+        med = {
+            probe: {
+                key: statistics.median(r[probe][key] for r in runs)  # type: ignore[index]
+                for key in ("p50", "p99", "max")
+            }
+            for probe in ("attention", "healthz")
+        }
+        line = (
+            f"{name:7} {phase:7} /api/attention p50 {med['attention']['p50']:6.1f} p99 "
+            f"{med['attention']['p99']:6.1f} ms; /healthz p50 {med['healthz']['p50']:6.1f} "
+            f"p99 {med['healthz']['p99']:6.1f} ms"
+        )
+        if phase == "loaded":
+            rps = statistics.median(float(r["wrk_rps"]) for r in runs)  # type: ignore[arg-type]
+            events = [r["training"]["events"] for r in runs]  # type: ignore[index]
+            line += f"; wrk {rps:.1f} req/s; training events per phase {events}"
+        print(line)
     return 0
+
+
+def summary(r: dict[str, object]) -> str:
+    text = (
+        f"load {r['load']}\n   /api/attention {fmt(r['attention'])}\n"  # type: ignore[arg-type]
+        f"   /healthz       {fmt(r['healthz'])}"  # type: ignore[arg-type]
+    )
+    if "training" in r:
+        t = r["training"]
+        text += (
+            f"\n   wrk {r['wrk_rps']:.1f} req/s ({r['wrk_errors']} errors); training "
+            f"(HTTP {t['status']:.0f}): {t['events']:.0f} events, longest silence "  # type: ignore[index]
+            f"{t['longest_silence_s']:.1f} s"  # type: ignore[index]
+        )
+    return text
 
 
 def part_soak(args: argparse.Namespace) -> int:
@@ -265,11 +295,12 @@ def main() -> int:
     parser.add_argument("--part", choices=["latency", "soak"], default="latency")
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rounds", type=int, help="default: 2 (latency), 4 (soak)")
     parser.add_argument(
         "--servers", help="comma-separated: after,before (latency), tuned,untuned (soak)"
     )
     args = parser.parse_args()
+    args.rounds = args.rounds or (2 if args.part == "latency" else 4)
     args.servers = args.servers or ("after,before" if args.part == "latency" else "tuned,untuned")
     return part_latency(args) if args.part == "latency" else part_soak(args)
 
