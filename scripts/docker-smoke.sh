@@ -181,8 +181,9 @@ inspect '{{range .Config.Env}}{{.}}{{"\n"}}{{end}}' | grep -v '^$' >"$workdir/en
 echo "ATTENTION_VIZ_PORT=$port" >>"$workdir/env"
 # The training step must end the same way on a quiet and on a busy machine (issue 20
 # item 11): a run's process is niced +10 by default, and on a shared 2-core machine at
-# load 14 a niced process gets ~1.5 % of a core, so importing torch alone outlasted
-# curl's --max-time (curl: "no answer"; the server had logged 200). The smoke runs it
+# load 11-13 a niced 5-step run took 25-50 s against 7-10 s at nice 0 (3 s when quiet),
+# and busier still it can outlast curl's --max-time (curl: "no answer"; the server had
+# logged 200) (bench/README.md, bench_mixed_load.py). The smoke runs it
 # at normal priority, and the server's own time limit ends a run well before curl
 # would give up: the stream then says why.
 TRAIN_LIMIT_S=240
