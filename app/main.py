@@ -31,6 +31,7 @@ from .routes import (
     model_page,
     models,
     pages,
+    runs,
     train,
     train_page,
 )
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         model,
         generate,
         train,
+        runs,
         assets,
         docs,
         pages,
