@@ -105,6 +105,15 @@ def _add_handler(
     app.add_exception_handler(kind, narrowed)
 
 
+INTERNAL_ERROR = "the server failed to answer this request; the error is in its log"
+
+
+async def _internal_error(_: Request, exc: Exception) -> Response:
+    # Starlette's ServerErrorMiddleware calls this for any unhandled exception, then
+    # re-raises it (the server logs the traceback); the client sees only this sentence.
+    return error_response(500, [], INTERNAL_ERROR, "internal_error")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     _add_handler(app, RequestValidationError, _validation_error)
     _add_handler(app, SpecError, _spec_error)
@@ -112,3 +121,4 @@ def install_error_handlers(app: FastAPI) -> None:
     _add_handler(app, ModelUnsupported, _model_unsupported)
     _add_handler(app, LimitError, _limit_error)
     _add_handler(app, HTTPException, _http_error)
+    _add_handler(app, Exception, _internal_error)

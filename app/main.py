@@ -18,10 +18,11 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from attention_core.models.device import check_device
 
-from . import compute
+from . import compute, memory
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
 from .paths import STATIC_DIR
+from .request_guard import RequestGuardMiddleware
 from .routes import (
     api,
     assets,
@@ -36,7 +37,7 @@ from .routes import (
     train,
     train_page,
 )
-from .security import BodyLimitMiddleware, SecurityHeadersMiddleware
+from .security import BodyLimitMiddleware, SecuredFastAPI
 from .settings import Settings, get_settings
 from .static_files import RevalidatedStaticFiles
 from .training.runner import slots_for
@@ -60,11 +61,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # one intra-op thread (inherited by the thread pool's threads) serves faster.
     torch.set_num_threads(app.state.settings.torch_threads)
     # Sync handlers (the model's forward passes) run in anyio's thread pool: one
-    # thread per CPU, not anyio's default 40, so they neither starve the event
-    # loop nor multiply peak memory (bench/bench_load.py; see app/compute.py).
-    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.COMPUTE_THREADS
+    # thread fewer than the CPUs, not anyio's default 40, so they neither starve the
+    # event loop nor multiply peak memory (bench/bench_mixed_load.py; app/compute.py).
+    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.MODEL_THREADS
     assets.warm_up()
+    # Bounded memory under load (app/memory.py): before the thread pools allocate.
+    memory.limit_arenas(app.state.settings.malloc_arena_max)
+    trimmer = memory.start_trimmer(app.state.settings.malloc_trim_seconds)
     yield
+    if trimmer is not None:
+        trimmer.stop()
 
 
 # Pure functions of their body; the pages repeat the same preset requests.
@@ -74,7 +80,7 @@ CACHED_PATHS = frozenset({"/api/attention", "/api/compare"})
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     check_device(settings.device)  # ATTENTION_VIZ_DEVICE=cuda without a GPU: refuse to start
-    app = FastAPI(
+    app = SecuredFastAPI(
         title="attention-viz",
         version=__version__,
         description=DESCRIPTION,
@@ -116,7 +122,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(
+        RequestGuardMiddleware,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
     return app
 
 

@@ -6,6 +6,7 @@ Pure ASGI (not BaseHTTPMiddleware) so each costs a few microseconds a request.
 from __future__ import annotations
 
 import orjson
+from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .static_files import import_map_csp_source
@@ -58,6 +59,18 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class SecuredFastAPI(FastAPI):
+    """FastAPI whose every response, an unhandled exception's 500 included, has the headers.
+
+    Starlette puts its ``ServerErrorMiddleware`` (which answers 500) outside every
+    middleware added with ``add_middleware``, so the headers are put on the
+    outside of the whole stack instead.
+    """
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeadersMiddleware(super().build_middleware_stack())
 
 
 class BodyTooLarge(Exception):

@@ -21,6 +21,16 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    allowed_hosts: str = Field(
+        "",
+        description="Host header names this server answers besides localhost, *.localhost "
+        "and IP addresses, comma-separated ('*': any) (app/request_guard.py)",
+    )
+    allowed_origins: str = Field(
+        "",
+        description="origins (scheme://host[:port]) besides the server's own whose pages may "
+        "POST to it, comma-separated",
+    )
 
     max_tokens: int = Field(64, ge=1, description="tokens per sequence (queries or sources)")
     max_token_chars: int = Field(64, ge=1, description="characters per token")
@@ -40,6 +50,12 @@ class Settings(BaseSettings):
     )
     response_cache_bytes: int = Field(
         64_000_000, ge=0, description="memory the answer cache may hold per process"
+    )
+    malloc_arena_max: int = Field(
+        2, ge=0, description="glibc malloc arenas at most (0: glibc's default, 8 per core)"
+    )
+    malloc_trim_seconds: float = Field(
+        10, ge=0, description="how often free heap memory is handed back to the system (0: never)"
     )
     torch_threads: int = Field(
         1,

@@ -19,6 +19,14 @@ Vector = list[Number]
 Matrix = list[Vector]
 NullableMatrix = list[list[float | None]]
 Token = Annotated[str, Field(min_length=1)]
+# At least one token: the core refuses an empty list with a SpecError naming the field;
+# the schema says so too (minItems), without replacing that message by pydantic's.
+Tokens = Annotated[list[Token], Field(json_schema_extra={"minItems": 1})]
+# The largest seed, 2**63 - 1024: the largest integer ≤ 2**63 - 1 that a double holds
+# exactly. With 2**63 - 1 itself, a schema validator that reads numbers as doubles
+# (most do) would accept 2**63 + 191, which rounds to the same double, and the
+# server would refuse it.
+MAX_SEED = 2**63 - 1024
 
 STEP_NAMES = (
     "x",
@@ -69,7 +77,7 @@ class SeededRandomEmbeddingIn(Strict):
 
     kind: Literal["seeded_random"] = "seeded_random"
     dim: StrictInt = Field(ge=1)
-    seed: StrictInt = Field(1337, ge=0, le=2**63 - 1)
+    seed: StrictInt = Field(1337, ge=0, le=MAX_SEED)
     batch: StrictInt = Field(1, ge=1, le=16)
     batch_index: StrictInt = Field(0, ge=0)
 
@@ -79,7 +87,7 @@ class HashedEmbeddingIn(Strict):
 
     kind: Literal["hashed"] = "hashed"
     dim: StrictInt = Field(8, ge=1)
-    seed: StrictInt = Field(0, ge=0, le=2**63 - 1)
+    seed: StrictInt = Field(0, ge=0, le=MAX_SEED)
 
 
 EmbeddingIn = Annotated[
@@ -121,7 +129,7 @@ class SeededRandProjectionIn(Strict):
 
     kind: Literal["seeded_rand"] = "seeded_rand"
     d_out: StrictInt = Field(ge=1)
-    seed: StrictInt | None = Field(123, ge=0, le=2**63 - 1)
+    seed: StrictInt | None = Field(123, ge=0, le=MAX_SEED)
     order: list[Role] = Field(default_factory=_all_roles)
 
 
@@ -130,7 +138,7 @@ class SeededLinearProjectionIn(Strict):
 
     kind: Literal["seeded_linear"] = "seeded_linear"
     d_out: StrictInt = Field(ge=1)
-    seed: StrictInt | None = Field(789, ge=0, le=2**63 - 1)
+    seed: StrictInt | None = Field(789, ge=0, le=MAX_SEED)
     order: list[Role] = Field(default_factory=_all_roles)
 
 
@@ -161,8 +169,8 @@ class AttentionOptions(Strict):
 
 
 class AttentionRequest(AttentionOptions):
-    tokens: list[Token]
-    source_tokens: list[Token] | None = Field(
+    tokens: Tokens
+    source_tokens: Tokens | None = Field(
         None, description="cross-attention: keys and values come from these tokens"
     )
     source_embedding: EmbeddingIn | None = Field(
@@ -185,8 +193,8 @@ class AttentionRequest(AttentionOptions):
 
 
 class CompareRequest(AttentionOptions):
-    tokens_a: list[Token]
-    tokens_b: list[Token]
+    tokens_a: Tokens
+    tokens_b: Tokens
 
     model_config = ConfigDict(
         extra="forbid",

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from attention_core.models.pooling import POOL_REDUCE
 
+from .attention import MAX_SEED
+
 # Characters per text: generous for 512 WordPieces, small enough to tokenize in
 # a millisecond.  The token limit itself is checked after tokenizing.
 MAX_TEXT_CHARS = 20_000
@@ -321,7 +323,7 @@ class GenerateRequest(MapOptions):
     seed: StrictInt | None = Field(
         None,
         ge=0,
-        le=2**63 - 1,
+        le=MAX_SEED,
         description="seeds the sampler (temperature above 0); default: a random seed, "
         "returned in the answer",
     )

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .attention import MAX_SEED
+
 Architecture = Literal["bigram", "average", "single_head", "multi_head", "gpt"]
 
 
@@ -30,7 +32,7 @@ class TrainRequest(BaseModel):
     max_steps: int | None = Field(None, ge=1, le=10_000_000)
     learning_rate: float | None = Field(None, gt=0, le=1)
     dropout: float | None = Field(None, ge=0, lt=1)
-    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
     eval_every: int | None = Field(None, ge=0, le=10_000_000)
     eval_iters: int | None = Field(None, ge=1, le=200)
     snapshot_every: int | None = Field(None, ge=0, le=10_000_000)
@@ -59,7 +61,8 @@ class TrainPresets(BaseModel):
 
 # The events of the stream, documented for the OpenAPI page (the route streams them as SSE).
 EVENT_DOCS = """\
-`text/event-stream`, one event per message (`event: <name>` then `data: <JSON>`):
+`text/event-stream`, one event per message (`event: <name>` then `data: <JSON>`); the
+schema below is that of one message, `TrainEventMessage` (`data` is sent as JSON text):
 
 - `start`: `name` (the model's name once saved), `config` (the settings used), `vocab_size`,
   `parameters`, `trainable_parameters`, `fixed_at_zero`, `train_chars`, `val_chars`,
