@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import EMPTY_INPUT, HEADS_INDIVISIBLE, LimitExceeded, SpecError
 
 ARCHITECTURES: dict[str, str] = {
     "bigram": "Bigram: the next character from this one alone (no attention)",
@@ -83,6 +83,8 @@ class TrainConfig:
             raise SpecError(
                 f"n_embd ({self.n_embd}) is not a multiple of n_head ({self.effective_heads})",
                 field="n_head",
+                kind=HEADS_INDIVISIBLE,
+                ctx={"width": self.n_embd, "heads": self.effective_heads},
             )
         if not 0.0 < self.learning_rate <= 1.0:
             raise SpecError(
@@ -115,12 +117,17 @@ class TrainConfig:
                 field="sample_temperature",
             )
         if not self.probe:
-            raise SpecError("probe is empty; give a few characters of text", field="probe")
-        if len(self.probe) > self.block_size:
             raise SpecError(
+                "probe is empty; give a few characters of text", field="probe", kind=EMPTY_INPUT
+            )
+        if len(self.probe) > self.block_size:
+            raise LimitExceeded(
                 f"probe is {len(self.probe)} characters; the model reads at most block_size = "
                 f"{self.block_size}",
                 field="probe",
+                limit=self.block_size,
+                found=len(self.probe),
+                setting="block_size",
             )
 
     @property
