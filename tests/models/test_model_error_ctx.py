@@ -60,7 +60,12 @@ def test_wordpiece_over_the_encoders_context(client: TestClient) -> None:
     text = " ".join(["word"] * 600)
     item = only_error(client.post("/api/model/attention", json={"text": text}))
     assert item["type"] == "limit_exceeded"
-    assert item["ctx"] == {"limit": 512, "found": 602, "setting": "model_context"}
+    assert item["ctx"] == {
+        "limit": 512,
+        "found": 602,
+        "setting": "model_context",
+        "unit": "WordPiece tokens (with [CLS] and [SEP])",
+    }
 
 
 def test_a_pair_on_a_decoder_has_its_type(client: TestClient) -> None:

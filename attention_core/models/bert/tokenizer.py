@@ -79,6 +79,7 @@ class WordPieceTokenizer:
                 limit=self.max_tokens,
                 found=count,
                 setting=self.limit_setting,
+                extra={"unit": "WordPiece tokens (with [CLS] and [SEP])"},
             )
         return Tokenized(
             tokens=tuple(encoding.tokens),
