@@ -19,9 +19,9 @@ from attention_core.models import (
     hide_special,
 )
 
-from .convert import HEAD_STEPS
 from .limits import over_limit
 from .schemas.model import MapOptions
+from .steps import HEAD_STEPS
 
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
 MAX_JSON_WEIGHTS = 2_000_000

@@ -18,6 +18,7 @@ from attention_core import PRESETS, TOY_VOCABULARY, SpecError
 from ..convert import preset_summary, request_from_spec
 from ..model_registry import get_registry
 from ..settings import Settings
+from ..steps import STEPS, steps_data
 from ..templating import templates
 from .api import published_limits
 
@@ -37,6 +38,7 @@ def _initial_data() -> dict[str, Any]:
             for p in PRESETS.values()
         ],
         "vocabulary": {word: list(vector) for word, vector in TOY_VOCABULARY.items()},
+        "steps": steps_data(),
     }
 
 
@@ -68,6 +70,7 @@ def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
             "page": page,
             "title": title,
             "initial": {**_initial_data(), **_server_data(request, settings)},
+            "steps": STEPS,
         },
     )
 

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from ..steps import StepName
+
 # Bounded so that no product inside a 256-wide layer can overflow float32.
 MAX_ABS_VALUE = 1e6
 Number = Annotated[
@@ -19,31 +21,6 @@ Vector = list[Number]
 Matrix = list[Vector]
 NullableMatrix = list[list[float | None]]
 Token = Annotated[str, Field(min_length=1)]
-
-STEP_NAMES = (
-    "x",
-    "q",
-    "k",
-    "v",
-    "attn_scores",
-    "scaled_scores",
-    "masked_scores",
-    "attn_weights",
-    "context_vec",
-    "output",
-)
-StepName = Literal[
-    "x",
-    "q",
-    "k",
-    "v",
-    "attn_scores",
-    "scaled_scores",
-    "masked_scores",
-    "attn_weights",
-    "context_vec",
-    "output",
-]
 
 
 class Strict(BaseModel):
