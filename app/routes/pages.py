@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse
 from attention_core import PRESETS, TOY_VOCABULARY, SpecError
 
 from ..convert import preset_summary, request_from_spec
+from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
 from ..settings import Settings
 from ..steps import STEPS, steps_data
@@ -39,6 +40,7 @@ def _initial_data() -> dict[str, Any]:
         ],
         "vocabulary": {word: list(vector) for word, vector in TOY_VOCABULARY.items()},
         "steps": steps_data(),
+        "family_labels": FAMILY_LABELS,
     }
 
 

@@ -29,6 +29,16 @@ ARCHITECTURES: dict[str, str] = {
 # at "boat", the word that decides the next letter (b/n/o/u for the river, a/f/t/w for money).
 DEFAULT_PROBE = "Kim rowed the boat, then went to the bank "
 
+# What each rung of the ladder fixes, whatever its settings say (the /train page
+# shows these values, greyed out, from this table).
+FIXED_SETTINGS: dict[str, dict[str, int]] = {
+    "bigram": {"n_layer": 0, "n_head": 1},
+    "average": {"n_layer": 1, "n_head": 1},
+    "single_head": {"n_layer": 1, "n_head": 1},
+    "multi_head": {"n_layer": 1},
+    "gpt": {},
+}
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -132,13 +142,11 @@ class TrainConfig:
 
     @property
     def effective_layers(self) -> int:
-        return {"bigram": 0, "average": 1, "single_head": 1, "multi_head": 1}.get(
-            self.architecture, self.n_layer
-        )
+        return FIXED_SETTINGS[self.architecture].get("n_layer", self.n_layer)
 
     @property
     def effective_heads(self) -> int:
-        return 1 if self.architecture in ("bigram", "average", "single_head") else self.n_head
+        return FIXED_SETTINGS[self.architecture].get("n_head", self.n_head)
 
     @property
     def final_learning_rate(self) -> float:

@@ -21,14 +21,8 @@ const STEP_TITLES = {
   multi_head: "4 · Several heads",
   gpt: "5 · GPT blocks",
 };
-// What a rung fixes, whatever the inputs say (the server builds the same).
-const FIXED = {
-  bigram: { n_layer: 0, n_head: 1 },
-  average: { n_layer: 1, n_head: 1 },
-  single_head: { n_layer: 1, n_head: 1 },
-  multi_head: { n_layer: 1 },
-  gpt: {},
-};
+// What a rung fixes, whatever the inputs say: the server's table (FIXED_SETTINGS).
+const FIXED = init.fixed;
 // Which error box shows a server error about a field.
 const ERROR_BOXES = Object.fromEntries([...SIZES.map((f) => [f, "sizes"]), ["file", "text"], ["architecture", "general"]]);
 // The server's limit (GET /api/train/presets) behind each input's max.
