@@ -73,3 +73,10 @@ def test_the_ladders_fixed_settings_come_from_the_server(client: TestClient) -> 
         for field, value in FIXED_SETTINGS[name].items():
             assert getattr(built, field) == value, (name, field)
     assert "n_layer: 0" not in (STATIC_JS / "train.js").read_text()
+
+
+@pytest.mark.parametrize("path", ["/", "/compare", "/lessons"])
+def test_the_limits_are_the_servers(client: TestClient, path: str) -> None:
+    assert initial_data(client.get(path).text)["limits"] == client.get("/api/limits").json()
+    # No copy of them in the pages' code.
+    assert "max_lesson_samples: " not in (STATIC_JS / "limits.js").read_text()
