@@ -30,6 +30,8 @@ from .settings import Settings
 
 E = TypeVar("E", bound=Exception)
 
+MAX_EXACT_INT = 2**53
+
 UNPARSABLE_BODY = (
     "the body could not be parsed: it must be UTF-8 JSON, nested at most a few hundred levels deep"
 )
@@ -59,6 +61,8 @@ def _published_ctx(ctx: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(value, float) and not math.isfinite(value):
             continue
+        if isinstance(value, int) and abs(value) > MAX_EXACT_INT:
+            value = float(value)  # JSON numbers past 2**53 (orjson refuses past 64 bits)
         if isinstance(value, str):
             value = value[:200]
         out[key] = value

@@ -204,3 +204,9 @@ def test_an_unknown_model_names_itself_in_ctx(client: TestClient) -> None:
 def test_openapi_documents_ctx(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert "ctx" in spec["info"]["description"] and "limit_exceeded" in spec["info"]["description"]
+
+
+def test_a_huge_number_over_a_limit_is_still_a_422(client: TestClient) -> None:
+    item = only_error(client.get(f"/api/lessons/scaling?dims={2**64}&scores=1&scales=1"))
+    assert item["type"] == "limit_exceeded"
+    assert item["ctx"]["found"] == float(2**64) and item["ctx"]["limit"] == 4096
