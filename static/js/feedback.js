@@ -15,9 +15,10 @@ const fmtNumber = (s) => {
 const divisorsUpTo = (n, max) => Array.from({ length: Math.min(n, max) }, (_, i) => i + 1).filter((d) => n % d === 0);
 const orList = (xs) => (xs.length <= 1 ? xs.join("") : `${xs.slice(0, -1).join(", ")} or ${xs[xs.length - 1]}`);
 
-/** Why `heads` cannot split a query/key width, and which head counts can. */
-export function headsAdvice(width, heads, maxHeads = 16) {
-  return `${heads} heads cannot split a query/key width of ${width} evenly: choose ${orList(divisorsUpTo(width, maxHeads))} heads, or change d_out.`;
+/** Why `heads` cannot split a width (the query/key width, or a page's `widthName`), and
+ * which head counts can. */
+export function headsAdvice(width, heads, maxHeads = 16, widthName = "query/key width", change = "d_out") {
+  return `${heads} heads cannot split ${widthName === "query/key width" ? "a query/key width" : widthName} of ${width} evenly: choose ${orList(divisorsUpTo(width, maxHeads))} heads, or change ${change}.`;
 }
 
 const quoted = (text) => String(text).replace(/'([^']*)'/g, "“$1”");
@@ -55,7 +56,7 @@ const WORDS = {
   string_too_short: (l) => `${l} cannot be empty.`,
   too_short: (l, c) => `${l} needs at least ${c.min_length}.`,
   extra_forbidden: (l) => `${l} is not something this server knows.`,
-  heads_indivisible: (l, c, page) => headsAdvice(Number(c.width), Number(c.heads), page.maxHeads),
+  heads_indivisible: (l, c, page) => headsAdvice(Number(c.width), Number(c.heads), page.maxHeads, page.widthName, page.widthName),
   limit_exceeded: (l, c) => limitWords(l, c),
 };
 

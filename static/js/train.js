@@ -3,6 +3,7 @@
 // attention form; scrub back through the snapshots; open the result on /model.
 
 import { ApiError, clearErrors, showErrors } from "./api.js";
+import { plainMessage } from "./feedback.js";
 import { byTestId, el, initialData } from "./dom.js";
 import { decodeCompact } from "./model-data.js";
 import { buildGrid, drawGrid, drawLoss, drawZoom, markPicked } from "./train-plots.js";
@@ -35,6 +36,9 @@ const LIMITS = {
   max_steps: "train_max_steps",
 };
 const REDRAW_MS = 200;
+// An error in words, from its type and ctx (feedback.js), named by its field.
+const wordError = (item, field) =>
+  plainMessage(item, field || "This value", { maxHeads: init.limits.max_heads, widthName: "n_embd" });
 
 const state = { architecture: "gpt", values: {}, source: "corpus", probe: "" };
 let run = null;
@@ -257,7 +261,7 @@ const handlers = {
     // would abort a run that is still pruning old runs.
   },
   error(data) {
-    showErrors(form, new ApiError(422, data.detail), ERROR_BOXES);
+    showErrors(form, new ApiError(422, data.detail), ERROR_BOXES, wordError);
     $("train-status").textContent = "The run stopped with an error.";
   },
 };
@@ -274,7 +278,7 @@ async function start() {
   try {
     body = requestBody();
   } catch (err) {
-    showErrors(form, err, ERROR_BOXES);
+    showErrors(form, err, ERROR_BOXES, wordError);
     return;
   }
   if (run && run.timer) clearTimeout(run.timer);
@@ -306,7 +310,7 @@ async function start() {
     if (current.controller.signal.aborted) {
       $("train-status").textContent = `Stopped at step ${current.step} (nothing saved).`;
     } else {
-      showErrors(form, err, ERROR_BOXES);
+      showErrors(form, err, ERROR_BOXES, wordError);
       $("train-status").textContent = err.status === 429 ? "The server is busy." : "Not started.";
       if (!current.name) $("progress-text").textContent = "Not started.";
     }

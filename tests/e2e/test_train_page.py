@@ -170,7 +170,9 @@ def test_errors_show_beside_their_field(page: Page) -> None:
     page.get_by_test_id("n_embd").fill("30")
     page.get_by_test_id("n_head").fill("4")
     page.get_by_test_id("train-start").click()
-    expect(page.get_by_test_id("error-sizes")).to_contain_text(
-        "n_embd (30) is not a multiple of n_head (4)"
+    # Worded from the error's type and ctx ({width, heads}), never from its sentence.
+    expect(page.get_by_test_id("error-sizes")).to_have_text(
+        "4 heads cannot split n_embd of 30 evenly: choose 1, 2, 3, 5, 6, 10 or 15 heads, "
+        "or change n_embd."
     )
     expect(page.get_by_test_id("train-status")).to_have_text("Not started.")
