@@ -111,6 +111,23 @@ def test_a_run_streams_into_the_page_and_the_slider_scrubs(page: Page, runs_dir:
     assert early[3][4] is None and abs(early[3][0] - 0.25) < 0.05
     page.get_by_test_id("map-1-2").click()
     expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 1, head 2 after step 0")
+    # On a phone the probe's map fits its panel, every drawn label inside it (issue 24.6).
+    page.set_viewport_size({"width": 390, "height": 844})
+    zoom = page.get_by_test_id("zoom-plot")
+    page.wait_for_function(
+        "() => { const d = document.querySelector(\"[data-testid='zoom-plot']\");"
+        " const f = d.querySelector('.quick-svg, .main-svg');"
+        " return f && f.getBoundingClientRect().width <= d.clientWidth + 1; }"
+    )
+    assert zoom.evaluate("d => d.scrollWidth <= d.clientWidth + 1")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    clipped = zoom.evaluate(
+        "d => { const b = d.getBoundingClientRect(); return [...d.querySelectorAll('text')]"
+        ".filter(t => { const r = t.getBoundingClientRect();"
+        " return r.width && (r.left < b.left - 1 || r.right > b.right + 1); }).length; }"
+    )
+    assert clipped == 0
+    page.set_viewport_size({"width": 1280, "height": 900})
     # The loss curve has the val points and the bigram line.
     names = page.evaluate(
         "() => document.querySelector(\"[data-testid='loss-plot']\").data.map(t => t.name)"
