@@ -49,9 +49,11 @@ embeddings x, Q/K/V, raw scores, scaled scores, masked scores (masked entries
 are `null`), softmax weights and context vectors, per head. Weights are
 (queries × keys): row i is the token that attends, column j the token attended to.
 
-Errors are 4xx JSON `{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`;
-`loc` names the field and `msg` the limit. Limits are set by `ATTENTION_VIZ_*`
-environment variables (see the README).
+Errors are 4xx JSON `{"detail": [{"loc": [...], "msg": "...", "type": "...", "ctx": {...}}]}`;
+`loc` names the field, `msg` says it in words, `type` is a stable name of the rule
+and `ctx` (when the rule has numbers) holds them: a size over a limit is
+`limit_exceeded` with `ctx` `{"limit", "found", "setting"}` (`setting`: the
+`ATTENTION_VIZ_*` environment variable that sets it, or `model_context`; see the README).
 """
 
 

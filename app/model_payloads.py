@@ -20,13 +20,15 @@ from attention_core.models import (
     hide_special,
 )
 
-from .convert import HEAD_STEPS
-from .limits import LimitError
+from .limits import over_limit
 from .map_view import map_view
 from .schemas.model import MapOptions
+from .steps import HEAD_STEPS
 
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
 MAX_JSON_WEIGHTS = 2_000_000
+# What a client is told sets that limit (a constant, not an environment setting).
+JSON_WEIGHTS_SETTING = "MAX_JSON_WEIGHTS"
 
 
 def _array(tensor: torch.Tensor) -> np.ndarray:
@@ -94,11 +96,14 @@ def maps_payload(
     if hidden_states:
         numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
     if numbers > MAX_JSON_WEIGHTS:
-        raise LimitError(
+        raise over_limit(
             ["body", "format"],
             f"format 'json' would carry {numbers} numbers for {len(layers)} layers of "
             f"{T} tokens; the limit is {MAX_JSON_WEIGHTS}: use format 'compact' or ask for "
             "fewer layers",
+            limit=MAX_JSON_WEIGHTS,
+            found=numbers,
+            setting=JSON_WEIGHTS_SETTING,
         )
 
     def shown(tensor: torch.Tensor) -> torch.Tensor:
@@ -150,10 +155,13 @@ def head_payload(
     """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
     numbers = head_numbers(trace)
     if numbers > MAX_JSON_WEIGHTS:
-        raise LimitError(
+        raise over_limit(
             ["body", "text"],
             f"this head's trace is {numbers} numbers for {len(tokens)} tokens; the limit is "
             f"{MAX_JSON_WEIGHTS}: use a shorter text",
+            limit=MAX_JSON_WEIGHTS,
+            found=numbers,
+            setting=JSON_WEIGHTS_SETTING,
         )
     rope = trace.q_unrotated is not None
     steps: dict[str, np.ndarray | None] = {

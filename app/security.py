@@ -93,7 +93,11 @@ class BodyLimitMiddleware:
             f"the request body is {size} bytes; the limit is {self.max_bytes} bytes "
             "(ATTENTION_VIZ_MAX_BODY_BYTES)"
         )
-        body = orjson.dumps({"detail": [{"loc": ["body"], "msg": msg, "type": "body_too_large"}]})
+        # found: the declared size, or (cut off while counting) the least it was.
+        found = int(size) if size.isdigit() else self.max_bytes + 1
+        ctx = {"limit": self.max_bytes, "found": found, "setting": "ATTENTION_VIZ_MAX_BODY_BYTES"}
+        item = {"loc": ["body"], "msg": msg, "type": "body_too_large", "ctx": ctx}
+        body = orjson.dumps({"detail": [item]})
         await send(
             {
                 "type": "http.response.start",

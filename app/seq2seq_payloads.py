@@ -20,8 +20,8 @@ import torch
 from attention_core import SpecError
 from attention_core.models import HeadTrace, TextModel, encode_compact, head_trace, hidden_tokens
 
-from .limits import LimitError
-from .model_payloads import MAX_JSON_WEIGHTS, head_payload, select_layers
+from .limits import over_limit
+from .model_payloads import JSON_WEIGHTS_SETTING, MAX_JSON_WEIGHTS, head_payload, select_layers
 from .schemas.model import MapOptions, ModelAttentionRequest, ModelHeadRequest, Stack
 
 if TYPE_CHECKING:  # importing them imports transformers (the optional extra)
@@ -100,11 +100,14 @@ def seq2seq_payload(
     if hidden_states:
         numbers += len(layers) * S * int(maps.layer_hidden_states[0].shape[-1])
     if numbers > MAX_JSON_WEIGHTS:
-        raise LimitError(
+        raise over_limit(
             ["body", "format"],
             f"format 'json' would carry {numbers} numbers for {len(layers)} layers of "
             f"{S} source and {T} target tokens; the limit is {MAX_JSON_WEIGHTS}: use format "
             "'compact' or ask for fewer layers",
+            limit=MAX_JSON_WEIGHTS,
+            found=numbers,
+            setting=JSON_WEIGHTS_SETTING,
         )
 
     def encoder_side(tensor: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response
 
 from attention_core.models import Decoder, ModelUnsupported
 
-from ..limits import LimitError
+from ..limits import over_limit
 from ..model_payloads import maps_payload
 from ..model_registry import RegistryDep, load
 from ..schemas.model import GenerateRequest, GenerateResponse
@@ -35,10 +35,13 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
     """
     limit = settings.max_new_tokens
     if body.max_new_tokens > limit:
-        raise LimitError(
+        raise over_limit(
             ["body", "max_new_tokens"],
             f"max_new_tokens is {body.max_new_tokens}; the limit is {limit} "
             "(ATTENTION_VIZ_MAX_NEW_TOKENS)",
+            limit=limit,
+            found=body.max_new_tokens,
+            setting="ATTENTION_VIZ_MAX_NEW_TOKENS",
         )
     entry, model = load(registry, body.model)
     if is_encoder_decoder(model):  # prompt: the source; the maps: the three stacks

@@ -31,7 +31,7 @@ from attention_core.models import (
 from attention_core.models.backends import sliding_windows
 
 from ..errors import error_response
-from ..limits import LimitError
+from ..limits import over_limit
 from ..model_payloads import head_payload, maps_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
@@ -195,17 +195,23 @@ def embeddings(body: EmbeddingsRequest, registry: RegistryDep, settings: Setting
     """The model's own (context-free) vectors for any words, for the toy explorer."""
     limit = settings.max_vocabulary_words
     if len(body.words) > limit:
-        raise LimitError(
+        raise over_limit(
             ["body", "words"],
             f"the number of words is {len(body.words)}; the limit is {limit} "
             "(ATTENTION_VIZ_MAX_VOCABULARY_WORDS)",
+            limit=limit,
+            found=len(body.words),
+            setting="ATTENTION_VIZ_MAX_VOCABULARY_WORDS",
         )
     for i, word in enumerate(body.words):
         if len(word) > settings.max_token_chars:
-            raise LimitError(
+            raise over_limit(
                 ["body", "words", i],
                 f"word {i} is {len(word)} characters; the limit is {settings.max_token_chars} "
                 "(ATTENTION_VIZ_MAX_TOKEN_CHARS)",
+                limit=settings.max_token_chars,
+                found=len(word),
+                setting="ATTENTION_VIZ_MAX_TOKEN_CHARS",
             )
     entry, model = load(registry, body.model)
     encoder = encoder_only(entry.name, model, "embeddings")

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
 from ..templating import templates
 from .models import listing
@@ -33,7 +34,7 @@ DEFAULTS: dict[str, Any] = {
     },
 }
 
-FAMILY_NAMES = {"bert": "BERT-family", "gpt2": "GPT-2", "llama": "Llama-family"}
+FAMILY_NAMES = FAMILY_LABELS
 REASON_CHARS = 90
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, TRAINING_PRESETS
+from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, FIXED_SETTINGS, TRAINING_PRESETS
 
 from ..errors import error_response
 from ..schemas.attention import ErrorBody
@@ -81,6 +81,7 @@ async def train_presets(settings: SettingsDep) -> dict[str, Any]:
     return {
         "architectures": ARCHITECTURES,
         "presets": {name: config.to_dict() for name, config in TRAINING_PRESETS.items()},
+        "fixed": FIXED_SETTINGS,
         "default_probe": DEFAULT_PROBE,
         "limits": train_limits(settings),
     }

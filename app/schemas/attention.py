@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from ..steps import StepName
+
 # Bounded so that no product inside a 256-wide layer can overflow float32.
 MAX_ABS_VALUE = 1e6
 Number = Annotated[
@@ -27,31 +29,6 @@ Tokens = Annotated[list[Token], Field(json_schema_extra={"minItems": 1})]
 # (most do) would accept 2**63 + 191, which rounds to the same double, and the
 # server would refuse it.
 MAX_SEED = 2**63 - 1024
-
-STEP_NAMES = (
-    "x",
-    "q",
-    "k",
-    "v",
-    "attn_scores",
-    "scaled_scores",
-    "masked_scores",
-    "attn_weights",
-    "context_vec",
-    "output",
-)
-StepName = Literal[
-    "x",
-    "q",
-    "k",
-    "v",
-    "attn_scores",
-    "scaled_scores",
-    "masked_scores",
-    "attn_weights",
-    "context_vec",
-    "output",
-]
 
 
 class Strict(BaseModel):

@@ -55,6 +55,9 @@ class TrainPresets(BaseModel):
 
     architectures: dict[str, str]
     presets: dict[str, dict[str, object]]
+    fixed: dict[str, dict[str, int]] = Field(
+        description="what each step of the ladder fixes, whatever its settings say"
+    )
     default_probe: str
     limits: dict[str, int | float]
 

@@ -15,7 +15,7 @@ from typing import cast
 import torch
 from torch import nn
 
-from ..errors import SpecError
+from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, PAIR_NEEDS_ENCODER, SpecError
 from .checkpoints import read_json
 from .device import CPU, running_on, to_cpu
 from .generation import Generation, StopReason, generate
@@ -146,10 +146,11 @@ class Decoder:
         model = load_model(directory)
         context = model.config.max_positions
         if max_tokens is None or max_tokens >= context:
-            limit, source = context, "the model's context"
+            limit, source, setting = context, "the model's context", MODEL_CONTEXT
         else:
             limit, source = max_tokens, "the server's token limit per model input"
-        tokenizer = TextTokenizer(tokenizer_path, limit, source)
+            setting = MODEL_MAX_TOKENS
+        tokenizer = TextTokenizer(tokenizer_path, limit, source, setting)
         return cls(
             name or directory.name,
             family,
@@ -190,6 +191,7 @@ class Decoder:
                 f"text_b (a sentence pair) is for encoders; {self.name} is a decoder: "
                 "put the whole text in text",
                 field="text_b",
+                kind=PAIR_NEEDS_ENCODER,
             )
 
     # --- the forward pass ---------------------------------------------------------------

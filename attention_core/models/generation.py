@@ -22,7 +22,7 @@ from typing import Literal
 
 import torch
 
-from ..errors import SpecError
+from ..errors import MODEL_CONTEXT, LimitExceeded, SpecError
 from .kv_cache import KVCache
 from .protocols import CausalLM
 
@@ -157,10 +157,14 @@ def generate(
     context = model.config.max_positions
     total = len(prompt_ids) + max_new_tokens
     if total > context:
-        raise SpecError(
+        raise LimitExceeded(
             f"the prompt ({len(prompt_ids)} tokens) and max_new_tokens ({max_new_tokens}) "
             f"make {total} positions; this model reads at most {context}",
             field="max_new_tokens",
+            limit=context,
+            found=total,
+            setting=MODEL_CONTEXT,
+            extra={"prompt_tokens": len(prompt_ids), "max_new_tokens": max_new_tokens},
         )
     generator = None
     if temperature <= 0.0:

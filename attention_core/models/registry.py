@@ -72,9 +72,13 @@ Fingerprint = tuple[tuple[str, int, int], ...]
 class ModelNotFound(SpecError):
     """No model has that name (the app answers 404)."""
 
+    kind = "model_not_found"
+
 
 class ModelUnsupported(SpecError):
     """The model is listed but cannot be loaded or cannot do what was asked."""
+
+    kind = "model_unsupported"
 
 
 @dataclass(frozen=True)
@@ -321,7 +325,9 @@ class ModelRegistry:
             if entry.name == name:
                 return entry
         raise ModelNotFound(
-            f"unknown model {name!r}; the models are: {_names(entries)}", field="model"
+            f"unknown model {name!r}; the models are: {_names(entries)}",
+            field="model",
+            ctx={"name": name[:200]},
         )
 
     def is_loaded(self, entry: ModelEntry) -> bool:

@@ -3,6 +3,7 @@
 // attention form; scrub back through the snapshots; open the result on /model.
 
 import { ApiError, clearErrors, showErrors } from "./api.js";
+import { plainMessage } from "./feedback.js";
 import { byTestId, el, initialData } from "./dom.js";
 import { decodeCompact } from "./model-data.js";
 import { buildGrid, drawGrid, drawLoss, drawZoom, markPicked } from "./train-plots.js";
@@ -22,14 +23,8 @@ const STEP_TITLES = {
   multi_head: "4 · Several heads",
   gpt: "5 · GPT blocks",
 };
-// What a rung fixes, whatever the inputs say (the server builds the same).
-const FIXED = {
-  bigram: { n_layer: 0, n_head: 1 },
-  average: { n_layer: 1, n_head: 1 },
-  single_head: { n_layer: 1, n_head: 1 },
-  multi_head: { n_layer: 1 },
-  gpt: {},
-};
+// What a rung fixes, whatever the inputs say: the server's table (FIXED_SETTINGS).
+const FIXED = init.fixed;
 // Which error box shows a server error about a field.
 const ERROR_BOXES = Object.fromEntries([...SIZES.map((f) => [f, "sizes"]), ["file", "text"], ["architecture", "general"]]);
 // The server's limit (GET /api/train/presets) behind each input's max.
@@ -42,6 +37,9 @@ const LIMITS = {
   max_steps: "train_max_steps",
 };
 const REDRAW_MS = 200;
+// An error in words, from its type and ctx (feedback.js), named by its field.
+const wordError = (item, field) =>
+  plainMessage(item, field || "This value", { maxHeads: init.limits.max_heads, widthName: "n_embd" });
 
 const state = { architecture: "gpt", values: {}, source: "corpus", probe: "" };
 let run = null;
@@ -278,7 +276,7 @@ const handlers = {
     // would abort a run that is still pruning old runs.
   },
   error(data) {
-    showErrors(form, new ApiError(422, data.detail), ERROR_BOXES);
+    showErrors(form, new ApiError(422, data.detail), ERROR_BOXES, wordError);
     $("train-status").textContent = "The run stopped with an error.";
   },
 };
@@ -295,7 +293,7 @@ async function start() {
   try {
     body = requestBody();
   } catch (err) {
-    showErrors(form, err, ERROR_BOXES);
+    showErrors(form, err, ERROR_BOXES, wordError);
     return;
   }
   if (run && run.timer) clearTimeout(run.timer);
@@ -332,7 +330,7 @@ async function start() {
       $("train-status").textContent = `Stopped at step ${current.step} (nothing saved).`;
       if (current.name) $("progress-text").textContent = progressLine(current, " · stopped");
     } else {
-      showErrors(form, err, ERROR_BOXES);
+      showErrors(form, err, ERROR_BOXES, wordError);
       $("train-status").textContent = err.status === 429 ? "The server is busy." : "Not started.";
       if (!current.name) $("progress-text").textContent = "Not started.";
     }

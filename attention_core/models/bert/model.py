@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from ...attention import AttentionSteps, attention_with_steps
-from ...errors import SpecError
+from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ..device import CPU, move, running_on, to_cpu
 from ..maps import TokenizedMaps
 from ..outputs import LayerTrace
@@ -149,15 +149,16 @@ class Encoder:
         if name is None:
             name = DEFAULT_MODEL_NAME if model_dir is None else path.name
         config = EncoderConfig.from_file(path / CONFIG_FILE, name)
-        limit = config.max_position_embeddings
+        limit, setting = config.max_position_embeddings, MODEL_CONTEXT
         if max_tokens is not None:
             if max_tokens < 3:
                 raise SpecError(
                     f"max_tokens ({max_tokens}) must be at least 3 ([CLS], a token, [SEP])",
                     field="model_max_tokens",
                 )
-            limit = min(limit, max_tokens)
-        tokenizer = WordPieceTokenizer(path / TOKENIZER_FILE, limit)
+            if max_tokens < limit:
+                limit, setting = max_tokens, MODEL_MAX_TOKENS
+        tokenizer = WordPieceTokenizer(path / TOKENIZER_FILE, limit, setting)
         embeddings, layers = load_weights(path, config)
         return cls(config, tokenizer, embeddings, layers, path, cache_bytes)
 
@@ -238,10 +239,13 @@ class Encoder:
         if T == 0:
             raise SpecError("input_ids is empty; give at least one token", field="text")
         if T > self.config.max_position_embeddings:
-            raise SpecError(
+            raise LimitExceeded(
                 f"{T} tokens exceed the position-embedding size "
                 f"({self.config.max_position_embeddings})",
                 field="text",
+                limit=self.config.max_position_embeddings,
+                found=T,
+                setting=MODEL_CONTEXT,
             )
 
     def _forward(
