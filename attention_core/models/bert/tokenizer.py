@@ -47,6 +47,9 @@ class WordPieceTokenizer:
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
         self.max_tokens = max_tokens
+        self.special_ids = frozenset(
+            i for i, added in self._tokenizer.get_added_tokens_decoder().items() if added.special
+        )
 
     def tokenize(self, text: str, text_b: str | None = None) -> Tokenized:
         """``[CLS] text [SEP]`` or ``[CLS] text [SEP] text_b [SEP]`` as WordPieces."""

@@ -1,0 +1,55 @@
+"""Value-weighted maps (Kobayashi et al., EMNLP 2020, "Attention is not only a weight").
+
+What head h moves from token j into token i is α_ij · f(x_j) with
+f(x_j) = v_j W_O^h, the value vector through the head's slice of the output
+projection (the bias, shared by all heads, left out).  Its norm
+‖α_ij f(x_j)‖ = α_ij ‖f(x_j)‖ shows when a large weight carries little: a
+token that gets much attention but whose transformed value is short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..models.outputs import LayerTrace
+from ..models.protocols import TextModel
+from .access import head_model
+
+
+def value_weighted(weights: torch.Tensor, values: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """‖α_ij · v_j W_O^h‖ per head.
+
+    Shapes: weights (H, T, S), values (H_kv, S, D) (query head h reads kv head
+    h // (H / H_kv)), out (H, D, C) -> (H, T, S).
+    """
+    H, H_kv = weights.shape[0], values.shape[0]
+    per_head = values.repeat_interleave(H // H_kv, dim=0)  # (H, S, D)
+    lengths = torch.linalg.vector_norm(per_head @ out, dim=-1)  # (H, S): ‖f(x_j)‖
+    weighted: torch.Tensor = weights * lengths[:, None, :]
+    return weighted
+
+
+def trace_value_weighted(trace: LayerTrace, out: torch.Tensor) -> torch.Tensor:
+    """The first sequence of one layer's trace -> (H, T, S)."""
+    return value_weighted(trace.steps.attn_weights[0], trace.v[0], out)
+
+
+def row_shares(maps: torch.Tensor) -> torch.Tensor:
+    """Each row divided by its sum (a row of zeros stays zero), so rows sum to 1 like weights."""
+    totals = maps.sum(dim=-1, keepdim=True)
+    return maps / totals.clamp_min(torch.finfo(maps.dtype).tiny)
+
+
+def value_norm_maps(
+    model: TextModel, text: str, layers: Sequence[int], text_b: str | None = None
+) -> dict[int, torch.Tensor]:
+    """0-based layer -> (H, T, T) value-weighted maps of ``text`` (one forward per layer)."""
+    heads = head_model(model)
+    result: dict[int, torch.Tensor] = {}
+    with torch.inference_mode():
+        for layer in layers:
+            _, trace = model.trace(text, layer, text_b)
+            result[layer] = trace_value_weighted(trace, heads.out_weights(layer))
+    return result
