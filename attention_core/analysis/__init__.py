@@ -30,7 +30,13 @@ from .scores import (
     text_scores,
 )
 from .scoring import DEFAULT_INDUCTION_LENGTH, ScoredHeads, induction_ids, score_heads
-from .value_norm import row_shares, value_norm_maps, value_weighted
+from .value_norm import (
+    ValueNormMaps,
+    row_shares,
+    value_norm_maps,
+    value_norm_shares,
+    value_weighted,
+)
 
 __all__ = [
     "ABLATION_MODES",
@@ -45,6 +51,7 @@ __all__ = [
     "RunOutput",
     "ScoredHeads",
     "Tokens",
+    "ValueNormMaps",
     "ablate",
     "ablation_cost",
     "attention_entropy",
@@ -64,5 +71,6 @@ __all__ = [
     "score_heads",
     "text_scores",
     "value_norm_maps",
+    "value_norm_shares",
     "value_weighted",
 ]

@@ -88,6 +88,10 @@ class HeadModel(Protocol):
         """(n,) every token id that is not a special token."""
         ...
 
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        """How each id reads on its own (a decoder's decoded text, an encoder's WordPiece)."""
+        ...
+
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
     ) -> RunOutput:
@@ -133,6 +137,9 @@ class DecoderHeadModel:
         count = min(self.decoder.tokenizer.vocab_size, self.decoder.config.vocabulary_size)
         return _without(count, self.decoder.tokenizer.special_ids)
 
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        return [self.decoder.tokenizer.decode([i]) for i in ids]
+
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
     ) -> RunOutput:
@@ -177,6 +184,9 @@ class EncoderHeadModel:
 
     def ordinary_ids(self) -> torch.Tensor:
         return _without(self.encoder.config.vocab_size, self.encoder.tokenizer.special_ids)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        return self.encoder.tokenizer.id_pieces(list(ids))
 
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None

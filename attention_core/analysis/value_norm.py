@@ -10,9 +10,11 @@ token that gets much attention but whose transformed value is short.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
+from ..models.maps import MapFeatures
 from ..models.outputs import LayerTrace
 from ..models.protocols import TextModel
 from .access import head_model
@@ -53,3 +55,30 @@ def value_norm_maps(
             _, trace = model.trace(text, layer, text_b)
             result[layer] = trace_value_weighted(trace, heads.out_weights(layer))
     return result
+
+
+@dataclass(frozen=True)
+class ValueNormMaps(MapFeatures):
+    """A text's maps with each weight replaced by its value-weighted norm, each row divided
+    by its sum (so rows sum to 1 like weights, and the rollout and the pages' colour scales
+    apply unchanged); tokens and hidden states as the plain maps give them."""
+
+    tokens: tuple[str, ...]
+    special: tuple[bool, ...]
+    token_type_ids: tuple[int, ...]
+    layer_attentions: tuple[torch.Tensor, ...]
+    layer_hidden_states: tuple[torch.Tensor, ...]
+
+
+def value_norm_shares(model: TextModel, text: str, text_b: str | None = None) -> ValueNormMaps:
+    """Every layer's value-weighted maps as row shares (one forward pass per layer)."""
+    plain = model.encode(text, text_b)
+    count = len(plain.layer_attentions)
+    weighted = value_norm_maps(model, text, range(count), text_b)
+    return ValueNormMaps(
+        tokens=plain.tokens,
+        special=plain.special,
+        token_type_ids=plain.token_type_ids,
+        layer_attentions=tuple(row_shares(weighted[n]) for n in range(count)),
+        layer_hidden_states=plain.layer_hidden_states,
+    )

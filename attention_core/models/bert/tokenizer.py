@@ -51,6 +51,10 @@ class WordPieceTokenizer:
             i for i, added in self._tokenizer.get_added_tokens_decoder().items() if added.special
         )
 
+    def id_pieces(self, ids: list[int]) -> list[str]:
+        """The vocabulary strings of ``ids`` (WordPieces: ``##`` marks a word's inside)."""
+        return [self._tokenizer.id_to_token(i) or "" for i in ids]
+
     def tokenize(self, text: str, text_b: str | None = None) -> Tokenized:
         """``[CLS] text [SEP]`` or ``[CLS] text [SEP] text_b [SEP]`` as WordPieces."""
         if not text.strip():
