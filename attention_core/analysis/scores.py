@@ -28,7 +28,8 @@ SCORE_NAMES = ("previous_token", "duplicate_token", "first_token", "entropy", "i
 
 def pattern_score(maps: torch.Tensor, pattern: torch.Tensor) -> torch.Tensor:
     """``Σ(A ⊙ D) / ΣA`` per map.  Shapes: maps (..., T, T), pattern (T, T) -> (...)."""
-    return (maps * pattern).sum((-2, -1)) / maps.sum((-2, -1))
+    flat = maps.flatten(-2)  # (..., T*T): one dot product per map, no (..., T, T) temporary
+    return (flat @ pattern.flatten()) / flat.sum(-1)
 
 
 def previous_token_pattern(length: int) -> torch.Tensor:
@@ -91,14 +92,19 @@ class HeadScores:
         return {name: getattr(self, name) for name in SCORE_NAMES}
 
 
-def text_scores(maps: torch.Tensor, ids: Sequence[int]) -> dict[str, torch.Tensor]:
-    """The four scores measured on a text's own maps.  maps (L, H, T, T) -> (L, H) each."""
-    return {
-        "previous_token": previous_token_score(maps),
-        "duplicate_token": duplicate_token_score(maps, ids),
-        "first_token": first_token_share(maps),
-        "entropy": attention_entropy(maps),
-    }
+def text_scores(
+    maps: torch.Tensor | Sequence[torch.Tensor], ids: Sequence[int]
+) -> dict[str, torch.Tensor]:
+    """The four scores measured on a text's own maps: (L, H, T, T), or L tensors (H, T, T)
+    (scored one layer at a time, without stacking them) -> (L, H) each."""
+    duplicate = duplicate_token_pattern(ids)
+    per_layer: dict[str, list[torch.Tensor]] = {name: [] for name in SCORE_NAMES[:4]}
+    for layer in maps:
+        per_layer["previous_token"].append(previous_token_score(layer))
+        per_layer["duplicate_token"].append(pattern_score(layer, duplicate.to(layer.dtype)))
+        per_layer["first_token"].append(first_token_share(layer))
+        per_layer["entropy"].append(attention_entropy(layer))
+    return {name: torch.stack(values) for name, values in per_layer.items()}
 
 
 def head_scores(

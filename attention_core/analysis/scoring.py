@@ -66,7 +66,7 @@ def score_heads(
     tokens = heads.tokenize(text)
     with torch.inference_mode():
         maps = model.encode(text).layer_attentions  # L x (H, T, T)
-        measured = text_scores(torch.stack(maps), tokens.ids)
+        measured = text_scores(maps, tokens.ids)
         ids, start, R = induction_ids(heads, seed, induction_length)
         repeated = heads.run(torch.tensor([ids]), attentions=True).attentions
         induction = induction_score(torch.stack([a[0] for a in repeated]), start, R)
