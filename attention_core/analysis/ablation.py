@@ -7,8 +7,8 @@ the sentence embedding (the mean of the last layer's states, as
 sentence-transformers pools MiniLM) before and after, compared by cosine.
 
 ``each_head_effects`` ablates every head on its own, the ablations as the
-batch dimension of a few forward passes (not one pass per head): row 0 is the
-unablated text, row 1 + l·H + h the text without head h of layer l.
+batch dimension of a few forward passes (not one pass per head); a decoder's
+batch grows layer by layer, so the layers below an ablated head run once.
 """
 
 from __future__ import annotations
@@ -151,6 +151,8 @@ def each_head_effects(heads: HeadModel, ids: Sequence[int], mode: str = "zero") 
     cosine of the sentence embedding without that head to the one with all."""
     _check_mode(mode)
     check_length(heads, len(ids))
+    if isinstance(heads, DecoderHeadModel):
+        return _decoder_effects(heads, ids, mode)
     L, H, T = heads.num_layers, heads.num_heads, len(ids)
     rows = 1 + L * H
     per_pass = max(1, BATCH_CELLS // (H * T * T))
@@ -167,14 +169,40 @@ def each_head_effects(heads: HeadModel, ids: Sequence[int], mode: str = "zero") 
             mask[b, head] = True
         batch = text.expand(count, T)
         final = heads.run(batch, edit=masked_edit(masks, H, mode)).hidden[-1]  # (B, T, C)
-        if isinstance(heads, DecoderHeadModel):
-            results.append(_losses(heads, final, text))
-        else:
-            results.append(_sentence(final))
-    out = torch.cat(results)  # (rows,) losses or (rows, C) sentence embeddings
-    if isinstance(heads, DecoderHeadModel):
-        return (out[1:] - out[0]).view(L, H)
+        results.append(_sentence(final))
+    out = torch.cat(results)  # (rows, C) sentence embeddings
     return F.cosine_similarity(out[1:], out[:1], dim=-1).view(L, H)
+
+
+def _decoder_effects(heads: DecoderHeadModel, ids: Sequence[int], mode: str) -> torch.Tensor:
+    """Decoders share the layers below an ablation: one pass starts with the text alone
+    (batch 1) and, entering each layer l of its group, grows the batch by H copies of row 0,
+    row 1 + (l − first)·H + h ablating head h of layer l.  So a head of layer l costs the
+    layers from l up, not the whole model."""
+    L, H, T = heads.num_layers, heads.num_heads, len(ids)
+    group_size = max(1, BATCH_CELLS // (H * T * T) // H)  # layers whose ablations share a pass
+    text = torch.tensor([list(ids)])  # (1, T)
+    clean: torch.Tensor | None = None
+    deltas: list[torch.Tensor] = []
+    for first in range(0, L, group_size):
+        group = range(first, min(L, first + group_size))
+        masks: dict[int, torch.Tensor] = {}
+        for layer in group:
+            rows = 1 + (layer - first + 1) * H  # the batch at this layer's projection
+            mask = torch.zeros(rows, H, dtype=torch.bool)
+            mask[rows - H :] = torch.eye(H, dtype=torch.bool)
+            masks[layer] = mask
+
+        def grow(layer: int, x: torch.Tensor, group: range = group) -> torch.Tensor:
+            if layer not in group:
+                return x
+            return torch.cat([x, x[:1].expand(H, *x.shape[1:])])  # (B + H, T, C)
+
+        final = heads.run(text, edit=masked_edit(masks, H, mode), grow=grow).hidden[-1]
+        losses = _losses(heads, final, text[0])  # (1 + len(group) * H,)
+        clean = losses[0] if clean is None else clean
+        deltas.append(losses[1:] - clean)
+    return torch.cat(deltas).view(L, H)
 
 
 def _losses(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -184,7 +212,8 @@ def _losses(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> 
     losses = []
     for first in range(0, B, step):
         logits = heads.unembed(final[first : first + step, :-1]).float()  # (b, T-1, vocab)
-        targets = ids[1:].expand(logits.shape[0], T - 1)
-        nll = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (b, T-1)
-        losses.append(nll.mean(-1))
+        b = logits.shape[0]
+        targets = ids[1:].expand(b, T - 1).reshape(-1)  # (b*(T-1),)
+        nll = F.cross_entropy(logits.reshape(b * (T - 1), -1), targets, reduction="none")
+        losses.append(nll.view(b, T - 1).mean(-1))
     return torch.cat(losses)

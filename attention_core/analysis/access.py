@@ -46,6 +46,7 @@ OUT_PROJECTION_SUFFIXES = (
     ".attention.output.dense",  # BERT, RoBERTa (transformers)
     ".self_attn.out_proj",  # BART, OPT, Whisper
 )
+BLOCK_LISTS = ("transformer.h", "model.layers", "gpt_neox.layers")
 FINAL_NORM_NAMES = ("transformer.ln_f", "model.norm", "gpt_neox.final_layer_norm")
 
 
@@ -117,9 +118,10 @@ class DecoderHeadModel:
         self.head_dim = config.head_dim
         self.vocabulary_size = config.vocabulary_size
         self.projections = output_projections(self.module, self.num_layers)
+        self.blocks = layer_blocks(self.module, self.num_layers)
         self.final_norm: nn.Module = _submodule(self.module, FINAL_NORM_NAMES, "final norm")
         self.lm_head: nn.Module = self.module.get_submodule("lm_head")
-        install_edit_hooks(self.projections)
+        install_edit_hooks(self.projections, self.blocks)
 
     @property
     def max_tokens(self) -> int:
@@ -141,9 +143,15 @@ class DecoderHeadModel:
         return [self.decoder.tokenizer.decode([i]) for i in ids]
 
     def run(
-        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        grow: ContextEdit | None = None,
     ) -> RunOutput:
-        with editing(edit):
+        """``grow(layer, x (B, T, C))`` may replace each block's input (e.g. a bigger batch)."""
+        with editing(edit, grow):
             out = self.decoder.model(
                 ids, num_logits=0, output_attentions=attentions, output_hidden_states=True
             )
@@ -230,6 +238,21 @@ def output_projections(module: nn.Module, num_layers: int) -> list[nn.Module]:
     return found
 
 
+def layer_blocks(module: nn.Module, num_layers: int) -> list[nn.Module]:
+    """The transformer blocks, in order: the entries of the model's ``ModuleList`` of layers
+    (``transformer.h``, ``model.layers``; transformers' names too)."""
+    for name in BLOCK_LISTS:
+        try:
+            blocks = module.get_submodule(name)
+        except AttributeError:
+            continue
+        if isinstance(blocks, nn.ModuleList) and len(blocks) == num_layers:
+            return list(blocks)
+    raise SpecError(
+        f"found no list of {num_layers} blocks ({', '.join(BLOCK_LISTS)})", field="model"
+    )
+
+
 def head_slices(projection: nn.Module, num_heads: int, head_dim: int) -> torch.Tensor:
     """(H, D, C) from a projection's weight: GPT-2's ``Conv1D`` stores (in, out) and is
     applied as ``x @ W``; ``nn.Linear`` stores (out, in)."""
@@ -264,6 +287,7 @@ def _without(count: int, special: frozenset[int]) -> torch.Tensor:
 # --- edits through forward pre-hooks -------------------------------------------------------
 
 _current_edit: ContextVar[ContextEdit | None] = ContextVar("attention_viz_edit", default=None)
+_current_grow: ContextVar[ContextEdit | None] = ContextVar("attention_viz_grow", default=None)
 _install_lock = threading.Lock()
 _head_models: weakref.WeakKeyDictionary[TextModel, DecoderHeadModel | EncoderHeadModel] = (
     weakref.WeakKeyDictionary()
@@ -271,28 +295,32 @@ _head_models: weakref.WeakKeyDictionary[TextModel, DecoderHeadModel | EncoderHea
 
 
 @contextmanager
-def editing(edit: ContextEdit | None) -> Iterator[None]:
-    """Within the block, this thread's forward passes apply ``edit`` (None: no edit)."""
-    token = _current_edit.set(edit)
+def editing(edit: ContextEdit | None, grow: ContextEdit | None = None) -> Iterator[None]:
+    """Within the block, this thread's forward passes apply ``edit`` to each output
+    projection's input and ``grow`` to each block's input (None: no change)."""
+    tokens = (_current_edit.set(edit), _current_grow.set(grow))
     try:
         yield
     finally:
-        _current_edit.reset(token)
+        _current_edit.reset(tokens[0])
+        _current_grow.reset(tokens[1])
 
 
-def install_edit_hooks(projections: Sequence[nn.Module]) -> None:
-    """A pre-hook on each projection that applies the current thread's edit (once per module)."""
-    for layer, projection in enumerate(projections):
-        if getattr(projection, "_attention_viz_hooked", False):
-            continue
+def _hook(current: ContextVar[ContextEdit | None], layer: int) -> Callable[..., object]:
+    def hook(_module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+        change = current.get()
+        if change is None:
+            return None
+        return (change(layer, args[0]), *args[1:])
 
-        def hook(
-            _module: nn.Module, args: tuple[torch.Tensor, ...], layer: int = layer
-        ) -> tuple[torch.Tensor, ...] | None:
-            edit = _current_edit.get()
-            if edit is None:
-                return None
-            return (edit(layer, args[0]), *args[1:])
+    return hook
 
-        projection.register_forward_pre_hook(hook)
-        projection._attention_viz_hooked = True  # type: ignore[assignment]
+
+def install_edit_hooks(projections: Sequence[nn.Module], blocks: Sequence[nn.Module]) -> None:
+    """Pre-hooks that apply the current thread's edits (once per module): on each output
+    projection (``editing``'s ``edit``) and on each block (its ``grow``)."""
+    for current, modules in ((_current_edit, projections), (_current_grow, blocks)):
+        for layer, module in enumerate(modules):
+            if not getattr(module, "_attention_viz_hooked", False):
+                module.register_forward_pre_hook(_hook(current, layer))
+                module._attention_viz_hooked = True  # type: ignore[assignment]
