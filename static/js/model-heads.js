@@ -44,6 +44,8 @@ export function setupHeadAnalysis({ container, openHead }) {
   const chosen = new Set(); // "l-h" of heads to ablate, from 1
 
   // ---------- cards ----------
+  const scoresRun = el("button", { type: "button", "data-testid": "scores-run", text: "Score every head" });
+  let wanted = false; // once asked for, each new text is scored as its maps arrive
   const scoresStatus = el("p", { class: "status", "data-testid": "scores-status", "aria-live": "polite" });
   const scoresError = el("p", { class: "error", role: "alert", "data-testid": "scores-error" });
   const sortSelect = el("select", { id: "score-sort", "data-testid": "score-sort" });
@@ -67,6 +69,7 @@ export function setupHeadAnalysis({ container, openHead }) {
         "Each head's type scores (TransformerLens' head detector): the share of its attention on the previous token, on earlier copies of the same token, on the first token; how spread its rows are; and how it completes a repeated random block (induction). Sort by a score to open its strongest head; click any head to open its map.",
     }),
     el("div", { class: "heads-controls" }, [
+      scoresRun,
       el("div", { class: "field" }, [el("label", { for: "score-sort", text: "Sort by" }), sortSelect]),
       el("div", { class: "field" }, [el("label", { for: "score-order", text: "Order" }), orderSelect]),
       el("div", { class: "field" }, [el("label", { for: "score-count", text: "Show" }), countSelect]),
@@ -186,6 +189,11 @@ export function setupHeadAnalysis({ container, openHead }) {
   countSelect.addEventListener("change", () => {
     count = countSelect.value;
     drawScores();
+  });
+
+  scoresRun.addEventListener("click", () => {
+    wanted = true;
+    if (context) loadScores(seq);
   });
 
   async function loadScores(mine) {
@@ -371,7 +379,11 @@ export function setupHeadAnalysis({ container, openHead }) {
       lensCard.hidden = !next.causal;
       container.hidden = false;
       drawAblateGrid();
-      loadScores(mine);
+      scoreGridBox.replaceChildren();
+      scoreTable.replaceChildren();
+      inductionNote.textContent = "";
+      scoresStatus.textContent = "";
+      if (wanted) loadScores(mine);
     },
     clear() {
       ++seq;

@@ -39,6 +39,8 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def open_bank(page: Page) -> None:
     page.goto(f"/model?model={BANK}&text={quote(TEXT)}")
+    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
+    page.get_by_test_id("scores-run").click()
     expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
 
 
@@ -144,6 +146,15 @@ def test_value_weighted_maps_redraw_the_grid(page: Page) -> None:
 
 def test_an_encoder_shows_the_embedding_cosine_and_no_lens(page: Page) -> None:
     page.goto("/model?text=The%20bank%20approved%20it.")
+    expect(page.get_by_test_id("head-grid")).to_have_attribute(
+        "data-drawn", str(6 * 14), timeout=WAIT
+    )
+    page.get_by_test_id("scores-run").click()
+    expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    # A new text is scored as its maps arrive, once scores were asked for.
+    page.get_by_test_id("model-text").fill("The river bank was muddy.")
+    page.get_by_test_id("model-run").click()
+    expect(page.get_by_test_id("score-grid")).to_have_count(1, timeout=WAIT)
     expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
     expect(page.get_by_test_id("lens-card")).to_be_hidden()
     page.get_by_test_id("ablate-grid-L1-H1").click()
