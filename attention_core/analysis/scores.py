@@ -58,8 +58,10 @@ def first_token_share(maps: torch.Tensor) -> torch.Tensor:
 
 
 def attention_entropy(maps: torch.Tensor) -> torch.Tensor:
-    """Mean row entropy in nats (0 log 0 = 0)."""
-    entropy: torch.Tensor = torch.special.entr(maps).sum(-1).mean(-1)
+    """Mean row entropy in nats (0 log 0 = 0: a zero weight times the log of the smallest
+    positive float).  Faster than ``torch.special.entr``, which this equals."""
+    logs = maps.clamp_min(torch.finfo(maps.dtype).tiny).log_()
+    entropy: torch.Tensor = 0.0 - (maps * logs).sum(-1).mean(-1)  # +0, not -0, for sharp rows
     return entropy
 
 
