@@ -17,35 +17,18 @@ weights, hidden states, and one layer's full trace.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any, cast
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
-from .checkpoints import CONFIG_FILE as CONFIG_FILE  # re-exported: moved to checkpoints.py
-from .checkpoints import WEIGHTS_FILE as WEIGHTS_FILE
-from .checkpoints import matched_state, write_checkpoint
-from .checkpoints import read_config as read_config
+from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
-from .outputs import DecoderOutput, LayerTrace
-from .safetensors_io import load_checkpoint_tensors
-from .stack import first_position, run_blocks
-
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
-    "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
-    "gelu_fast": lambda t: F.gelu(t, approximate="tanh"),
-    "gelu": F.gelu,
-    "relu": F.relu,
-    "silu": F.silu,
-    "swish": F.silu,
-}
+from .outputs import LayerTrace
 
 
 @dataclass(frozen=True)
@@ -157,20 +140,6 @@ class Conv1D(nn.Module):
         return flat.view(*x.shape[:-1], flat.shape[-1])  # (B, T, out)
 
 
-def decoder_mask(num_new: int, num_keys: int) -> tuple[torch.Tensor | None, bool]:
-    """(attn_mask, is_causal) for ``num_new`` queries placed after the cached keys.
-
-    Query i sits at position ``num_keys - num_new + i`` and may attend to keys
-    up to that position.  Without a cache the plain top-left causal mask does it.
-    """
-    if num_new == num_keys:
-        return None, True
-    if num_new == 1:
-        return None, False  # the newest position may attend to every key
-    allowed = torch.ones(num_new, num_keys, dtype=torch.bool).tril(num_keys - num_new)
-    return allowed, False
-
-
 class GPT2Attention(nn.Module):
     def __init__(self, config: GPT2Config, layer_idx: int) -> None:
         super().__init__()
@@ -255,24 +224,35 @@ class GPT2Model(nn.Module):
         self.h = nn.ModuleList(GPT2Block(config, i) for i in range(config.n_layer))
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
 
-    @property
-    def blocks(self) -> list[GPT2Block]:
-        return cast(list[GPT2Block], list(self.h))
 
-
-class GPT2(nn.Module):
+class GPT2(DecoderLM[GPT2Config]):
     """GPT-2 with a language-modelling head; parameter names as in ``GPT2LMHeadModel``."""
 
-    def __init__(self, config: GPT2Config) -> None:
-        super().__init__()
-        self.config = config
-        self.transformer = GPT2Model(config)
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.tie_weights()
+    embedding_name = "transformer.wte"
+    # OpenAI's checkpoints also store the causal mask as buffers; they carry no weights.
+    ignored_suffixes = (".attn.bias", ".attn.masked_bias")
 
-    def tie_weights(self) -> None:
-        if self.config.tie_word_embeddings:
-            self.lm_head.weight = self.transformer.wte.weight
+    def __init__(self, config: GPT2Config) -> None:
+        super().__init__(config)
+        self.transformer = GPT2Model(config)
+        self.add_head()
+
+    @classmethod
+    def config_from(cls, raw: Mapping[str, Any]) -> GPT2Config:
+        return GPT2Config.from_dict(raw)
+
+    @property
+    def blocks(self) -> list[GPT2Block]:
+        return cast(list[GPT2Block], list(self.transformer.h))
+
+    @property
+    def final_norm(self) -> nn.Module:
+        return self.transformer.ln_f
+
+    @staticmethod
+    def checkpoint_name(key: str) -> str:
+        """Transformers' and OpenAI's key layouts (with or without ``transformer.``)."""
+        return key if key.startswith(("transformer.", "lm_head.")) else f"transformer.{key}"
 
     def init_weights(self) -> None:
         """GPT-2's initialization (as transformers and nanoGPT do it), from torch's RNG.
@@ -292,81 +272,10 @@ class GPT2(nn.Module):
             else:
                 nn.init.normal_(param, 0.0, std)
 
-    def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache:
-        c = self.config
-        return KVCache(c.n_layer, batch, c.n_head, max_length or c.n_positions, c.head_dim)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        *,
-        cache: KVCache | None = None,
-        num_logits: int | None = None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
-        trace_layer: int | None = None,
-    ) -> DecoderOutput:
-        """Logits for ``input_ids`` (B, T), placed after the ``cache``'s positions if given.
-
-        ``num_logits``: None for every position, k for the last k, 0 for none.
-        ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
-        """
-        B, T = input_ids.shape
-        start = first_position(cache, T, self.config.n_positions)
-        positions = torch.arange(start, start + T)  # (T,)
+    def embed(
+        self, input_ids: torch.Tensor, start: int, cache: KVCache | None
+    ) -> tuple[torch.Tensor, tuple[object, ...]]:
+        positions = torch.arange(start, start + input_ids.shape[1])  # (T,)
         body = self.transformer
         x = body.drop(body.wte(input_ids) + body.wpe(positions))  # (B, T, C)
-        return run_blocks(
-            x,
-            body.blocks,
-            (cache,),
-            body.ln_f,
-            self.lm_head,
-            cache=cache,
-            num_logits=num_logits,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            trace_layer=trace_layer,
-        )
-
-    # --- checkpoints ------------------------------------------------------------------
-
-    @classmethod
-    def from_pretrained(cls, directory: Path) -> GPT2:
-        """Load a checkpoint directory (config.json + safetensors) for inference.
-
-        Float32 weights stay memory-mapped; fp16/bf16 ones are converted to
-        float32.  Transformers' and OpenAI's key layouts (with or without the
-        ``transformer.`` prefix) are both read.
-        """
-        config = GPT2Config.from_dict(read_config(directory))
-        with torch.device("meta"):
-            model = cls(config)
-        state = _checkpoint_state(directory, model)
-        model.load_state_dict(state, strict=True, assign=True)
-        model.tie_weights()
-        return model.eval().requires_grad_(False)
-
-    def save_pretrained(self, directory: Path, metadata: Mapping[str, str] | None = None) -> None:
-        """Write ``config.json`` and ``model.safetensors`` in transformers' layout."""
-        state = dict(self.state_dict())
-        if self.config.tie_word_embeddings:
-            state.pop("lm_head.weight")  # transformers re-ties it on load
-        write_checkpoint(directory, state, self.config.to_dict(), metadata)
-
-
-# OpenAI's checkpoints also store the causal mask as buffers; they carry no weights.
-_IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
-
-
-def _checkpoint_state(directory: Path, model: GPT2) -> dict[str, torch.Tensor]:
-    expected = set(model.state_dict())
-    state: dict[str, torch.Tensor] = {}
-    for key, tensor in load_checkpoint_tensors(directory).items():
-        name = key if key.startswith(("transformer.", "lm_head.")) else f"transformer.{key}"
-        if name.endswith(_IGNORED_SUFFIXES) and name not in expected:
-            continue
-        state[name] = tensor
-    if model.config.tie_word_embeddings:
-        state.setdefault("lm_head.weight", state.get("transformer.wte.weight", torch.empty(0)))
-    return matched_state(directory, model, state)
+        return x, (cache,)

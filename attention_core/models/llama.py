@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 import torch
@@ -40,13 +39,10 @@ from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
-from .checkpoints import matched_state, read_config, write_checkpoint
-from .gpt2 import ACTIVATIONS, decoder_mask
+from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
-from .safetensors_io import load_checkpoint_tensors
-from .stack import first_position, run_blocks
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
 ARCHITECTURES = {
@@ -406,24 +402,30 @@ class LlamaModel(nn.Module):
         )
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
-    @property
-    def blocks(self) -> list[LlamaDecoderLayer]:
-        return cast(list[LlamaDecoderLayer], list(self.layers))
 
-
-class Llama(nn.Module):
+class Llama(DecoderLM[LlamaConfig]):
     """A Llama-family decoder with its language-modelling head (``*ForCausalLM`` names)."""
 
-    def __init__(self, config: LlamaConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.model = LlamaModel(config)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        self.tie_weights()
+    embedding_name = "model.embed_tokens"
+    # Older checkpoints also store RoPE's inverse frequencies; they are recomputed here.
+    ignored_suffixes = (".rotary_emb.inv_freq",)
 
-    def tie_weights(self) -> None:
-        if self.config.tie_word_embeddings:
-            self.lm_head.weight = self.model.embed_tokens.weight
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__(config)
+        self.model = LlamaModel(config)
+        self.add_head()
+
+    @classmethod
+    def config_from(cls, raw: Mapping[str, Any]) -> LlamaConfig:
+        return LlamaConfig.from_dict(raw)
+
+    @property
+    def blocks(self) -> list[LlamaDecoderLayer]:
+        return cast(list[LlamaDecoderLayer], list(self.model.layers))
+
+    @property
+    def final_norm(self) -> nn.Module:
+        return self.model.norm
 
     def init_weights(self) -> None:
         """transformers' initialization, from torch's RNG: Normal(0, initializer_range) for
@@ -438,13 +440,11 @@ class Llama(nn.Module):
                 nn.init.normal_(param, 0.0, std)
 
     def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache:
-        """A cache for ``max_length`` positions (default: the whole context, which for a
-        long-context model is large: pass the length generation will reach)."""
         c = self.config
+        if c.rope.rope_type != "dynamic":
+            return super().new_cache(batch, max_length)
         size = (c.num_hidden_layers, batch, c.num_key_value_heads, max_length or c.max_positions)
-        if c.rope.rope_type == "dynamic":
-            return TokenKVCache(*size, c.head_dim)
-        return KVCache(*size, c.head_dim)
+        return TokenKVCache(*size, c.head_dim)
 
     def rotary_angles(self, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (T, D) for positions ``start .. end - 1`` of a sequence ``end`` long."""
@@ -452,68 +452,38 @@ class Llama(nn.Module):
         inv_freq, scaling = inverse_frequencies(c.rope, c.head_dim, c.max_position_embeddings, end)
         return rope_angles(inv_freq, start, end, scaling)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        *,
-        cache: KVCache | None = None,
-        num_logits: int | None = None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
-        trace_layer: int | None = None,
-    ) -> DecoderOutput:
-        """Logits for ``input_ids`` (B, T), placed after the ``cache``'s positions if given.
+    def embed(
+        self, input_ids: torch.Tensor, start: int, cache: KVCache | None
+    ) -> tuple[torch.Tensor, tuple[object, ...]]:
+        cos, sin = self.rotary_angles(start, start + input_ids.shape[1])  # each (T, D)
+        return self.model.embed_tokens(input_ids), (cos, sin, cache)  # x (B, T, C)
 
-        ``num_logits``: None for every position, k for the last k, 0 for none.
-        ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
-        """
-        B, T = input_ids.shape
-        start = first_position(cache, T, self.config.max_positions)
+    def decode(
+        self, input_ids: torch.Tensor, start: int, cache: KVCache | None, wanted: Wanted
+    ) -> DecoderOutput:
+        """Dynamic RoPE with a cache: keep the tokens, recompute past the limit (module doc)."""
         if cache is not None and self.config.rope.rope_type == "dynamic":
             if not isinstance(cache, TokenKVCache):
                 raise SpecError(
                     "dynamic RoPE scaling needs the cache made by new_cache()", field="model"
                 )
             cache.keep_tokens(input_ids)
+            T = input_ids.shape[1]
             if start > 0 and start + T > self.config.max_position_embeddings:
-                return self._recompute(
-                    cache, T, num_logits, output_attentions, output_hidden_states, trace_layer
-                )
-        cos, sin = self.rotary_angles(start, start + T)  # each (T, D)
-        body = self.model
-        x = body.embed_tokens(input_ids)  # (B, T, C)
-        return run_blocks(
-            x,
-            body.blocks,
-            (cos, sin, cache),
-            body.norm,
-            self.lm_head,
-            cache=cache,
-            num_logits=num_logits,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            trace_layer=trace_layer,
-        )
+                return self._recompute(cache, T, wanted)
+        return super().decode(input_ids, start, cache, wanted)
 
-    def _recompute(
-        self,
-        cache: TokenKVCache,
-        num_new: int,
-        num_logits: int | None,
-        output_attentions: bool,
-        output_hidden_states: bool,
-        trace_layer: int | None,
-    ) -> DecoderOutput:
+    def _recompute(self, cache: TokenKVCache, num_new: int, wanted: Wanted) -> DecoderOutput:
         """The whole cached sequence again from its tokens; the last ``num_new`` rows returned."""
         ids = cache.token_ids[:, : cache.length + num_new].clone()  # (B, S)
         cache.length = 0
         whole = self.forward(
             ids,
             cache=cache,
-            num_logits=num_new if num_logits is None else num_logits,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            trace_layer=trace_layer,
+            num_logits=num_new if wanted.num_logits is None else wanted.num_logits,
+            output_attentions=wanted.output_attentions,
+            output_hidden_states=wanted.output_hidden_states,
+            trace_layer=wanted.trace_layer,
         )
         return DecoderOutput(
             logits=whole.logits,
@@ -521,29 +491,6 @@ class Llama(nn.Module):
             hidden_states=tuple(h[:, -num_new:] for h in whole.hidden_states),  # (B, T, C)
             trace=None if whole.trace is None else _last_rows(whole.trace, num_new),
         )
-
-    # --- checkpoints ------------------------------------------------------------------
-
-    @classmethod
-    def from_pretrained(cls, directory: Path) -> Llama:
-        """Load a checkpoint directory (config.json + safetensors) for inference.
-
-        Float32 weights stay memory-mapped; fp16/bf16 ones are converted to float32.
-        """
-        config = LlamaConfig.from_dict(read_config(directory))
-        with torch.device("meta"):
-            model = cls(config)
-        state = _checkpoint_state(directory, model)
-        model.load_state_dict(state, strict=True, assign=True)
-        model.tie_weights()
-        return model.eval().requires_grad_(False)
-
-    def save_pretrained(self, directory: Path, metadata: Mapping[str, str] | None = None) -> None:
-        """Write ``config.json`` and ``model.safetensors`` in transformers' layout."""
-        state = dict(self.state_dict())
-        if self.config.tie_word_embeddings:
-            state.pop("lm_head.weight")  # transformers re-ties it on load
-        write_checkpoint(directory, state, self.config.to_dict(), metadata)
 
 
 def _last_rows(trace: LayerTrace, num_new: int) -> LayerTrace:
@@ -569,20 +516,3 @@ def _last_rows(trace: LayerTrace, num_new: int) -> LayerTrace:
         q_unrotated=None if trace.q_unrotated is None else trace.q_unrotated[:, :, -num_new:],
         k_unrotated=None if trace.k_unrotated is None else trace.k_unrotated[:, :, -num_new:],
     )
-
-
-# Older checkpoints also store RoPE's inverse frequencies; they are recomputed here.
-_IGNORED_SUFFIXES = (".rotary_emb.inv_freq",)
-
-
-def _checkpoint_state(directory: Path, model: Llama) -> dict[str, torch.Tensor]:
-    expected = set(model.state_dict())
-    state: dict[str, torch.Tensor] = {}
-    for name, tensor in load_checkpoint_tensors(directory).items():
-        if name.endswith(_IGNORED_SUFFIXES) and name not in expected:
-            continue
-        state[name] = tensor
-    if model.config.tie_word_embeddings:
-        # As transformers: a tied head is the embedding, whatever the file holds.
-        state["lm_head.weight"] = state.get("model.embed_tokens.weight", torch.empty(0))
-    return matched_state(directory, model, state)

@@ -18,8 +18,9 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from tests.models.checkpoints import make_llama, write_config
+from tests.requires import require
 
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 torch.set_num_threads(1)
 
 PROMPT = "The bank approved the loan because"

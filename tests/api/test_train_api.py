@@ -20,6 +20,7 @@ from app.main import create_app
 from app.settings import Settings
 from attention_core.models import GPT2
 from attention_core.models.transport import CompactTensor, decode_compact
+from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -113,7 +114,7 @@ def test_a_run_streams_its_events_and_saves_a_checkpoint(
 
     # The saved checkpoint: transformers' GPT2LMHeadModel gives our logits, and the last
     # snapshot is the checkpoint's own attention for the probe (to the uint8 step).
-    transformers = pytest.importorskip("transformers")
+    transformers = require("transformers")
     reference = transformers.GPT2LMHeadModel.from_pretrained(
         saved, attn_implementation="eager", dtype=torch.float32
     ).eval()

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the manifests")
+from tests.requires import require
+
+yaml = require("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

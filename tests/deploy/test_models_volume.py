@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from tests.requires import require
 
-yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the manifests")
+yaml = require("yaml")
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -16,6 +16,7 @@ import torch
 
 from attention_core.models.bert import Encoder, default_model_dir
 from tests.models.checkpoints import make_gpt2, make_llama
+from tests.requires import require
 
 # The app runs torch with one intra-op thread (ATTENTION_VIZ_TORCH_THREADS);
 # on a shared 2-core machine this is also many times faster for short inputs.
@@ -61,7 +62,7 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Made once per session (transformers' random init + ``save_pretrained``, a
     tokenizer trained on a few lines); point ``ATTENTION_VIZ_MODELS`` at it.
     """
-    pytest.importorskip("transformers")
+    require("transformers")
     root = tmp_path_factory.mktemp("checkpoints")
     for name, (_, build, options) in CHECKPOINTS.items():
         build(root / name, **options)
@@ -94,7 +95,7 @@ def encoder() -> Encoder:
 @pytest.fixture(scope="session")
 def hf_model() -> torch.nn.Module:
     os.environ["HF_HUB_OFFLINE"] = "1"
-    transformers = pytest.importorskip("transformers")
+    transformers = require("transformers")
     model = transformers.BertModel.from_pretrained(
         str(default_model_dir()), attn_implementation="eager"
     )

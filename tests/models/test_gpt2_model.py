@@ -18,9 +18,10 @@ from attention_core import attention_with_steps
 from attention_core.errors import SpecError
 from attention_core.models import GPT2, GPT2Config, read_header
 from attention_core.models import gpt2 as gpt2_module
+from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 torch.set_num_threads(1)
 
 TOLERANCE = {"atol": 1e-5, "rtol": 1e-5}

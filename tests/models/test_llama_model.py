@@ -31,9 +31,10 @@ from attention_core.models import llama as llama_module
 from attention_core.models.rope import apply_rope
 from tests.models.checkpoints import LLAMA_CLASSES as CLASSES
 from tests.models.checkpoints import make_llama
+from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 torch.set_num_threads(1)
 
 TOLERANCE = {"atol": 1e-5, "rtol": 1e-5}

@@ -24,9 +24,10 @@ from attention_core.training import (
     train,
 )
 from attention_core.training.checkpoint import TRAINING_FILE
+from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 torch.set_num_threads(1)
 
 TINY = {"n_embd": 16, "block_size": 16, "batch_size": 4, "eval_iters": 2, "sample_chars": 0}

@@ -29,6 +29,7 @@ from attention_core.training import (
 )
 from attention_core.training.batches import estimate_loss
 from attention_core.training.corpus import text_sha256
+from tests.requires import require
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "attention_core" / "models" / "builtin" / "tiny-bank-gpt"
@@ -61,7 +62,7 @@ def test_it_is_a_small_checkpoint_of_the_shipped_corpus(training: dict) -> None:
 
 
 def test_transformers_loads_it_with_the_same_logits(model: GPT2) -> None:
-    transformers = pytest.importorskip("transformers")
+    transformers = require("transformers")
     reference = transformers.GPT2LMHeadModel.from_pretrained(
         SHIPPED, attn_implementation="eager", dtype=torch.float32
     ).eval()

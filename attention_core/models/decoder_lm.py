@@ -1,0 +1,216 @@
+"""What every decoder family's language model shares, written once.
+
+A family (``gpt2.GPT2``, ``llama.Llama``) builds its body under its own
+checkpoint names, embeds its tokens its own way (``embed``) and says where its
+blocks, final norm and token embedding are.  ``DecoderLM`` owns the rest: the
+language-modelling head and its tie to the embedding, the cache, the forward
+pass after the embeddings (``stack.run_blocks``), and checkpoints: loading
+(memory-mapped, checked name by name against the model) and saving in
+transformers' layout.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar, cast
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .checkpoints import matched_state, read_config, write_checkpoint
+from .kv_cache import KVCache
+from .outputs import DecoderOutput
+from .protocols import DecoderConfig
+from .safetensors_io import load_checkpoint_tensors
+from .stack import first_position, run_blocks
+
+# A config.json's activation names, as transformers maps them.
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "gelu_new": lambda t: F.gelu(t, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda t: F.gelu(t, approximate="tanh"),
+    "gelu_fast": lambda t: F.gelu(t, approximate="tanh"),
+    "gelu": F.gelu,
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+}
+
+
+def decoder_mask(num_new: int, num_keys: int) -> tuple[torch.Tensor | None, bool]:
+    """(attn_mask, is_causal) for ``num_new`` queries placed after the cached keys.
+
+    Query i sits at position ``num_keys - num_new + i`` and may attend to keys
+    up to that position.  Without a cache the plain top-left causal mask does it.
+    """
+    if num_new == num_keys:
+        return None, True
+    if num_new == 1:
+        return None, False  # the newest position may attend to every key
+    allowed = torch.ones(num_new, num_keys, dtype=torch.bool).tril(num_keys - num_new)
+    return allowed, False
+
+
+class FamilyConfig(DecoderConfig, Protocol):
+    """A family's config dataclass: the common sizes, and what loading and saving need."""
+
+    @property
+    def tie_word_embeddings(self) -> bool: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=FamilyConfig)
+
+
+class Wanted(NamedTuple):
+    """What a forward pass returns besides the cache's advance (see ``DecoderLM.forward``)."""
+
+    num_logits: int | None
+    output_attentions: bool
+    output_hidden_states: bool
+    trace_layer: int | None
+
+
+class DecoderLM(nn.Module, Generic[ConfigT]):
+    """A decoder with its language-modelling head; a family subclass supplies its body.
+
+    A subclass's ``__init__`` calls ``super().__init__(config)``, assigns its
+    body (so its keys come first, as in transformers' files), then
+    ``add_head()``.
+    """
+
+    # Dotted name of the token embedding module (the tied head's weight).
+    embedding_name: ClassVar[str]
+    # Tensors some checkpoints store that carry no weights (buffers of older code).
+    ignored_suffixes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: ConfigT) -> None:
+        super().__init__()
+        self.config = config
+
+    def add_head(self) -> None:
+        c = self.config
+        self.lm_head = nn.Linear(c.hidden_size, c.vocabulary_size, bias=False)
+        self.tie_weights()
+
+    # --- what a family supplies -------------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def config_from(cls, raw: Mapping[str, Any]) -> ConfigT:
+        """The family's config from a ``config.json`` dict."""
+
+    @property
+    @abstractmethod
+    def blocks(self) -> Sequence[nn.Module]:
+        """The blocks in order; each returns ``(x, steps, trace)`` (see ``stack``)."""
+
+    @property
+    @abstractmethod
+    def final_norm(self) -> nn.Module: ...
+
+    @abstractmethod
+    def embed(
+        self, input_ids: torch.Tensor, start: int, cache: KVCache | None
+    ) -> tuple[torch.Tensor, tuple[object, ...]]:
+        """(x (B, T, C), the arguments every block takes before ``want_trace``) for
+        ``input_ids`` (B, T) placed at positions ``start ..``."""
+
+    @staticmethod
+    def checkpoint_name(key: str) -> str:
+        """This model's name for a checkpoint's tensor ``key`` (the same by default)."""
+        return key
+
+    # --- shared -----------------------------------------------------------------------
+
+    def embedding(self) -> nn.Embedding:
+        return cast(nn.Embedding, self.get_submodule(self.embedding_name))
+
+    def tie_weights(self) -> None:
+        if self.config.tie_word_embeddings:
+            self.lm_head.weight = self.embedding().weight
+
+    def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache:
+        """A cache for ``max_length`` positions (default: the whole context, which for a
+        long-context model is large: pass the length generation will reach)."""
+        c = self.config
+        return KVCache(
+            c.num_layers, batch, c.num_kv_heads, max_length or c.max_positions, c.head_dim
+        )
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        *,
+        cache: KVCache | None = None,
+        num_logits: int | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        trace_layer: int | None = None,
+    ) -> DecoderOutput:
+        """Logits for ``input_ids`` (B, T), placed after the ``cache``'s positions if given.
+
+        ``num_logits``: None for every position, k for the last k, 0 for none.
+        ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
+        """
+        start = first_position(cache, input_ids.shape[1], self.config.max_positions)
+        wanted = Wanted(num_logits, output_attentions, output_hidden_states, trace_layer)
+        return self.decode(input_ids, start, cache, wanted)
+
+    def decode(
+        self, input_ids: torch.Tensor, start: int, cache: KVCache | None, wanted: Wanted
+    ) -> DecoderOutput:
+        """The forward pass once the first position is known (a family may step in here)."""
+        x, block_args = self.embed(input_ids, start, cache)
+        return run_blocks(
+            x,
+            self.blocks,
+            block_args,
+            self.final_norm,
+            self.lm_head,
+            cache=cache,
+            num_logits=wanted.num_logits,
+            output_attentions=wanted.output_attentions,
+            output_hidden_states=wanted.output_hidden_states,
+            trace_layer=wanted.trace_layer,
+        )
+
+    # --- checkpoints ------------------------------------------------------------------
+
+    @classmethod
+    def from_pretrained(cls, directory: Path) -> Self:
+        """Load a checkpoint directory (config.json + safetensors) for inference.
+
+        Float32 weights stay memory-mapped; fp16/bf16 ones are converted to float32.
+        """
+        config = cls.config_from(read_config(directory))
+        with torch.device("meta"):
+            model = cls(config)
+        state = model._checkpoint_state(directory)
+        model.load_state_dict(state, strict=True, assign=True)
+        model.tie_weights()
+        return model.eval().requires_grad_(False)
+
+    def save_pretrained(self, directory: Path, metadata: Mapping[str, str] | None = None) -> None:
+        """Write ``config.json`` and ``model.safetensors`` in transformers' layout."""
+        state = dict(self.state_dict())
+        if self.config.tie_word_embeddings:
+            state.pop("lm_head.weight")  # transformers re-ties it on load
+        write_checkpoint(directory, state, self.config.to_dict(), metadata)
+
+    def _checkpoint_state(self, directory: Path) -> dict[str, torch.Tensor]:
+        expected = set(self.state_dict())
+        state: dict[str, torch.Tensor] = {}
+        for key, tensor in load_checkpoint_tensors(directory).items():
+            name = self.checkpoint_name(key)
+            if name.endswith(self.ignored_suffixes) and name not in expected:
+                continue
+            state[name] = tensor
+        if self.config.tie_word_embeddings:
+            # As transformers: a tied head is the embedding, whatever the file holds.
+            embedding = state.get(f"{self.embedding_name}.weight", torch.empty(0))
+            state["lm_head.weight"] = embedding
+        return matched_state(directory, self, state)
