@@ -8,13 +8,17 @@ the final norm and the unembedding.  ``head_model(model)`` gives one for any
 loaded ``TextModel``:
 
 - decoders (``Decoder``: GPT-2, Llama family) by forward pre-hooks on the
-  output projection modules (``attn.c_proj``, ``self_attn.o_proj``), found by
-  their names, which are transformers' names too;
+  output projection modules (``attn.c_proj``, ``self_attn.o_proj``) and on the
+  blocks (``transformer.h.N``, ``model.layers.N``: a ``grow`` edit may change a
+  block's input, e.g. add batch rows there), found by their names, which are
+  transformers' names too;
 - BERT encoders by the ``edit_context`` argument of their forward pass.
 
 The hooks are installed once per model and do nothing unless the calling
 thread has set an edit (a context variable), so other requests running the
-same model at the same time are not affected.
+same model at the same time are not affected.  A model of transformers'
+(issue 19's backend) needs only a ``HeadModel`` whose ``run`` calls it: the
+names above, ``head_slices`` and the hooks apply to it unchanged.
 """
 
 from __future__ import annotations
