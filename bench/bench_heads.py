@@ -14,7 +14,7 @@ medians (ms) and the ratio of medians:
   with every layer's attention that the page draws) at T = 256: goal ≤ 1.5×;
 - ``each_head_effects`` (Δloss of every one of the 144 heads ablated on its
   own, batched) at T = 128 vs one forward pass with the logits of every
-  position (what one loss needs) at T = 128: goal ≤ 20×.
+  position (what one loss needs) at T = 128, timed as five in a row: goal ≤ 20×.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ LINES = [
     "The bank approved the loan, and the river bank was muddy.",
     "A dog ran in the park; the children laughed at it.",
 ] * 4
+FORWARDS = 5
 WORDS = "the bank river loan cat mat dog park money stream shore approved muddy tired".split()
 
 
@@ -134,11 +135,12 @@ def main() -> None:
     def each() -> object:
         return each_head_effects(heads, ids, "zero")
 
-    def forward() -> object:
-        return d.model(batch)
+    def forwards() -> object:  # five, so the short side of the pair is not one noisy sample
+        return [d.model(batch) for _ in range(FORWARDS)]
 
     with torch.inference_mode():
-        e, f = pair(max(2, args.rounds // 2), each, forward)
+        e, f5 = pair(max(2, args.rounds // 2), each, forwards)
+    f = f5 / FORWARDS
     print(f"each_head T=128 (144 ablations): {e:.0f} ms; one forward with logits: {f:.0f} ms; "
           f"ratio {e / f:.1f} (goal <= 20)")  # fmt: skip
     print(f"load average after {os.getloadavg()[0]:.2f}")
