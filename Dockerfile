@@ -73,7 +73,7 @@ RUN pip uninstall --yes --quiet pip
 #    it, as in a source checkout. No network needed. The few files this adds
 #    to the venv are collected in /opt/venv-overlay for the runtime stage.
 FROM deps AS builder
-COPY pyproject.toml README* ./
+COPY pyproject.toml setup.py README* ./
 COPY scripts/docker/healthcheck.py scripts/docker/
 COPY attention_core/ attention_core/
 COPY app/ app/

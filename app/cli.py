@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import train_cli
 from .settings import get_settings
+from .version import __version__
 
 SERVE_MODELS_ENV = "ATTENTION_VIZ_SERVE_MODELS"
 
@@ -45,7 +46,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
     uvicorn.run(
-        "app.main:create_app",
+        f"{__package__}.main:create_app",  # app.main in a checkout, attention_viz.main installed
         factory=True,
         host=args.host,
         port=args.port,
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attention-viz", description="Self-attention, step by step."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the web app and JSON API")

@@ -38,6 +38,7 @@ from .security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from .settings import Settings, get_settings
 from .static_files import RevalidatedStaticFiles
 from .training.runner import slots_for
+from .version import __version__
 
 DESCRIPTION = """\
 Self-attention, step by step. Every endpoint returns each intermediate tensor:
@@ -72,7 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     app = FastAPI(
         title="attention-viz",
-        version="0.1.0",
+        version=__version__,
         description=DESCRIPTION,
         docs_url=None,
         redoc_url=None,

@@ -54,16 +54,18 @@ def wait_until_healthy(url: str, process: Server, timeout: float) -> None:
     raise RuntimeError(f"{url}/healthz did not answer within {timeout:.0f} s")
 
 
-def launch(command: list[str], env: dict[str, str] | None = None) -> tuple[str, Server]:
+def launch(
+    command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> tuple[str, Server]:
     """Run a server ``command`` (with ``--port`` appended) until /healthz answers.
 
-    The command runs in the repository root; ``env`` is added to this process's
-    environment. Returns (url, process); stop it with :func:`stop_server`.
+    The command runs in ``cwd`` (the repository root unless told); ``env`` is added to
+    this process's environment (a value of "" removes the variable). Returns (url,
+    process); stop it with :func:`stop_server`.
     """
     port = free_port()
-    process = subprocess.Popen(
-        [*command, "--port", str(port)], cwd=ROOT, env={**os.environ, **(env or {})}
-    )
+    environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if v != ""}
+    process = subprocess.Popen([*command, "--port", str(port)], cwd=cwd, env=environment)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(url, process, STARTUP_SECONDS)

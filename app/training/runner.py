@@ -97,7 +97,7 @@ async def start_run(
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "app.training.worker",
+        f"{__package__}.worker",  # app.training.worker; attention_viz.training.worker installed
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         env=env,

@@ -9,6 +9,8 @@ let loading = null;
 export function plotlyReady() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (loading) return loading;
+  // A page without a Plotly.js URL (a notebook view: nothing is fetched) keeps its quick figures.
+  if (!document.body.dataset.plotlySrc) return Promise.reject(new Error("no Plotly.js on this page"));
   loading = new Promise((resolve, reject) => {
     const script = document.createElement("script");
     script.id = "plotly-js";

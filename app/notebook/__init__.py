@@ -1,0 +1,7 @@
+"""The notebook API: attention views that render inline, self-contained and offline."""
+
+from .figures import figure
+from .render import NotebookView
+from .views import explore, head_view, model_view, show
+
+__all__ = ["NotebookView", "explore", "figure", "head_view", "model_view", "show"]

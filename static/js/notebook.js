@@ -1,0 +1,287 @@
+// Notebook views (attention_viz.head_view, model_view, show, explore): one self-contained
+// page per view, drawn from its data block by the /model page's own modules (the map
+// grid, the large map, the token view, the head view) and the explorer's heatmaps.
+// app/notebook/render.py inlines this module and its imports; nothing is fetched.
+//
+// The data block: {view: "maps" | "head" | "explore", title, sections, ...}. A maps
+// section: {name, title, queries, keys, causal, pooled (block size, 1 = every token),
+// layers (numbers), heads (numbers), maps (compact (L, H, Tq, Tk)), mean, rollout
+// (compact (L, Tq, Tk) or null)}.
+
+import { el } from "./dom.js";
+import { drawHeadView } from "./headview.js";
+import { drawHeatmap } from "./heatmap.js";
+import { tokenLabels } from "./labels.js";
+import { drawMap, mapMax } from "./model-canvas.js";
+import { decodeCompact, mapView } from "./model-data.js";
+import { drawZoom } from "./model-plots.js";
+import { drawTokenView } from "./model-token-view.js";
+import { renderTokenList } from "./model-tokens.js";
+
+const data = JSON.parse(document.getElementById("view-data").textContent);
+const root = document.querySelector("main");
+
+// The frame fits its content (a srcdoc frame is same-origin with the notebook's page).
+function fitFrame() {
+  const frame = window.frameElement;
+  if (frame) frame.style.height = `${Math.ceil(document.documentElement.getBoundingClientRect().height) + 4}px`;
+}
+new ResizeObserver(fitFrame).observe(document.documentElement);
+
+const card = (title, ...children) => el("section", { class: "card" }, [el("h2", { text: title }), ...children]);
+// The grid's card scrolls sideways when the heads do not fit (as on /model).
+const gridCard = (...args) => Object.assign(card(...args), { className: "card grid-card" });
+
+/** One (Tq, Tk) map of a decoded (..., Tq, Tk) tensor, as a Float32Array view. */
+function matrix(decoded, index) {
+  const [Tq, Tk] = decoded.shape.slice(-2);
+  return decoded.values.subarray(index * Tq * Tk, (index + 1) * Tq * Tk);
+}
+
+// ---------- the map grid, the large map and the token view ----------
+
+function mapsSection(section) {
+  const maps = decodeCompact(section.maps);
+  const mean = section.mean ? decodeCompact(section.mean) : null;
+  const rollout = section.rollout ? decodeCompact(section.rollout) : null;
+  const L = section.layers.length;
+  const H = section.heads.length;
+  const square = section.queries.length === section.keys.length && section.square;
+  const qLabels = tokenLabels(section.queries);
+  const kLabels = tokenLabels(section.keys);
+  const extras = [mean && "mean", rollout && "rollout"].filter(Boolean);
+  const grid = el("div", { class: "head-grid", "data-testid": "head-grid", role: "group", "aria-label": "Attention maps by layer and head" });
+  const zoom = el("div", { class: "plot zoom-plot", "data-testid": "zoom-plot" });
+  const zoomTitle = el("h2", { "data-testid": "zoom-title" });
+  const readout = el("p", { class: "readout", "data-testid": "zoom-readout", "aria-live": "polite" });
+  const buttons = [];
+
+  function flatOf(l, head) {
+    if (head === "mean") return matrix(mean, l);
+    if (head === "rollout") return matrix(rollout, l);
+    return matrix(maps, l * H + head);
+  }
+  function nameOf(l, head) {
+    const layer = section.layers[l];
+    if (head === "mean") return `Layer ${layer}, mean of heads`;
+    if (head === "rollout") return `Rollout through layer ${layer}`;
+    return `Layer ${layer}, head ${section.heads[head]}`;
+  }
+  function select(l, head) {
+    for (const b of buttons) b.setAttribute("aria-pressed", String(b._l === l && b._head === head));
+    zoomTitle.textContent = nameOf(l, head);
+    const flat = flatOf(l, head);
+    if (square) {
+      drawZoom(zoom, { flat, tokens: section.queries, zmax: mapMax(flat) || 1, filename: "attention", readout, causal: section.causal });
+    } else {
+      const [Tq, Tk] = maps.shape.slice(-2);
+      const z = Array.from({ length: Tq }, (_, i) => Array.from(flat.subarray(i * Tk, (i + 1) * Tk)));
+      drawHeatmap(zoom, { z, rows: qLabels, cols: kLabels, kind: "weights", rowTitle: "attending (query)", colTitle: "attended to (key)", filename: "attention" });
+    }
+  }
+
+  const cells = [el("span", { class: "col-label", "aria-hidden": "true" })];
+  for (const h of section.heads) cells.push(el("span", { class: "col-label", text: `H${h}` }));
+  for (const x of extras) cells.push(el("span", { class: "col-label extra", text: x }));
+  for (let l = 0; l < L; l++) {
+    cells.push(el("span", { class: "row-label", text: `Layer ${section.layers[l]}` }));
+    for (const head of [...section.heads.keys(), ...extras]) {
+      const canvas = el("canvas", { width: 1, height: 1, "aria-hidden": "true" });
+      const extra = typeof head === "string";
+      const button = el("button", {
+        type: "button",
+        class: `map-btn${extra ? " extra" : ""}`,
+        "data-testid": extra ? `map-L${section.layers[l]}-${head}` : `map-L${section.layers[l]}-H${section.heads[head]}`,
+        "aria-label": nameOf(l, head),
+        title: nameOf(l, head),
+        "aria-pressed": "false",
+        onclick: () => select(l, head),
+      }, [canvas]);
+      button._l = l;
+      button._head = head;
+      buttons.push(button);
+      cells.push(button);
+      const flat = flatOf(l, head);
+      if (square) drawMap(canvas, flat, section.queries.length, mapMax(flat) || 1, { causal: section.causal });
+      else drawRect(canvas, flat, maps.shape.slice(-2));
+    }
+  }
+  grid.style.gridTemplateColumns = `3.4rem repeat(${H + extras.length}, 42px)`;
+  grid.replaceChildren(...cells);
+
+  const pooledNote = section.pooled > 1
+    ? el("p", { class: "notice", "data-testid": "pooled-note", text: `${section.tokens_total} tokens: each cell is the largest weight of a block of ${section.pooled} × ${section.pooled} tokens (pool_above=${data.pool_above}).` })
+    : null;
+  const parts = [
+    data.sections.length > 1 ? el("h2", { class: "section-title", text: section.title }) : null,
+    pooledNote,
+    el("div", { class: "model-layout" }, [
+      gridCard("Every layer × every head", el("p", { class: "hint", text: "Click a map to open it large. Row = the token that attends, column = the token attended to." }), grid),
+      el("section", { class: "card zoom-card", "data-testid": "zoom-card" }, [zoomTitle, zoom, readout]),
+    ]),
+  ];
+  if (square && section.pooled === 1) parts.push(...tokenViewParts(section, maps, H));
+  root.append(el("div", { class: "nb-section", "data-testid": `section-${section.name}` }, parts));
+  select(0, 0);
+}
+
+/** A Tq × Tk map onto canvas (cross-attention: not square, never causal). */
+function drawRect(canvas, flat, [Tq, Tk]) {
+  const zmax = mapMax(flat) || 1;
+  const side = Math.max(Tq, Tk);
+  const padded = new Float32Array(side * side);
+  for (let i = 0; i < Tq; i++) padded.set(flat.subarray(i * Tk, (i + 1) * Tk), i * side);
+  drawMap(canvas, padded, side, zmax);
+}
+
+/** The token chips and the token view (one token's row in every head), as on /model. */
+function tokenViewParts(section, maps, H) {
+  const tokens = section.queries;
+  const labels = tokenLabels(tokens);
+  const layers = new Map();
+  const [T] = maps.shape.slice(-1);
+  for (let l = 0; l < section.layers.length; l++) {
+    const values = maps.values.subarray(l * H * T * T, (l + 1) * H * T * T);
+    layers.set(l + 1, { heads: { shape: [H, T, T], values } });
+  }
+  const list = el("ol", { class: "wp-tokens", "data-testid": "wp-tokens" });
+  const meta = {
+    tokens,
+    positions: tokens.map((_, i) => i),
+    special: section.special || tokens.map(() => false),
+    token_type_ids: section.token_type_ids || tokens.map(() => 0),
+    generated: null,
+  };
+  const tv = el("section", { class: "card token-view", "data-testid": "token-view" }, [
+    el("h2", { text: "From a token to what it reads" }),
+    el("p", { class: "tv-what", "data-testid": "tv-what" }),
+    el("div", { class: "tv-controls", "data-testid": "tv-controls", hidden: true }, [
+      el("div", { class: "field" }, [el("label", { for: "tv-layer", text: "Layer" }), el("select", { id: "tv-layer", "data-testid": "tv-layer" })]),
+      el("fieldset", { class: "tv-when", "data-testid": "tv-when", hidden: true }, [el("legend", { text: "This generated token" })]),
+    ]),
+    el("div", { class: "tv-body", "data-testid": "tv-body", hidden: true }, [
+      el("h3", { "data-testid": "tv-layer-title" }),
+      el("div", { id: "tv-headview", "data-testid": "headview" }),
+      el("h3", { text: "Every layer × every head" }),
+      el("div", { class: "plot tv-strip", "data-testid": "tv-strip" }),
+    ]),
+  ]);
+  let chosen = null;
+  let layer = 1;
+  let mode = "lines";
+  const draw = () => {
+    renderTokenList(list, meta, { chosen, onChoose: choose });
+    drawTokenView(tv, { labels, tokens, generated: null, positions: meta.positions, causal: section.causal, layers, L: section.layers.length, H, chosen, layer, when: "input" }, { onChoose: choose, onMode: (m) => (mode = m), headViewMode: mode });
+  };
+  function choose(i) {
+    chosen = i;
+    draw();
+  }
+  tv.querySelector("[data-testid='tv-layer']").addEventListener("change", (ev) => {
+    layer = Number(ev.target.value);
+    draw();
+  });
+  chosen = tokens.length - 1; // the last token: in a decoder, the one that reads every other
+  draw();
+  return [card("Tokens", el("p", { class: "hint", text: "Choose a token to see what it reads in every head." }), list), tv];
+}
+
+// ---------- bertviz's head view: one layer, every head, lines from a token ----------
+
+function headSection(section) {
+  const maps = decodeCompact(section.maps);
+  const H = section.heads.length;
+  const [Tq, Tk] = maps.shape.slice(-2);
+  const qLabels = tokenLabels(section.queries);
+  const kLabels = tokenLabels(section.keys);
+  const split = data.sentence_b_start;
+  const ranges = { all: [[0, Tq], [0, Tk]] };
+  if (split !== null && split !== undefined && section.square) {
+    Object.assign(ranges, { "A → A": [[0, split], [0, split]], "A → B": [[0, split], [split, Tk]], "B → A": [[split, Tq], [0, split]], "B → B": [[split, Tq], [split, Tk]] });
+  }
+  const layerSelect = el("select", { "data-testid": "hv-layer", "aria-label": "Layer" },
+    section.layers.map((n, i) => el("option", { value: i, text: `Layer ${n}` })));
+  layerSelect.value = String(Math.min(data.layer || 0, section.layers.length - 1));
+  const pairSelect = el("select", { "data-testid": "hv-pair", "aria-label": "Sentences" },
+    Object.keys(ranges).map((k) => el("option", { value: k, text: k === "all" ? "all tokens" : `sentence ${k}` })));
+  pairSelect.hidden = Object.keys(ranges).length === 1;
+  const view = el("div", { id: `hv-${section.name}`, "data-testid": "headview" });
+  const thumbs = el("div", { class: "head-grid", "data-testid": "head-grid" });
+  let query = Tq - 1; // the last token: in a decoder, the one that reads every other
+  const draw = () => {
+    const l = Number(layerSelect.value);
+    const [[q0, q1], [k0, k1]] = ranges[pairSelect.value];
+    query = Math.min(query, q1 - q0 - 1);
+    const rows = Array.from({ length: H }, (_, h) => {
+      const flat = matrix(maps, l * H + h);
+      const start = (q0 + query) * Tk;
+      return Array.from(flat.subarray(start + k0, start + k1));
+    });
+    drawHeadView(view, { queries: qLabels.slice(q0, q1), keys: kLabels.slice(k0, k1), query, rows }, {
+      onSelect: (i) => {
+        query = i;
+        draw();
+      },
+    });
+    const cells = [];
+    section.heads.forEach((h, i) => {
+      const canvas = el("canvas", { width: 1, height: 1, "aria-hidden": "true" });
+      cells.push(el("span", { class: "map-btn", title: `head ${h}` }, [canvas]));
+      const flat = matrix(maps, l * H + i);
+      if (Tq === Tk) drawMap(canvas, flat, Tq, mapMax(flat) || 1, { causal: section.causal });
+      else drawRect(canvas, flat, [Tq, Tk]);
+    });
+    thumbs.style.gridTemplateColumns = `repeat(${H}, 42px)`;
+    thumbs.replaceChildren(...cells);
+  };
+  layerSelect.addEventListener("change", draw);
+  pairSelect.addEventListener("change", () => {
+    query = Tq;
+    draw();
+  });
+  root.append(gridCard(section.title, el("div", { class: "hv-controls" }, [layerSelect, pairSelect]), view, el("h3", { text: "This layer's heads" }), thumbs));
+  draw();
+  // bertviz's `heads`: the heads shown at first (the others stay a click away).
+  if (data.shown_heads) {
+    view.querySelectorAll("[data-testid='headview-head']").forEach((box, h) => {
+      box.checked = data.shown_heads.includes(section.heads[h]);
+    });
+    view._hvRedraw();
+  }
+}
+
+// ---------- the explorer's pipeline, step by step ----------
+
+function exploreView() {
+  const trace = data.trace;
+  const cols = (n, prefix) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+  let box = root;
+  const plot = (title, z, rows, colLabels, kind) => {
+    const div = el("div", { class: "plot", "data-testid": `step-${title}` });
+    box.append(card(title, div));
+    drawHeatmap(div, { z, rows, cols: colLabels, kind, filename: title });
+  };
+  const tokens = tokenLabels(trace.tokens);
+  const sources = tokenLabels(trace.source_tokens);
+  if (trace.x) plot("x (the input vectors)", trace.x, tokens, cols(trace.x[0].length, "d"), "signed");
+  trace.heads.forEach((head, h) => {
+    if (trace.num_heads > 1) root.append(el("h2", { class: "section-title", text: `Head ${h + 1}` }));
+    box = root.appendChild(el("div", { class: "nb-steps" }));
+    for (const step of data.steps) {
+      const z = head[step];
+      if (!z) continue;
+      const square = step.endsWith("scores") || step === "attn_weights";
+      const colLabels = square ? sources : cols(z[0].length, "d");
+      const rowLabels = step === "k" || step === "v" ? sources : tokens;
+      plot(step, z, rowLabels, colLabels, step === "attn_weights" ? "weights" : "signed");
+    }
+  });
+  box = root;
+  if (trace.output) plot("output", trace.output, tokens, cols(trace.output[0].length, "d"), "signed");
+}
+
+root.append(el("h1", { class: "nb-title", text: data.title }));
+if (data.view === "explore") exploreView();
+else for (const section of data.sections) (data.view === "head" ? headSection : mapsSection)(section);
+document.body.dataset.drawn = "1";
+fitFrame();
