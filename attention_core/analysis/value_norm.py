@@ -9,6 +9,8 @@ token that gets much attention but whose transformed value is short.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +19,7 @@ import torch
 from ..models.maps import MapFeatures
 from ..models.outputs import LayerTrace
 from ..models.protocols import TextModel
+from ..models.result_cache import ResultCache
 from .access import head_model
 
 
@@ -70,8 +73,30 @@ class ValueNormMaps(MapFeatures):
     layer_hidden_states: tuple[torch.Tensor, ...]
 
 
+_cache_lock = threading.Lock()
+_caches: weakref.WeakKeyDictionary[
+    TextModel, tuple[threading.Lock, ResultCache[tuple[str, str | None], ValueNormMaps]]
+] = weakref.WeakKeyDictionary()
+
+
 def value_norm_shares(model: TextModel, text: str, text_b: str | None = None) -> ValueNormMaps:
-    """Every layer's value-weighted maps as row shares (one forward pass per layer)."""
+    """Every layer's value-weighted maps as row shares (one forward pass per layer).
+
+    Kept per model for the next requests (a page asks for one layer at a time, and
+    the rollout needs every layer); one text is computed at a time per model, so
+    requests for its other layers wait for it instead of computing it again.
+    """
+    with _cache_lock:
+        lock, cache = _caches.setdefault(model, (threading.Lock(), ResultCache()))
+    with lock:
+        found = cache.get((text, text_b))
+        if found is None:
+            found = _value_norm_shares(model, text, text_b)
+            cache.put((text, text_b), found)
+    return found
+
+
+def _value_norm_shares(model: TextModel, text: str, text_b: str | None) -> ValueNormMaps:
     plain = model.encode(text, text_b)
     count = len(plain.layer_attentions)
     weighted = value_norm_maps(model, text, range(count), text_b)

@@ -22,6 +22,7 @@ from attention_core.analysis import (
     row_shares,
     score_heads,
     value_norm_maps,
+    value_norm_shares,
 )
 from attention_core.models import GPT2, Decoder, Llama
 
@@ -137,6 +138,9 @@ def test_value_norm_maps_on_the_attention_api(client: TestClient, gpt2: Decoder,
     got = post(client, "/api/model/attention", {**body, "dtype": "float16"})
     plain = post(client, "/api/model/attention", {**body, "measure": "weights"})
     expected = value_norm_maps(gpt2, TEXT, [0, 1])
+    # Kept for the next request (a page asks one layer at a time): the same object again.
+    model = client.app.state.models.load("tiny-gpt2")  # type: ignore[attr-defined]
+    assert value_norm_shares(model, TEXT) is value_norm_shares(model, TEXT)
     for layer in (0, 1):
         maps = got["attentions"][layer]
         if fmt == "compact":
