@@ -85,6 +85,7 @@ def _models(args: argparse.Namespace) -> int:
     import orjson
 
     from .model_registry import build_registry
+    from .routes.model_page import count_of
     from .routes.models import summary
 
     if not _use_models(args.model):
@@ -98,7 +99,7 @@ def _models(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         if row["supported"]:
-            size = f"{row['layers']} layers x {row['heads']} heads"
+            size = f"{count_of(row['layers'], 'layer')} x {count_of(row['heads'], 'head')}"
             if row["kv_heads"] != row["heads"]:
                 size += f" ({row['kv_heads']} kv)"
             what = f"{row['family']:6} {size}, {row['parameters']:,} parameters"

@@ -31,6 +31,7 @@ from .routes import (
     model_page,
     models,
     pages,
+    runs,
     train,
     train_page,
 )
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         heads,
         generate,
         train,
+        runs,
         assets,
         docs,
         pages,

@@ -37,18 +37,23 @@ FAMILY_NAMES = {"bert": "BERT-family", "gpt2": "GPT-2", "llama": "Llama-family"}
 REASON_CHARS = 90
 
 
+def count_of(n: int, noun: str) -> str:
+    """``1 layer``, ``4 layers``: a count and its noun, plural when it is not one."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def describe(model: dict[str, Any]) -> str:
     """One line about a supported model: family, kind, sizes, parameters, context."""
     family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "unknown family")
     kind = "decoder" if model["causal"] else "encoder"
-    heads = f"{model['layers']} layers × {model['heads']} heads"
+    heads = f"{count_of(model['layers'], 'layer')} × {count_of(model['heads'], 'head')}"
     if model["kv_heads"] and model["kv_heads"] != model["heads"]:
-        heads += f" ({model['kv_heads']} key/value heads)"
+        heads += f" ({count_of(model['kv_heads'], 'key/value head')})"
     parts = [f"{family} {kind}", heads]
     if model["parameters"]:
         parts.append(f"{model['parameters']:,} parameters")
     if model["max_positions"]:
-        parts.append(f"reads up to {model['max_positions']:,} tokens")
+        parts.append(f"reads up to {count_of(model['max_positions'], 'token')}")
     return " · ".join(parts)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from attention_core.models import ModelEntry, ModelRegistry
+from attention_core.training.runs import run_probe
 
 from ..model_registry import RegistryDep
 from ..schemas.model import ModelList
@@ -34,6 +35,7 @@ def summary(entry: ModelEntry, registry: ModelRegistry, default: str | None) -> 
         "loaded": registry.is_loaded(entry),
         "supported": entry.supported,
         "reason": entry.reason,
+        "probe": run_probe(entry.path) if entry.supported else None,
     }
 
 

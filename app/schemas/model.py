@@ -59,6 +59,9 @@ class ModelSummary(BaseModel):
     loaded: bool = Field(description="in memory now")
     supported: bool
     reason: str | None = Field(description="why it is not supported (null when it is)")
+    probe: str | None = Field(
+        None, description="a trained run's probe text (its snapshots' text); null otherwise"
+    )
 
 
 class ModelList(BaseModel):
@@ -206,7 +209,8 @@ class GenerateRequest(MapOptions):
         None,
         ge=0,
         le=2**63 - 1,
-        description="seeds the sampler; default: a random seed, returned in the answer",
+        description="seeds the sampler (temperature above 0); default: a random seed, "
+        "returned in the answer",
     )
 
 
@@ -219,7 +223,10 @@ class GenerateResponse(MapsResponse):
     generated_tokens: list[str] = Field(description="the text each generated token adds")
     generated_text: str
     stop_reason: Literal["eos", "max_new_tokens"]
-    seed: int
+    seed: int | None = Field(
+        description="the sampler's seed (send it again for the same tokens); "
+        "null when greedy (temperature 0), where no seed plays a part"
+    )
     temperature: float
     top_k: int | None
 

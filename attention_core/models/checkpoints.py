@@ -4,7 +4,7 @@ weights against the model they must fill, write both back in transformers' layou
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,15 @@ from .safetensors_io import save_safetensors
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+
+
+def check_supported(name: str, value: object, supported: Collection[str], field: str) -> None:
+    """A ``SpecError`` naming the value and the supported ones unless it is one of them
+    (a config's activation, say)."""
+    if value not in supported:
+        raise SpecError(
+            f"{name} {value!r} is not supported; use one of {', '.join(supported)}", field=field
+        )
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -16,9 +16,9 @@ import torch
 from ..errors import SpecError
 from .checkpoints import read_json
 from .generation import Generation, StopReason, generate
-from .maps import MapFeatures
+from .maps import MapFeatures, TokenizedMaps
 from .outputs import LayerTrace
-from .protocols import CausalLM, DecoderConfig
+from .protocols import CausalLM, DecoderConfig, model_info
 from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
 
@@ -28,20 +28,12 @@ TOKENIZER_FILE = "tokenizer.json"
 
 
 @dataclass(frozen=True)
-class DecoderMaps(MapFeatures):
+class DecoderMaps(TokenizedMaps):
     """One text through a decoder: per layer (H, T, T) weights, L + 1 (T, C) states."""
 
     tokenized: TokenizedText
     layer_attentions: tuple[torch.Tensor, ...]
     layer_hidden_states: tuple[torch.Tensor, ...]
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.tokenized.tokens
-
-    @property
-    def special(self) -> tuple[bool, ...]:
-        return self.tokenized.special
 
     @property
     def token_type_ids(self) -> tuple[int, ...]:
@@ -61,7 +53,7 @@ class GeneratedText(MapFeatures):
     new_special: tuple[bool, ...]
     text: str  # the generated tokens decoded together
     stop_reason: StopReason
-    seed: int
+    seed: int | None  # None: greedy
     layer_attentions: tuple[torch.Tensor, ...]
     layer_hidden_states: tuple[torch.Tensor, ...] = ()
 
@@ -165,20 +157,7 @@ class Decoder:
         return self.tokenizer.max_tokens
 
     def info(self) -> dict[str, object]:
-        c = self.config
-        return {
-            "name": self.name,
-            "family": self.family,
-            "causal": self.causal,
-            "layers": c.num_layers,
-            "heads": c.num_heads,
-            "kv_heads": c.num_kv_heads,
-            "hidden": c.hidden_size,
-            "head_dim": c.head_dim,
-            "vocab_size": c.vocabulary_size,
-            "max_positions": c.max_positions,
-            "max_tokens": self.max_tokens,
-        }
+        return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
     # --- text in ------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ transformers' layout.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar, cast
 
@@ -82,8 +82,14 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
     ``add_head()``.
     """
 
-    # Dotted name of the token embedding module (the tied head's weight).
+    # The family's config dataclass; its ``from_dict`` reads a ``config.json`` dict.
+    config_class: ClassVar[type[Any]]
+    # Dotted names in the module tree: the token embedding (the tied head's weight), the
+    # ``nn.ModuleList`` of blocks (each returns ``(x, steps, trace)``, see ``stack``),
+    # and the final norm.
     embedding_name: ClassVar[str]
+    blocks_name: ClassVar[str]
+    final_norm_name: ClassVar[str]
     # Tensors some checkpoints store that carry no weights (buffers of older code).
     ignored_suffixes: ClassVar[tuple[str, ...]] = ()
 
@@ -95,22 +101,11 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
         c = self.config
         self.lm_head = nn.Linear(c.hidden_size, c.vocabulary_size, bias=False)
         self.tie_weights()
+        # Looked up once (a tuple is not registered as a submodule: the keys stay the same).
+        blocks = cast(nn.ModuleList, self.get_submodule(self.blocks_name))
+        self._stack = (tuple(blocks), self.get_submodule(self.final_norm_name))
 
     # --- what a family supplies -------------------------------------------------------
-
-    @classmethod
-    @abstractmethod
-    def config_from(cls, raw: Mapping[str, Any]) -> ConfigT:
-        """The family's config from a ``config.json`` dict."""
-
-    @property
-    @abstractmethod
-    def blocks(self) -> Sequence[nn.Module]:
-        """The blocks in order; each returns ``(x, steps, trace)`` (see ``stack``)."""
-
-    @property
-    @abstractmethod
-    def final_norm(self) -> nn.Module: ...
 
     @abstractmethod
     def embed(
@@ -128,6 +123,14 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
 
     def embedding(self) -> nn.Embedding:
         return cast(nn.Embedding, self.get_submodule(self.embedding_name))
+
+    @property
+    def blocks(self) -> tuple[nn.Module, ...]:
+        return self._stack[0]
+
+    @property
+    def final_norm(self) -> nn.Module:
+        return self._stack[1]
 
     def tie_weights(self) -> None:
         if self.config.tie_word_embeddings:
@@ -186,7 +189,7 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
 
         Float32 weights stay memory-mapped; fp16/bf16 ones are converted to float32.
         """
-        config = cls.config_from(read_config(directory))
+        config = cast(ConfigT, cls.config_class.from_dict(read_config(directory)))
         with torch.device("meta"):
             model = cls(config)
         state = model._checkpoint_state(directory)

@@ -114,14 +114,14 @@ class Generation:
 
     ``layer_attentions``: per layer (H, T, T) over T = prompt + generated tokens
     (empty unless captured); rows sum to 1, the upper triangle is 0 (masked).
-    ``seed``: the generator's seed (drawn at random when none was given), so
-    the same request gives the same tokens again.
+    ``seed``: the sampler's seed (drawn at random when none was given), so the
+    same request gives the same tokens again; None when greedy (nothing random).
     """
 
     prompt_ids: tuple[int, ...]
     new_ids: tuple[int, ...]
     stop_reason: StopReason
-    seed: int
+    seed: int | None
     layer_attentions: tuple[torch.Tensor, ...] = ()
 
     @property
@@ -142,8 +142,9 @@ def generate(
 ) -> Generation:
     """Up to ``max_new_tokens`` tokens after ``prompt_ids``, stopping after an EOS token.
 
-    Greedy with ``temperature`` 0 (the default); otherwise sampled with a
-    ``torch.Generator`` seeded with ``seed``.  The prompt and every generated
+    Greedy with ``temperature`` 0 (the default; ``seed`` is then ignored and
+    returned as None); otherwise sampled with a ``torch.Generator`` seeded with
+    ``seed``.  The prompt and every generated
     position must fit in the model's context.
     """
     if not prompt_ids:
@@ -160,8 +161,12 @@ def generate(
             f"make {total} positions; this model reads at most {context}",
             field="max_new_tokens",
         )
-    seed = secrets.randbits(31) if seed is None else seed
-    generator = torch.Generator().manual_seed(seed)
+    generator = None
+    if temperature <= 0.0:
+        seed = None  # greedy: the argmax each time, no sampler to seed
+    else:
+        seed = secrets.randbits(31) if seed is None else seed
+        generator = torch.Generator().manual_seed(seed)
     cache = model.new_cache(batch=1, max_length=total)
     c = model.config
     recorder = AttentionRecorder(c.num_layers, c.num_heads, total) if capture_attentions else None

@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, cast
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
+from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
 from .outputs import LayerTrace
@@ -64,12 +65,9 @@ class GPT2Config:
                 f"n_embd ({self.n_embd}) is not a multiple of n_head ({self.n_head})",
                 field="n_head",
             )
-        if self.activation_function not in ACTIVATIONS:
-            raise SpecError(
-                f"activation_function {self.activation_function!r} is not supported; "
-                f"use one of {', '.join(ACTIVATIONS)}",
-                field="activation_function",
-            )
+        check_supported(
+            "activation_function", self.activation_function, ACTIVATIONS, "activation_function"
+        )
 
     @property
     def head_dim(self) -> int:
@@ -228,7 +226,10 @@ class GPT2Model(nn.Module):
 class GPT2(DecoderLM[GPT2Config]):
     """GPT-2 with a language-modelling head; parameter names as in ``GPT2LMHeadModel``."""
 
+    config_class = GPT2Config
     embedding_name = "transformer.wte"
+    blocks_name = "transformer.h"
+    final_norm_name = "transformer.ln_f"
     # OpenAI's checkpoints also store the causal mask as buffers; they carry no weights.
     ignored_suffixes = (".attn.bias", ".attn.masked_bias")
 
@@ -236,18 +237,6 @@ class GPT2(DecoderLM[GPT2Config]):
         super().__init__(config)
         self.transformer = GPT2Model(config)
         self.add_head()
-
-    @classmethod
-    def config_from(cls, raw: Mapping[str, Any]) -> GPT2Config:
-        return GPT2Config.from_dict(raw)
-
-    @property
-    def blocks(self) -> list[GPT2Block]:
-        return cast(list[GPT2Block], list(self.transformer.h))
-
-    @property
-    def final_norm(self) -> nn.Module:
-        return self.transformer.ln_f
 
     @staticmethod
     def checkpoint_name(key: str) -> str:

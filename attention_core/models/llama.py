@@ -32,16 +32,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
+from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
+from .protocols import TransformersNames
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
@@ -71,7 +73,7 @@ _FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 @dataclass(frozen=True)
-class LlamaConfig:
+class LlamaConfig(TransformersNames):
     """The fields of a Llama-family ``config.json`` the forward pass uses.
 
     ``num_key_value_heads`` 0 means one per query head; ``head_dim`` 0 means
@@ -133,12 +135,7 @@ class LlamaConfig:
                 "so it must be even",
                 field="model",
             )
-        if self.hidden_act not in ACTIVATIONS:
-            raise SpecError(
-                f"hidden_act {self.hidden_act!r} is not supported; use one of "
-                f"{', '.join(ACTIVATIONS)}",
-                field="model",
-            )
+        check_supported("hidden_act", self.hidden_act, ACTIVATIONS, "model")
         if not self.rms_norm_eps >= 0:
             raise SpecError(f"rms_norm_eps is {self.rms_norm_eps}; it must be >= 0", field="model")
         if self.sliding_window is not None and self.sliding_window < self.max_positions:
@@ -148,15 +145,7 @@ class LlamaConfig:
                 field="model",
             )
 
-    # The common names of ``protocols.DecoderConfig``.
-    @property
-    def num_layers(self) -> int:
-        return self.num_hidden_layers
-
-    @property
-    def num_heads(self) -> int:
-        return self.num_attention_heads
-
+    # The rest of ``protocols.DecoderConfig``'s common names (see ``TransformersNames``).
     @property
     def num_kv_heads(self) -> int:
         return self.num_key_value_heads
@@ -165,10 +154,6 @@ class LlamaConfig:
     def max_positions(self) -> int:
         """The context: ``max_position_embeddings``, or longer as the RoPE scaling allows."""
         return self.rope.context_length(self.max_position_embeddings)
-
-    @property
-    def vocabulary_size(self) -> int:
-        return self.vocab_size
 
     @property
     def qkv_bias(self) -> bool:
@@ -406,7 +391,10 @@ class LlamaModel(nn.Module):
 class Llama(DecoderLM[LlamaConfig]):
     """A Llama-family decoder with its language-modelling head (``*ForCausalLM`` names)."""
 
+    config_class = LlamaConfig
     embedding_name = "model.embed_tokens"
+    blocks_name = "model.layers"
+    final_norm_name = "model.norm"
     # Older checkpoints also store RoPE's inverse frequencies; they are recomputed here.
     ignored_suffixes = (".rotary_emb.inv_freq",)
 
@@ -414,18 +402,6 @@ class Llama(DecoderLM[LlamaConfig]):
         super().__init__(config)
         self.model = LlamaModel(config)
         self.add_head()
-
-    @classmethod
-    def config_from(cls, raw: Mapping[str, Any]) -> LlamaConfig:
-        return LlamaConfig.from_dict(raw)
-
-    @property
-    def blocks(self) -> list[LlamaDecoderLayer]:
-        return cast(list[LlamaDecoderLayer], list(self.model.layers))
-
-    @property
-    def final_norm(self) -> nn.Module:
-        return self.model.norm
 
     def init_weights(self) -> None:
         """transformers' initialization, from torch's RNG: Normal(0, initializer_range) for

@@ -55,6 +55,29 @@ class MapFeatures:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
+class TokenizedLike(Protocol):
+    """A tokenized text as any family gives it."""
+
+    @property
+    def tokens(self) -> tuple[str, ...]: ...
+    @property
+    def special(self) -> tuple[bool, ...]: ...
+
+
+class TokenizedMaps(MapFeatures):
+    """``MapFeatures`` of one ``tokenized`` text: its tokens and special flags come from it."""
+
+    tokenized: TokenizedLike
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.tokenized.tokens
+
+    @property
+    def special(self) -> tuple[bool, ...]:
+        return self.tokenized.special
+
+
 class ModelMaps(Protocol):
     """One text through any model, as the API shows it."""
 

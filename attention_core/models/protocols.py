@@ -8,7 +8,7 @@ from typing import Protocol
 import torch
 
 from .kv_cache import KVCache
-from .maps import ModelMaps
+from .maps import ModelMaps, TokenizedLike
 from .outputs import DecoderOutput, LayerTrace
 
 
@@ -29,6 +29,46 @@ class DecoderConfig(Protocol):
     def max_positions(self) -> int: ...
     @property
     def vocabulary_size(self) -> int: ...
+
+
+def model_info(
+    name: str, family: str, causal: bool, config: DecoderConfig, max_tokens: int
+) -> dict[str, object]:
+    """``TextModel.info()`` for any family: what ``GET /api/model`` says about a model."""
+    return {
+        "name": name,
+        "family": family,
+        "causal": causal,
+        "layers": config.num_layers,
+        "heads": config.num_heads,
+        "kv_heads": config.num_kv_heads,
+        "hidden": config.hidden_size,
+        "head_dim": config.head_dim,
+        "vocab_size": config.vocabulary_size,
+        "max_positions": config.max_positions,
+        "max_tokens": max_tokens,
+    }
+
+
+class TransformersNames:
+    """``DecoderConfig``'s common names, for a config dataclass whose fields carry
+    transformers' own names (``num_hidden_layers``, ``num_attention_heads``, ``vocab_size``)."""
+
+    num_hidden_layers: int
+    num_attention_heads: int
+    vocab_size: int
+
+    @property
+    def num_layers(self) -> int:
+        return self.num_hidden_layers
+
+    @property
+    def num_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def vocabulary_size(self) -> int:
+        return self.vocab_size
 
 
 class CausalLM(Protocol):
@@ -56,15 +96,6 @@ class CausalLM(Protocol):
     def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache: ...
 
     def save_pretrained(self, directory: Path) -> None: ...
-
-
-class TokenizedLike(Protocol):
-    """A tokenized text as any family gives it."""
-
-    @property
-    def tokens(self) -> tuple[str, ...]: ...
-    @property
-    def special(self) -> tuple[bool, ...]: ...
 
 
 class TextModel(Protocol):

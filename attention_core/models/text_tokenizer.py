@@ -12,7 +12,7 @@ tokens (BOS, EOS, ``<|endoftext|>``) show their own spelling and are flagged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,21 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 REPLACEMENT = "\ufffd"  # what a decoder gives for an incomplete UTF-8 sequence
+
+
+def read_tokenizer(path: Path, unreadable: Callable[[Exception], SpecError]) -> Tokenizer:
+    """``tokenizers.Tokenizer`` from ``path`` with padding and truncation off (every
+    family's texts are one sequence, bounded by our own limits); ``unreadable(exc)``
+    is raised when the file cannot be read."""
+    from tokenizers import Tokenizer  # lazy: keeps `import attention_core` light
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception
+        raise unreadable(exc) from exc
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 @dataclass(frozen=True)
@@ -47,16 +62,12 @@ class TextTokenizer:
     """
 
     def __init__(self, path: Path, max_tokens: int, limit_source: str = "") -> None:
-        from tokenizers import Tokenizer  # lazy: keeps `import attention_core` light
-
-        try:
-            self._tokenizer: Tokenizer = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises a bare Exception
-            raise SpecError(
+        self._tokenizer = read_tokenizer(
+            path,
+            lambda exc: SpecError(
                 f"{path.parent.name}: cannot read {path.name} ({exc})", field="model"
-            ) from exc
-        self._tokenizer.no_padding()
-        self._tokenizer.no_truncation()
+            ),
+        )
         self.max_tokens = max_tokens
         self.limit_source = limit_source
         self.special_ids = frozenset(
@@ -107,29 +118,33 @@ class TextTokenizer:
     def continuation(self, context: Sequence[int], new_ids: Sequence[int]) -> list[str]:
         """The text each of ``new_ids`` adds after ``context`` (incremental detokenization).
 
-        A token that ends inside a UTF-8 character shows the character it
-        starts, like the token that completes it.  Special tokens show their
-        spelling.
+        A token that decodes to text of its own shows that text.  Tokens that hold
+        only some bytes of a character (a byte-level piece) wait for the token that
+        completes it: they show that character, and the completing token shows it
+        followed by its own text (``ä``, ``º``, ``¬for`` show ``京``, ``京``,
+        ``京for``).  Bytes that never complete a character show ``\ufffd``, and the
+        next token only its own text.  Special tokens show their spelling.
         """
         ids = list(context)
         shown = self._tokenizer.decode(ids, skip_special_tokens=False)
         texts: list[str] = []
-        pending = 0  # tokens waiting for the rest of their character
+        waiting: list[str] = []  # the decoded text after each token of an unfinished character
         for position, token_id in enumerate(new_ids):
-            ids.append(token_id)
             if token_id in self.special_ids:
-                texts.extend([""] * pending + [self._tokenizer.id_to_token(token_id) or ""])
-                pending = 0
+                if waiting:
+                    texts.extend(_run_texts(shown, waiting))
+                    shown, waiting = waiting[-1], []
+                texts.append(self._tokenizer.id_to_token(token_id) or "")
+                ids.append(token_id)
                 shown = self._tokenizer.decode(ids, skip_special_tokens=False)
                 continue
+            ids.append(token_id)
             full = self._tokenizer.decode(ids, skip_special_tokens=False)
+            waiting.append(full)
             if full.endswith(REPLACEMENT) and position < len(new_ids) - 1:
-                pending += 1
                 continue
-            added = full[_common_prefix(shown, full) :]
-            texts.extend([added] * (pending + 1))
-            pending = 0
-            shown = full
+            texts.extend(_run_texts(shown, waiting))
+            shown, waiting = full, []
         return texts
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -149,3 +164,32 @@ def _common_prefix(a: str, b: str) -> int:
             break
         n += 1
     return n
+
+
+def _run_texts(shown: str, decoded: Sequence[str]) -> list[str]:
+    """Each token's text in a run of tokens after the text ``shown``.
+
+    ``decoded[j]``: the whole text decoded after token j; all but the last may end
+    inside a character (with ``\ufffd``).  Token j's own text is what it makes
+    final (the common prefix of ``decoded[j]`` and the run's last text grows),
+    followed by the character its trailing bytes start if a later token completes
+    it; a token that makes nothing final shares a character: the one a later
+    token completes, or else the invalid byte sequence it extends.
+    """
+    final = decoded[-1]
+    done = _common_prefix(shown, final)
+    texts: list[str] = []
+    for j, text in enumerate(decoded):
+        last = j == len(decoded) - 1
+        stable = len(final) if last else max(done, _common_prefix(text, final))
+        unfinished = not last and len(text) > stable  # ends with bytes a later token completes
+        if stable > done:
+            texts.append(final[done : stable + unfinished])  # its text (and that character)
+            done = stable
+        elif unfinished:
+            texts.append(final[stable : stable + 1])  # only bytes of that character
+        elif j > 0:
+            texts.append(final[done - 1 : done])  # more bytes of an invalid sequence
+        else:
+            texts.append("")
+    return texts

@@ -2,7 +2,8 @@
 
 ``config.json`` + ``model.safetensors`` (``GPT2.save_pretrained``, loadable by
 transformers' ``GPT2LMHeadModel``), ``tokenizer.json`` (the character
-vocabulary, read by the ``tokenizers`` library) and ``training.json`` (the
+vocabulary, read by the ``tokenizers`` library), ``tokenizer_config.json`` (so
+transformers' ``AutoTokenizer`` reads that file as it is) and ``training.json`` (the
 run's settings, corpus hash, losses and fixed-at-zero tensors).  A directory
 appears whole or not at all: it is written under a hidden temporary name and
 renamed, so a registry scanning the runs directory never lists half a run.
@@ -24,6 +25,7 @@ from ..models.gpt2 import GPT2
 from .corpus import CharVocabulary
 
 TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TRAINING_FILE = "training.json"
 RUN_FORMAT = "attention-viz training run"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -46,6 +48,8 @@ def save_run(
     try:
         model.save_pretrained(partial, metadata={"producer": "attention-viz train"})
         _write_json(partial / TOKENIZER_FILE, vocabulary.tokenizer_json())
+        max_length = model.config.n_positions
+        _write_json(partial / TOKENIZER_CONFIG_FILE, vocabulary.tokenizer_config(max_length))
         _write_json(partial / TRAINING_FILE, {"format": RUN_FORMAT, **training})
         if directory.exists():
             shutil.rmtree(directory)
@@ -66,13 +70,18 @@ def _write_json(path: Path, payload: dict[str, Any]) -> None:
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def is_run(directory: Path) -> bool:
-    """A directory this module wrote (only those are ever pruned)."""
+def read_training(directory: Path) -> dict[str, Any] | None:
+    """``training.json`` of a directory this module wrote; None for anything else."""
     try:
         raw = json.loads((directory / TRAINING_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(raw, dict) and raw.get("format") == RUN_FORMAT
+        return None
+    return raw if isinstance(raw, dict) and raw.get("format") == RUN_FORMAT else None
+
+
+def is_run(directory: Path) -> bool:
+    """A directory this module wrote (only those are ever pruned or deleted)."""
+    return read_training(directory) is not None
 
 
 def new_run_name(architecture: str, now: float | None = None) -> str:

@@ -127,6 +127,17 @@ class CharVocabulary:
             },
         }
 
+    def tokenizer_config(self, max_length: int) -> dict[str, Any]:
+        """A ``tokenizer_config.json`` that makes transformers' ``AutoTokenizer`` read
+        ``tokenizer.json`` as it is (``PreTrainedTokenizerFast``), not as GPT-2's byte-level
+        BPE (which the ``gpt2`` model type would otherwise imply and which drops spaces)."""
+        return {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            "unk_token": UNKNOWN,
+            "model_max_length": max_length,
+            "clean_up_tokenization_spaces": False,
+        }
+
 
 @lru_cache(maxsize=8)
 def _code_points(chars: tuple[str, ...]) -> np.ndarray:

@@ -31,6 +31,8 @@ function post(url, payload) {
 }
 
 export const api = {
+  runs: () => request("/api/runs"),
+  deleteRun: (name) => request(`/api/runs/${encodeURIComponent(name)}`, { method: "DELETE" }),
   presets: () => request("/api/presets"),
   preset: (name) => request(`/api/presets/${encodeURIComponent(name)}`),
   vocabularies: () => request("/api/vocabularies"),

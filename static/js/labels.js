@@ -12,11 +12,27 @@ function shorten(text) {
   return chars.length > MAX_LABEL ? chars.slice(0, MAX_LABEL - 1).join("") + "…" : chars.join("");
 }
 
-/** One plain-text label per position; repeated tokens get their position ("the·0", "the·6"). */
+/**
+ * A token as every page shows it (chips, axis labels): line breaks, tabs and other
+ * control characters as visible marks, and a token of spaces only (a character-level
+ * model's " ") as "␣" per space, so no chip or label is blank.
+ */
+export function visibleToken(token) {
+  const t = String(token)
+    .replace(/\n/g, "↵")
+    .replace(/\t/g, "⇥")
+    .replace(/[\u0000-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
+  return t !== "" && t.trim() === "" ? t.replace(/\s/g, "␣") : t;
+}
+
+/** One plain-text label per position; repeated tokens get their position ("the·0", "␣·6"). */
 export function tokenLabels(tokens) {
   const counts = new Map();
   for (const t of tokens) counts.set(t, (counts.get(t) || 0) + 1);
-  return tokens.map((t, i) => (counts.get(t) > 1 ? `${shorten(t)}·${i}` : shorten(t)));
+  return tokens.map((t, i) => {
+    const shown = shorten(visibleToken(t));
+    return counts.get(t) > 1 ? `${shown}·${i}` : shown;
+  });
 }
 
 /** A short axis tick for a label: at most `max` characters, keeping a "·3" position suffix. */
@@ -25,6 +41,11 @@ export function tickLabel(label, max = 14) {
   if (chars.length <= max) return chars.join("");
   const suffix = (String(label).match(/·\d+$/) || [""])[0];
   return chars.slice(0, max - 1 - suffix.length).join("") + "…" + suffix;
+}
+
+/** "1 layer", "4 layers": a count and its noun, plural when it is not one. */
+export function countOf(n, noun) {
+  return `${Number(n).toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 export function dimLabels(n, prefix = "d") {

@@ -3,6 +3,7 @@
 // and the notice that names the words an encoder's vocabulary lacks.
 
 import { el } from "./dom.js";
+import { visibleToken } from "./labels.js";
 import { quoted } from "./explorer-notices.js";
 import { modelApi } from "./model-data.js";
 import { UNKNOWN_PIECE, wordsWithUnknownPieces } from "./model-vectors.js";
@@ -11,13 +12,6 @@ import { UNKNOWN_PIECE, wordsWithUnknownPieces } from "./model-vectors.js";
 // tokenizers without byte fallback): what a text's missing characters become.
 const UNKNOWN_TOKENS = new Set([UNKNOWN_PIECE, "<unk>"]);
 export const isUnknown = (t) => UNKNOWN_TOKENS.has(t);
-
-/** A token as a chip shows it: line breaks, tabs and other control characters as visible marks. */
-export const visibleToken = (t) =>
-  t
-    .replace(/\n/g, "↵")
-    .replace(/\t/g, "⇥")
-    .replace(/[\u0000-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
 
 /**
  * The tokens of `meta` (an attention or generation answer without its maps) as buttons.
@@ -65,7 +59,7 @@ export function renderGenerationSummary(box, meta) {
   const count = meta.generated_tokens.length;
   const how =
     meta.temperature > 0
-      ? `sampled at temperature ${meta.temperature}${meta.top_k ? `, top-k ${meta.top_k}` : ""}, seed ${meta.seed}`
+      ? `sampled at temperature ${meta.temperature}${meta.top_k ? `, top-k ${meta.top_k}` : ""}${meta.seed === null ? "" : `, seed ${meta.seed}`}`
       : "greedy: the most likely token each time";
   box.replaceChildren(
     el("span", { class: "gen-swatch", "aria-hidden": "true" }),

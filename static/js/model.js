@@ -7,7 +7,7 @@
 import { showErrors as showCompareErrors, clearErrors as clearCompareErrors } from "./api.js";
 import { byTestId, el, initialData } from "./dom.js";
 import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
-import { tokenLabels } from "./labels.js";
+import { countOf, tokenLabels } from "./labels.js";
 import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
@@ -30,7 +30,13 @@ const grid = $("head-grid");
 const results = $("model-results");
 const tokenView = $("token-view");
 
-const state = readModelState(DEFAULTS);
+/** The page's defaults for a model: a trained run opens with its own probe text. */
+function defaultsFor(entry) {
+  if (!entry || !entry.probe) return DEFAULTS;
+  return { ...DEFAULTS, text: entry.probe, prompt: entry.probe };
+}
+const urlModel = new URLSearchParams(window.location.search).get("model");
+const state = readModelState(defaultsFor(MODELS.find((m) => m.name === urlModel && m.supported)));
 
 let info = null; // GET /api/model?model=… of the maps shown
 let meta = null; // the answer shown, without its maps: tokens, positions, generated…
@@ -88,9 +94,20 @@ function applyKind() {
     $("model-pick").value = entry.name;
     $("model-name").textContent = entry.name;
     $("model-facts").textContent = entry.about;
+    $("gen-max-help").textContent = newTokensHelp(entry);
   }
   const sampled = state.sampling === "sample";
   for (const id of ["gen-temperature", "gen-top-k", "gen-seed"]) $(id).disabled = !sampled;
+}
+
+/** What bounds Max new tokens for this model: the server's limit, or the model's context. */
+function newTokensHelp(entry) {
+  const server = LIMITS.max_new_tokens;
+  const room = entry.max_positions ? entry.max_positions - 1 : null; // a prompt is at least 1 token
+  if (room !== null && (!server || room < server)) {
+    return `at most ${room.toLocaleString("en")}: this model reads ${countOf(entry.max_positions, "token")}, prompt included`;
+  }
+  return `at most ${server.toLocaleString("en")} on this server`;
 }
 
 // ---------- the form <-> state ----------
@@ -125,7 +142,7 @@ function fillForm() {
   $("cw-word").value = state.cw.word || "";
 }
 
-const writeUrl = () => writeModelState(state, DEFAULTS);
+const writeUrl = () => writeModelState(state, defaultsFor(current()));
 
 // ---------- the grid ----------
 
@@ -498,7 +515,7 @@ async function run() {
     if (generating || asked.textB) analysis.clear();
     else analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads });
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
-    setStatus(`${meta.tokens.length} tokens (${what}${info.layers} layers × ${info.heads} heads) in ${Math.round(performance.now() - started)} ms`);
+    setStatus(`${meta.tokens.length} tokens (${what}${countOf(info.layers, "layer")} × ${countOf(info.heads, "head")}) in ${Math.round(performance.now() - started)} ms`);
     explainUnknown($("unk-note"), {
       tokens: meta.tokens,
       texts: generating ? [asked.prompt] : [asked.text, asked.textB],
@@ -535,7 +552,13 @@ for (const id of ["model-text", "model-text-b", "gen-prompt"]) {
 $("model-pick").addEventListener("change", (ev) => {
   readForm();
   const name = ev.target.value;
+  const before = defaultsFor(current());
   state.model = name === DEFAULT_MODEL ? null : name;
+  // Texts left as the last model's defaults become this one's (a run's probe).
+  const after = defaultsFor(current());
+  if (state.text === before.text) state.text = after.text;
+  if (state.prompt === before.prompt) state.prompt = after.prompt;
+  fillForm();
   state.token = null;
   state.tokenLayer = null;
   applyKind();

@@ -4,17 +4,10 @@
 
 import { el } from "./dom.js";
 import { drawFigure, drawHeatmap } from "./heatmap.js";
+import { tokenLabels } from "./labels.js";
 import { drawMap } from "./model-canvas.js";
 
 const COLORS = { batch: "#9aa5b1", train: "#0b5cad", val: "#d9480f", baseline: "#1b1f24" };
-
-/** A character as an axis label: spaces and line breaks made visible. */
-export function charLabel(ch) {
-  if (ch === " ") return "␣";
-  if (ch === "\n") return "⏎";
-  if (ch === "\t") return "⇥";
-  return ch;
-}
 
 /**
  * losses: {batch: [[step, loss]], train: [[step, loss]], val: [[step, loss]]};
@@ -118,7 +111,7 @@ export function drawZoom(div, snapshot, layer, head, tokens) {
   const z = Array.from({ length: T }, (_, i) =>
     Array.from({ length: T }, (_, j) => (j > i ? null : flat[i * T + j])),
   );
-  const labels = tokens.map((t, i) => `${charLabel(t)}·${i}`);
+  const labels = tokenLabels(tokens);
   return drawHeatmap(div, {
     z,
     rows: labels,

@@ -7,6 +7,7 @@ import { byTestId, el, initialData } from "./dom.js";
 import { decodeCompact } from "./model-data.js";
 import { heatGrid } from "./score-grid.js";
 import { buildGrid, drawGrid, drawLoss, drawZoom, markPicked } from "./train-plots.js";
+import { showRuns } from "./train-runs.js";
 import { streamTraining } from "./train-stream.js";
 
 const init = initialData();
@@ -45,6 +46,7 @@ const REDRAW_MS = 200;
 
 const state = { architecture: "gpt", values: {}, source: "corpus", probe: "" };
 let run = null;
+let refreshRuns = async () => {};
 
 // ---------- the form ----------
 
@@ -223,6 +225,14 @@ function formatSeconds(s) {
   return whole >= 60 ? `${Math.floor(whole / 60)} min ${String(whole % 60).padStart(2, "0")} s` : `${whole} s`;
 }
 
+/** The line beside the bar: the step, then `tail` (time left, or how it ended), then the
+ * latest evaluation (the val loss and the step it was measured at). */
+function progressLine(r, tail) {
+  const last = r.losses.val[r.losses.val.length - 1];
+  const val = last ? ` · val loss ${last[1].toFixed(4)} at step ${last[0]}` : "";
+  return `Step ${r.step} / ${r.maxSteps}${tail}${val}`;
+}
+
 const handlers = {
   start(data) {
     run.name = data.name;
@@ -247,14 +257,13 @@ const handlers = {
   progress(data) {
     run.step = data.step;
     $("train-progress").value = data.step;
-    const rate = data.tokens_per_s ? ` · ${Math.round(data.tokens_per_s).toLocaleString("en")} characters/s` : "";
-    const val = run.losses.val.length ? ` · val loss ${run.losses.val[run.losses.val.length - 1][1].toFixed(4)}` : "";
-    $("progress-text").textContent = `Step ${data.step} / ${data.max_steps} · ${formatSeconds(data.eta_s)} left${rate}${val}`;
     if (data.train_loss !== null) run.losses.batch.push([data.step, data.train_loss]);
     if (data.val_loss !== null) {
       run.losses.val.push([data.step, data.val_loss]);
       run.losses.train.push([data.step, data.eval_train_loss]);
     }
+    const rate = data.tokens_per_s ? ` · ${Math.round(data.tokens_per_s).toLocaleString("en")} characters/s` : "";
+    $("progress-text").textContent = progressLine(run, ` · ${formatSeconds(data.eta_s)} left${rate}`);
     schedule("loss");
   },
   snapshot(data) {
@@ -275,6 +284,12 @@ const handlers = {
     run.done = true;
     setRunning(false); // the stream closes once the process has exited
     $("train-progress").value = run.maxSteps;
+    // The last evaluation is the final one: the same figure as the status below.
+    if (!run.losses.val.length || run.losses.val[run.losses.val.length - 1][0] !== data.step) {
+      run.losses.val.push([data.step, data.val_loss]);
+    }
+    run.step = data.step;
+    $("progress-text").textContent = progressLine(run, " · finished");
     $("train-status").textContent =
       `Done in ${formatSeconds(data.elapsed_s)}: val loss ${data.val_loss.toFixed(4)} ` +
       `(untrained ${data.untrained_val_loss.toFixed(4)}, bigram ${data.baseline_val_loss.toFixed(4)}).`;
@@ -325,13 +340,18 @@ async function start() {
         if (run === current && handlers[name]) handlers[name](data);
       },
     });
-    if (current.done && run === current) $("train-done").hidden = false;
+    if (current.done && run === current) {
+      $("train-done").hidden = false;
+      refreshRuns();
+    }
     if (!current.done && $("train-status").textContent === "Training…") {
       $("train-status").textContent = "The connection ended before the run finished.";
+      if (current.name) $("progress-text").textContent = progressLine(current, " · ended");
     }
   } catch (err) {
     if (current.controller.signal.aborted) {
       $("train-status").textContent = `Stopped at step ${current.step} (nothing saved).`;
+      if (current.name) $("progress-text").textContent = progressLine(current, " · stopped");
     } else {
       showErrors(form, err, ERROR_BOXES);
       $("train-status").textContent = err.status === 429 ? "The server is busy." : "Not started.";
@@ -384,6 +404,9 @@ function setup() {
     if (run) showSnapshot(run, Number($("snapshot-slider").value));
   });
   drawLoss($("loss-plot"), { batch: [], train: [], val: [] }, null, Number($("max_steps").value) || 1);
+  showRuns($("runs-card"), STEP_TITLES).then((refresh) => {
+    refreshRuns = refresh;
+  });
 }
 
 setup();

@@ -12,6 +12,7 @@ body with 65 tokens is rightly answered 422.
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 
 import pytest
@@ -27,6 +28,7 @@ from schemathesis.checks import (
 )
 
 from app.main import create_app
+from app.settings import Settings
 
 MIN_REQUESTS = 1_000
 EXAMPLES_PER_OPERATION = 130
@@ -39,7 +41,8 @@ CHECKS = [
     negative_data_rejection,
 ]
 
-app = create_app()
+# Its own runs directory: DELETE /api/runs/{name} is called with generated names.
+app = create_app(Settings(runs_dir=tempfile.mkdtemp(prefix="schemathesis-runs-")))
 # POST /api/train is left out: a valid body starts a training process that streams for a
 # minute (tests/api/test_train_api.py and test_train_live.py cover its inputs and limits).
 schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(

@@ -88,6 +88,12 @@ def test_a_run_streams_into_the_page_and_the_slider_scrubs(page: Page, runs_dir:
     expect(page.get_by_test_id("train-done")).to_be_visible(timeout=120_000)
     expect(progress).to_have_attribute("value", "60")
     expect(page.get_by_test_id("train-status")).to_contain_text("Done in")
+    # One final figure: the bar's line gives the last evaluation, the one the status gives.
+    status = page.get_by_test_id("train-status").text_content() or ""
+    final = status.split("val loss ")[1].split(" ")[0]
+    expect(page.get_by_test_id("progress-text")).to_have_text(
+        f"Step 60 / 60 · finished · val loss {final} at step 60"
+    )
     name = page.get_by_test_id("model-name").text_content()
     assert name and (runs_dir / name / "model.safetensors").is_file()
     expect(page.get_by_test_id("open-model")).to_have_attribute("href", f"/model?model={name}")
@@ -107,6 +113,11 @@ def test_a_run_streams_into_the_page_and_the_slider_scrubs(page: Page, runs_dir:
         arg=__import__("json").dumps(late),
     )
     early = plot_data(page, "zoom-plot")
+    # The probe's spaces are labelled ␣·position, as on /model (one helper, labels.js).
+    labels = page.evaluate(
+        "() => document.querySelector(\"[data-testid='zoom-plot']\").layout.yaxis.ticktext"
+    )
+    assert "␣·" in " ".join(labels) and " ·" not in " ".join(labels), labels
     # Untrained: every row nearly uniform over the past (row 3 ≈ 1/4 each), future masked.
     assert early[3][4] is None and abs(early[3][0] - 0.25) < 0.05
     # That snapshot's head scores: a layer × head grid; a head there opens its map.
@@ -146,6 +157,9 @@ def test_stop_ends_the_run_on_the_server(page: Page, train_server: tuple[str, in
     assert len(workers_of(server_pid)) == 1
     page.get_by_test_id("train-stop").click()
     expect(page.get_by_test_id("train-status")).to_contain_text("Stopped at step")
+    # No time left is promised after Stop.
+    expect(page.get_by_test_id("progress-text")).to_contain_text("· stopped")
+    expect(page.get_by_test_id("progress-text")).not_to_contain_text("left")
     expect(page.get_by_test_id("train-start")).to_be_enabled()
     deadline = time.monotonic() + 2
     while workers_of(server_pid) and time.monotonic() < deadline:

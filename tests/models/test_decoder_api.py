@@ -95,6 +95,7 @@ def test_models_lists_every_model_with_its_sizes(
         "loaded": tiny["loaded"],
         "supported": True,
         "reason": None,
+        "probe": None,  # not a trained run
     }
     for name in DECODERS:  # read from the safetensors headers, counted as transformers does
         assert models[name]["parameters"] == hf_decoder(name).num_parameters()
@@ -197,6 +198,7 @@ def test_generate_greedy_equals_transformers(
         theirs = hf_decoder("tiny-gpt2").generate(ids, max_new_tokens=20, do_sample=False)
     assert body["generated_ids"] == theirs[0, P:].tolist()
     assert body["stop_reason"] == "max_new_tokens" and body["temperature"] == 0.0
+    assert body["seed"] is None  # greedy: no seed played a part
     assert body["generated"] == [False] * P + [True] * 20
     assert len(body["all_tokens"]) == P + 20 and body["all_tokens"][P:] == body["generated_tokens"]
     assert body["generated_text"] == decoder.tokenizer.decode(body["generated_ids"])
@@ -229,6 +231,16 @@ def test_generate_samples_by_seed_in_compact_form(client: TestClient) -> None:
     assert first["rollout"][1]["shape"] == [T, T] and len(first["generated"]) == T
     drawn = post(client, "/api/model/generate", {**request, "seed": None})
     assert isinstance(drawn["seed"], int)
+
+
+def test_greedy_generation_returns_no_seed_even_when_given_one(client: TestClient) -> None:
+    request = {"model": "tiny-gpt2", "prompt": PROMPT, "max_new_tokens": 4, "layers": [1]}
+    greedy = post(client, "/api/model/generate", request)
+    seeded = post(client, "/api/model/generate", {**request, "seed": 123})
+    assert greedy["seed"] is None and seeded["seed"] is None
+    assert greedy["generated_ids"] == seeded["generated_ids"]
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["GenerateResponse"]
+    assert {"type": "null"} in schema["properties"]["seed"]["anyOf"]
 
 
 def test_head_trace_is_the_map_and_recomputes(client: TestClient) -> None:

@@ -70,6 +70,38 @@ def test_generated_tokens_show_what_they_add(byte_level: TextTokenizer) -> None:
     assert texts[-1] == EOS
 
 
+@pytest.mark.parametrize("text", [" naïve for 東京for", " café, 😀for and 東京", "ïé東😀 for"])
+def test_generated_multibyte_characters_split_over_tokens_match_the_prompt_texts(
+    byte_level: TextTokenizer, text: str
+) -> None:
+    """A token with text of its own shows it (" na" + the ï its last byte starts shows
+    "naï"); the tokens holding only bytes of a character share that character."""
+    context = byte_level.encode("The").input_ids
+    rest = byte_level.encode(text)
+    assert len(set(rest.offsets)) < len(rest)  # some character is split over tokens
+    assert byte_level.continuation(context, rest.input_ids) == list(rest.tokens)
+
+
+def test_a_byte_that_completes_no_character_does_not_take_the_next_tokens_text(
+    byte_level: TextTokenizer,
+) -> None:
+    """0xE6 starts a 3-byte character, but "for" follows: the byte shows U+FFFD alone."""
+    context = byte_level.encode("The").input_ids
+    lead = byte_level.encode("東").input_ids[0]  # the first byte of 東 (E6), alone
+    (lead_text,) = byte_level.pieces([lead])
+    assert lead_text == "æ"
+    word = byte_level.encode(" for").input_ids
+    texts = byte_level.continuation(context, [lead, *word])
+    assert texts == ["\ufffd", *byte_level.encode(" for").tokens]
+    # Two bytes of a 4-byte emoji, never finished, then "for": they share one U+FFFD.
+    emoji = byte_level.encode("😀").input_ids[:2]
+    expected = ["\ufffd", "\ufffd", *byte_level.encode(" for").tokens]
+    assert byte_level.continuation(context, [*emoji, *word]) == expected
+    # A byte left unfinished by a special token, and one at the very end.
+    eos = byte_level.encode(EOS).input_ids
+    assert byte_level.continuation(context, [lead, *eos, lead]) == ["\ufffd", EOS, "\ufffd"]
+
+
 def test_limits_name_the_count_the_limit_and_its_source(byte_level: TextTokenizer) -> None:
     with pytest.raises(SpecError, match=r"prompt is \d+ tokens; the limit is 64 \(the model's"):
         byte_level.encode("word " * 80, field="prompt")

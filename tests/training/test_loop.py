@@ -130,6 +130,7 @@ def test_a_saved_run_is_a_checkpoint_with_its_tokenizer_and_story(tmp_path: Path
         "config.json",
         "model.safetensors",
         "tokenizer.json",
+        "tokenizer_config.json",
         "training.json",
     ]
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temporary directory left

@@ -33,7 +33,13 @@ from tests.requires import require
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "attention_core" / "models" / "builtin" / "tiny-bank-gpt"
-FILES = ["config.json", "model.safetensors", "tokenizer.json", "training.json"]
+FILES = [
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "training.json",
+]
 # The command in the README that made it.
 STEPS, SEED = 2000, 1337
 
@@ -141,9 +147,9 @@ def test_a_wheel_carries_the_model_and_the_corpus(tmp_path: Path) -> None:
     """``pip install .`` (not only editable) installs them: the package data is declared."""
     source = tmp_path / "source"  # a copy, so the build leaves nothing in the work tree
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("attention_core", "app"):
+    for name in ("attention_core", "app", "static", "templates"):
         shutil.copytree(ROOT / name, source / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, source / name)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
+from ..checkpoints import check_supported
+from ..protocols import TransformersNames
 from ..safetensors_io import checkpoint_files
 
 CONFIG_FILE = "config.json"
@@ -57,7 +59,7 @@ def resolve_model_dir(model_dir: str | Path | None) -> Path:
 
 
 @dataclass(frozen=True)
-class EncoderConfig:
+class EncoderConfig(TransformersNames):
     """The fields of a Hugging Face BERT ``config.json`` that the forward pass uses."""
 
     name: str
@@ -75,15 +77,8 @@ class EncoderConfig:
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
-    # The common names of ``protocols.DecoderConfig``, so listings read every family alike.
-    @property
-    def num_layers(self) -> int:
-        return self.num_hidden_layers
-
-    @property
-    def num_heads(self) -> int:
-        return self.num_attention_heads
-
+    # The rest of ``protocols.DecoderConfig``'s common names (``TransformersNames`` has
+    # num_layers, num_heads, vocabulary_size), so listings read every family alike.
     @property
     def num_kv_heads(self) -> int:
         return self.num_attention_heads
@@ -91,10 +86,6 @@ class EncoderConfig:
     @property
     def max_positions(self) -> int:
         return self.max_position_embeddings
-
-    @property
-    def vocabulary_size(self) -> int:
-        return self.vocab_size
 
     @classmethod
     def from_file(cls, path: Path, name: str) -> EncoderConfig:
@@ -149,10 +140,5 @@ class EncoderConfig:
                 f"attention heads ({config.num_attention_heads})",
                 field="model_dir",
             )
-        if config.hidden_act not in SUPPORTED_ACTIVATIONS:
-            raise SpecError(
-                f"hidden_act {config.hidden_act!r} is not supported; "
-                f"use one of {', '.join(SUPPORTED_ACTIVATIONS)}",
-                field="model_dir",
-            )
+        check_supported("hidden_act", config.hidden_act, SUPPORTED_ACTIVATIONS, "model_dir")
         return config

@@ -22,8 +22,9 @@ import torch.nn.functional as F
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...errors import SpecError
-from ..maps import MapFeatures
+from ..maps import TokenizedMaps
 from ..outputs import LayerTrace
+from ..protocols import model_info
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .config import (
     CONFIG_FILE,
@@ -38,7 +39,7 @@ from .words import WordComparison, find_word, layer_cosines
 
 
 @dataclass(frozen=True)
-class EncoderOutput(MapFeatures):
+class EncoderOutput(TokenizedMaps):
     """What one forward pass returns, in Hugging Face's layout without the batch axis.
 
     Shapes: ``layer_attentions[l]`` (H, T, T), rows = the attending token and
@@ -49,14 +50,6 @@ class EncoderOutput(MapFeatures):
     tokenized: Tokenized
     layer_attentions: tuple[torch.Tensor, ...]
     layer_hidden_states: tuple[torch.Tensor, ...]
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.tokenized.tokens
-
-    @property
-    def special(self) -> tuple[bool, ...]:
-        return self.tokenized.special
 
     @property
     def token_type_ids(self) -> tuple[int, ...]:
@@ -165,20 +158,7 @@ class Encoder:
         return self.tokenizer.max_tokens
 
     def info(self) -> dict[str, object]:
-        c = self.config
-        return {
-            "name": c.name,
-            "family": self.family,
-            "causal": self.causal,
-            "kv_heads": c.num_attention_heads,
-            "max_positions": c.max_position_embeddings,
-            "layers": c.num_hidden_layers,
-            "heads": c.num_attention_heads,
-            "hidden": c.hidden_size,
-            "head_dim": c.head_dim,
-            "vocab_size": c.vocab_size,
-            "max_tokens": self.max_tokens,
-        }
+        return model_info(self.config.name, self.family, self.causal, self.config, self.max_tokens)
 
     # --- the forward pass -------------------------------------------------------------
 

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import SpecError
+from ..text_tokenizer import read_tokenizer
 
 if TYPE_CHECKING:
-    from tokenizers import Encoding, Tokenizer
+    from tokenizers import Encoding
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,10 @@ class WordPieceTokenizer:
     """A thin wrapper over ``tokenizers.Tokenizer`` with limits and clear errors."""
 
     def __init__(self, path: Path, max_tokens: int) -> None:
-        from tokenizers import Tokenizer  # lazy: keeps `import attention_core` light
-
-        try:
-            self._tokenizer: Tokenizer = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises a bare Exception
-            raise SpecError(
-                f"cannot read tokenizer {str(path)!r}: {exc}", field="model_dir"
-            ) from exc
-        self._tokenizer.no_padding()
-        self._tokenizer.no_truncation()
+        self._tokenizer = read_tokenizer(
+            path,
+            lambda exc: SpecError(f"cannot read tokenizer {str(path)!r}: {exc}", field="model_dir"),
+        )
         self.max_tokens = max_tokens
         self.special_ids = frozenset(
             i for i, added in self._tokenizer.get_added_tokens_decoder().items() if added.special
