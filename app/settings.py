@@ -101,6 +101,12 @@ class Settings(BaseSettings):
         "listed as unsupported; default: half the machine's memory (or its cgroup limit)",
     )
     max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
+    max_ablation_cells: int = Field(
+        4_194_304,
+        ge=1,
+        description="layers × heads × T² of one each_head ablation (POST /api/model/ablate): "
+        "every head ablated on its own is that many attention cells per layer, batched",
+    )
 
     # Training (POST /api/train, the /train page); see the README's "Training" section.
     runs_dir: str | None = Field(

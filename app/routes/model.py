@@ -20,9 +20,11 @@ from typing import Annotated
 import torch
 from fastapi import APIRouter, Query, Response
 
+from attention_core.analysis import value_norm_shares
 from attention_core.models import (
     DECODE_DESCRIPTION,
     Encoder,
+    ModelMaps,
     ModelNotFound,
     ModelUnsupported,
     TextModel,
@@ -122,7 +124,11 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     check_fields(model, entry.name, body)
     require_attention(entry.name, model.info())
     with torch.inference_mode():
-        maps = model.encode(body.text, body.text_b)
+        maps: ModelMaps = (
+            value_norm_shares(model, body.text, body.text_b)
+            if body.measure == "value_norm"
+            else model.encode(body.text, body.text_b)
+        )
         payload = maps_payload(
             maps,
             body,

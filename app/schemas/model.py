@@ -206,6 +206,13 @@ class ModelAttentionRequest(MapOptions):
         description="also return each listed layer's output (T, hidden) as JSON numbers, "
         "as transformers' hidden_states[layer] (a decoder's last layer after its final norm)",
     )
+    measure: Literal["weights", "value_norm"] = Field(
+        "weights",
+        description="'weights': the attention weights α_ij; 'value_norm': ‖α_ij · v_j W_O^h‖ "
+        "(Kobayashi et al. 2020: what head h moves from token j, through its slice of the "
+        "output projection), each row divided by its sum so it sums to 1 like the weights "
+        "(one forward pass per layer)",
+    )
 
 
 Matrix = list[list[float]]

@@ -74,7 +74,9 @@ schema below is that of one message, `TrainEventMessage` (`data` is sent as JSON
   `eval_train_loss` (estimates, on evaluation steps, else null), `learning_rate`,
   `tokens_per_s`, `elapsed_s`, `eta_s`.
 - `snapshot`: `step` and `attention`, the probe's weights for every layer and head as one
-  compact uint8 tensor of shape (layers, heads, T, T) (as `/api/model/attention` sends them).
+  compact uint8 tensor of shape (layers, heads, T, T) (as `/api/model/attention` sends them);
+  `scores`: each head-type score of `/api/model/head-scores` as layers × heads (the probe's
+  maps; induction on a seeded random block seen twice, through the model at that step).
 - `sample`: `step`, `prompt`, `text` (a continuation of the probe).
 - `done`: `name`, `model_url` (its `/model` page), `val_loss`, `train_loss`,
   `untrained_val_loss`, `baseline_val_loss`, `elapsed_s`.

@@ -28,6 +28,7 @@ export function defaultState(init) {
     seed: null,
     hide: false,
     scale: "map",
+    measure: "weights", // "weights" | "value_norm" (the maps' values)
     layer: 1,
     head: "1", // "1".."H", "mean" or "rollout"
     token: null, // the chosen token (index among the tokens shown), or null
@@ -53,6 +54,7 @@ export function readModelState(defaults, search = window.location.search) {
   if (p.has("seed")) s.seed = int(p.get("seed"), 0);
   s.hide = p.get("hide") === "1";
   if (p.get("scale") === "fixed") s.scale = "fixed";
+  if (p.get("measure") === "value_norm") s.measure = "value_norm";
   s.layer = int(p.get("layer"), 1) ?? s.layer;
   const head = p.get("head");
   if (head && (EXTRA_MAPS.includes(head) || /^\d+$/.test(head))) s.head = head;
@@ -88,6 +90,7 @@ export function modelStatePairs(s, d) {
   }
   if (s.hide) pairs.push(["hide", "1"]);
   add("scale", s.scale, d.scale);
+  add("measure", s.measure, d.measure);
   add("layer", String(s.layer), String(d.layer));
   add("head", s.head, d.head);
   add("tok", s.token === null ? null : String(s.token), null);

@@ -14,6 +14,7 @@ import { generationProblems, modelErrorPlace, plainModelError } from "./model-er
 import { drawCosines, drawZoom } from "./model-plots.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
+import { setupHeadAnalysis } from "./model-heads.js";
 import { drawTokenView } from "./model-token-view.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
 
@@ -48,6 +49,14 @@ let buttons = new Map(); // "L-head" -> button
 let seq = 0;
 let headViewMode = "lines";
 let modelNote = null; // a problem with the URL's model, shown beside the picker
+// Head scores, ablation and the logit lens (model-heads.js); a head there opens its map here.
+const analysis = setupHeadAnalysis({
+  container: $("head-analysis"),
+  openHead: (layer, head) => {
+    select(layer, String(head));
+    $("zoom-card").scrollIntoView({ block: "nearest" });
+  },
+});
 
 // ---------- models ----------
 
@@ -151,6 +160,7 @@ function fillForm() {
   $("gen-seed").value = state.seed ?? "";
   $("hide-special").checked = state.hide;
   $("colour-scale").value = state.scale;
+  $("map-measure").value = state.measure;
   $("cw-text-a").value = state.cw.text_a || "";
   $("cw-text-b").value = state.cw.text_b || "";
   $("cw-word").value = state.cw.word || "";
@@ -519,7 +529,7 @@ async function run() {
         ...callbacks,
       });
     } else {
-      await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, ...callbacks });
+      await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, measure: state.measure, ...callbacks });
     }
     if (mine !== seq) return;
     shown = asked;
@@ -536,6 +546,8 @@ async function run() {
     // The large Plotly map after the canvases: it costs more than all of them.
     drawSelected();
     drawTokens();
+    if (generating || asked.textB) analysis.clear();
+    else analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads });
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
     const sizes = info.layers ? `${countOf(info.layers, "layer")} × ${countOf(info.heads, "head")}` : "no attention layers";
     setStatus(`${meta.tokens.length} tokens (${what}${sizes}) in ${Math.round(performance.now() - started)} ms`);
@@ -606,6 +618,11 @@ $("gen-sampling").addEventListener("change", (ev) => {
 
 $("hide-special").addEventListener("change", (ev) => {
   state.hide = ev.target.checked;
+  form.requestSubmit();
+});
+
+$("map-measure").addEventListener("change", (ev) => {
+  state.measure = ev.target.value;
   form.requestSubmit();
 });
 

@@ -6,6 +6,7 @@ import { ApiError, clearErrors, showErrors } from "./api.js";
 import { plainMessage } from "./feedback.js";
 import { byTestId, el, initialData } from "./dom.js";
 import { decodeCompact } from "./model-data.js";
+import { heatGrid } from "./score-grid.js";
 import { buildGrid, drawGrid, drawLoss, drawZoom, markPicked } from "./train-plots.js";
 import { showRuns } from "./train-runs.js";
 import { streamTraining } from "./train-stream.js";
@@ -187,6 +188,26 @@ function showSnapshot(r, index) {
   $("zoom-title").textContent = `Layer ${layer + 1}, head ${head + 1} after step ${snapshot.step}`;
   $("zoom-plot").hidden = false;
   drawZoom($("zoom-plot"), snapshot, layer, head, r.tokens);
+  drawSnapshotScores(snapshot);
+}
+
+/** The chosen head-type score of every head at this snapshot (a layer × head grid). */
+function drawSnapshotScores(snapshot) {
+  const names = Object.keys(snapshot.scores);
+  const box = $("train-scores");
+  box.hidden = names.length === 0;
+  if (!names.length) return;
+  const select = $("train-score");
+  if (select.options.length !== names.length) {
+    const chosen = select.value;
+    select.replaceChildren(...names.map((n) => el("option", { value: n, text: n.replace(/_/g, " ") })));
+    if (names.includes(chosen)) select.value = chosen;
+  }
+  const name = select.value;
+  $("train-score-grid").replaceChildren(
+    heatGrid({ values: snapshot.scores[name], testid: "train-score-cells", label: name.replace(/_/g, " "), click: (l, h) => pick(l - 1, h - 1) }),
+  );
+  $("train-score-grid").dataset.step = String(snapshot.step);
 }
 
 function pick(layer, head) {
@@ -245,7 +266,7 @@ const handlers = {
   },
   snapshot(data) {
     if (!data.attention) return;
-    run.snapshots.push({ step: data.step, ...decodeCompact(data.attention), shape: data.attention.shape });
+    run.snapshots.push({ step: data.step, ...decodeCompact(data.attention), shape: data.attention.shape, scores: data.scores || {} });
     const slider = $("snapshot-slider");
     slider.max = String(run.snapshots.length - 1);
     slider.disabled = run.snapshots.length < 2;
@@ -376,6 +397,9 @@ function setup() {
     const slider = $("snapshot-slider");
     run.follow = slider.value === slider.max;
     showSnapshot(run, Number(slider.value));
+  });
+  $("train-score").addEventListener("change", () => {
+    if (run) showSnapshot(run, Number($("snapshot-slider").value));
   });
   drawLoss($("loss-plot"), { batch: [], train: [], val: [] }, null, Number($("max_steps").value) || 1);
   showRuns($("runs-card"), STEP_TITLES).then((refresh) => {

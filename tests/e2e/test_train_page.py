@@ -120,6 +120,16 @@ def test_a_run_streams_into_the_page_and_the_slider_scrubs(page: Page, runs_dir:
     assert "␣·" in " ".join(labels) and " ·" not in " ".join(labels), labels
     # Untrained: every row nearly uniform over the past (row 3 ≈ 1/4 each), future masked.
     assert early[3][4] is None and abs(early[3][0] - 0.25) < 0.05
+    # That snapshot's head scores: a layer × head grid; a head there opens its map.
+    expect(page.get_by_test_id("train-score-grid")).to_have_attribute("data-step", "0")
+    cells = page.locator("[data-testid='train-score-grid'] .hg-cell")
+    expect(cells).to_have_count(2)
+    page.get_by_test_id("train-score").select_option("entropy")
+    uniform = sum(__import__("math").log(i + 1) for i in range(16)) / 16  # rows over the past
+    assert abs(float(cells.first.get_attribute("data-value") or "nan") - uniform) < 0.1
+    page.get_by_test_id("train-score-cells-L1-H2").click()
+    expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 1, head 2 after step 0")
+    page.get_by_test_id("map-1-1").click()
     page.get_by_test_id("map-1-2").click()
     expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 1, head 2 after step 0")
     # On a phone the probe's map fits its panel, every drawn label inside it (issue 24.6).

@@ -249,10 +249,20 @@ class Encoder:
             )
 
     def _forward(
-        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, trace_layer: int | None = None
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        trace_layer: int | None = None,
+        edit_context: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], LayerTrace | None]:
+        """ids (T,), or (B, T) for a batch (then every shape below gains B in front).
+
+        ``edit_context(layer, context (…, T, C))`` may replace each layer's
+        concatenated head outputs before the output projection (head ablation).
+        """
         c, e = self.config, self.embeddings
-        T, H, D, C = input_ids.shape[0], c.num_attention_heads, c.head_dim, c.hidden_size
+        H, D, C = c.num_attention_heads, c.head_dim, c.hidden_size
+        *lead, T = input_ids.shape
         eps = c.layer_norm_eps
         x = e.word[input_ids] + e.token_type[token_type_ids]  # (T, C)
         x += e.position[:T]
@@ -263,13 +273,15 @@ class Encoder:
         for index, w in enumerate(self.layers):
             qkv = F.linear(x, w.W_qkv, w.b_qkv)  # (T, 3C)
             # (T, 3C) -> (T, 3, H, D) -> (3, H, T, D): query, key, value per head
-            query, key, value = qkv.view(T, 3, H, D).permute(1, 2, 0, 3)  # 3 x (H, T, D)
+            query, key, value = qkv.view(*lead, T, 3, H, D).movedim(-3, 0).transpose(-3, -2)
             steps = attention_with_steps(query, key, value)  # weights (H, T, T)
             attentions.append(steps.attn_weights)
             if index == trace_layer:
                 trace = _layer_trace(index, x, query, key, value, steps)
             # (H, T, D) -> (T, H, D) -> (T, C): heads side by side again
-            context_vec = steps.context_vec.transpose(0, 1).reshape(T, C)
+            context_vec = steps.context_vec.transpose(-3, -2).reshape(*lead, T, C)
+            if edit_context is not None:
+                context_vec = edit_context(index, context_vec)
             del steps, qkv, query, key, value  # free the (H, T, T) scores before the MLP
             attn_out = F.linear(context_vec, w.W_out, w.b_out)  # (T, C)
             attn_out += x

@@ -43,6 +43,13 @@ class WordPieceTokenizer:
         )
         self.max_tokens = max_tokens
         self.limit_setting = limit_setting
+        self.special_ids = frozenset(
+            i for i, added in self._tokenizer.get_added_tokens_decoder().items() if added.special
+        )
+
+    def id_pieces(self, ids: list[int]) -> list[str]:
+        """The vocabulary strings of ``ids`` (WordPieces: ``##`` marks a word's inside)."""
+        return [self._tokenizer.id_to_token(i) or "" for i in ids]
 
     def tokenize(self, text: str, text_b: str | None = None) -> Tokenized:
         """``[CLS] text [SEP]`` or ``[CLS] text [SEP] text_b [SEP]`` as WordPieces."""
