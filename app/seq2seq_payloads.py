@@ -235,9 +235,29 @@ def refuse_seq2seq_fields(name: str, kind: str, target: str | None, stack: str |
         )
 
 
+def refuse_one_stack_options(name: str, body: MapOptions) -> None:
+    """``heads``, ``rows``, ``cols``, ``pool`` and ``measure`` shape one stack's maps: an
+    encoder-decoder's three stacks do not take them yet (refused, never silently ignored)."""
+    asked = {
+        "heads": body.heads is not None,
+        "rows": body.rows is not None,
+        "cols": body.cols is not None,
+        "pool": body.pool is not None,
+        "measure": getattr(body, "measure", "weights") != "weights",
+    }
+    for field, given in asked.items():
+        if given:
+            raise SpecError(
+                f"{field} is for models with one stack; {name!r} is an encoder-decoder, "
+                f"whose maps come whole (leave {field} out)",
+                field=field,
+            )
+
+
 def seq2seq_attention(model: EncoderDecoder, body: ModelAttentionRequest, name: str) -> object:
     """The body of ``POST /api/model/attention`` for an encoder-decoder."""
     model.refuse_pair(body.text_b)
+    refuse_one_stack_options(name, body)
     with torch.inference_mode():
         maps = model.encode_pair(body.text, body.target)
         return seq2seq_payload(

@@ -12,7 +12,11 @@ from ..limits import over_limit
 from ..model_payloads import maps_payload
 from ..model_registry import RegistryDep, load
 from ..schemas.model import GenerateRequest, GenerateResponse
-from ..seq2seq_payloads import is_encoder_decoder, seq2seq_generation_payload
+from ..seq2seq_payloads import (
+    is_encoder_decoder,
+    refuse_one_stack_options,
+    seq2seq_generation_payload,
+)
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -45,6 +49,7 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
         )
     entry, model = load(registry, body.model)
     if is_encoder_decoder(model):  # prompt: the source; the maps: the three stacks
+        refuse_one_stack_options(entry.name, body)
         written = model.generate(
             body.prompt,
             body.max_new_tokens,

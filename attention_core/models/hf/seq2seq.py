@@ -179,12 +179,20 @@ class EncoderDecoder:
         if not tokenizer_path.is_file():
             raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
         register()
-        model = AutoModelForSeq2SeqLM.from_pretrained(
-            directory,
-            attn_implementation=ATTENTION_NAME,
-            local_files_only=True,
-            dtype=torch.float32,
-        ).eval()
+        try:  # offline, safetensors only (no pickle), never the checkpoint's own code
+            model = AutoModelForSeq2SeqLM.from_pretrained(
+                directory,
+                attn_implementation=ATTENTION_NAME,
+                local_files_only=True,
+                trust_remote_code=False,
+                use_safetensors=True,
+                dtype=torch.float32,
+            ).eval()
+        except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
+            raise SpecError(
+                f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
+                field="model",
+            ) from exc
         context = getattr(model.config, "max_position_embeddings", None)
         limit, source = max_tokens or 512, "the server's token limit per model input"
         if isinstance(context, int) and context <= limit:
