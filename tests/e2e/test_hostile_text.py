@@ -10,7 +10,6 @@ A server of its own (module scope) lists only that checkpoint (and the built-ins
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
