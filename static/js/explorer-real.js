@@ -66,6 +66,11 @@ function captions(trace) {
   return shown;
 }
 
+/** The score bias adds nothing (T5's cross-attention passes zeros: its positions are the decoder's own). */
+function zeroBias(steps) {
+  return steps.biased_scores.every((row, i) => row.every((v, j) => v === steps.scaled_scores[i][j]));
+}
+
 /**
  * The panels the toy pipeline has no place for, when the trace has them, each before
  * the panel it feeds: RoPE's unrotated q and k, a cross head's source, the score bias
@@ -92,8 +97,7 @@ function extraSteps(trace) {
     extra.push(["k_unrotated", "k", "k before RoPE = x @ W_key", " The keys before the rotation.", vectors(steps.k_unrotated, keys)]);
   }
   if (steps.biased_scores) {
-    // T5's cross-attention passes a bias of zeros (its positions are the decoder's own).
-    const zero = steps.biased_scores.every((row, i) => row.every((v, j) => v === steps.scaled_scores[i][j]));
+    const zero = zeroBias(steps);
     extra.push([
       "biased_scores",
       "masked_scores",
@@ -161,7 +165,7 @@ function facts(trace) {
   ];
   if (trace.kv_head !== trace.head) parts.push(`reads key/value head ${trace.kv_head}`);
   if (trace.rope) parts.push("rotary positions (RoPE)");
-  if (trace.heads[0].biased_scores) parts.push("a score bias");
+  if (trace.heads[0].biased_scores && !zeroBias(trace.heads[0])) parts.push("a score bias");
   if (trace.softcap !== null && trace.softcap !== undefined) parts.push(`soft-capped at ${trace.softcap}`);
   return parts.filter(Boolean).join(" · ");
 }
