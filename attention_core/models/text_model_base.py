@@ -58,6 +58,18 @@ def checkpoint_tokenizer(path: Path, context: int, max_tokens: int | None) -> Te
     )
 
 
+def within_vocabulary(tokenized: TokenizedText, vocabulary: int, name: str) -> TokenizedText:
+    """``tokenized``, unless the tokenizer gave an id the model (``name``) has no row for."""
+    biggest = max(tokenized.input_ids)
+    if biggest >= vocabulary:
+        raise SpecError(
+            f"{name}: tokenizer.json gives token id {biggest}, beyond the model's "
+            f"vocabulary of {vocabulary}: the files do not belong together",
+            field="model",
+        )
+    return tokenized
+
+
 class TextModelBase(Generic[ModelT]):
     """A model, its tokenizer and recent results: ``info``, ``encode``, ``trace``.
 
@@ -98,15 +110,7 @@ class TextModelBase(Generic[ModelT]):
 
     def tokenize(self, text: str, field: str = "text") -> TokenizedText:
         tokenized = self.tokenizer.encode(text, field=field)
-        biggest = max(tokenized.input_ids)
-        vocabulary = self.model.config.vocabulary_size
-        if biggest >= vocabulary:
-            raise SpecError(
-                f"{self.name}: tokenizer.json gives token id {biggest}, beyond the model's "
-                f"vocabulary of {vocabulary}: the files do not belong together",
-                field="model",
-            )
-        return tokenized
+        return within_vocabulary(tokenized, self.model.config.vocabulary_size, self.name)
 
     def _refuse_pair(self, text_b: str | None) -> None:
         """A ``SpecError`` on ``text_b`` when it is given: these models read one text."""
