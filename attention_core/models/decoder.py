@@ -19,7 +19,7 @@ from .device import running_on, to_cpu
 from .generation import Generation, StopReason, generate
 from .maps import MapFeatures
 from .model_size import check_token_ids
-from .protocols import CausalLM, DecoderConfig
+from .protocols import CausalLM
 from .result_cache import DEFAULT_CACHE_BYTES
 from .text_model_base import TOKENIZER_FILE as TOKENIZER_FILE
 from .text_model_base import DecoderMaps as DecoderMaps
@@ -128,10 +128,6 @@ class Decoder(TextModelBase[CausalLM]):
             eos_token_ids(directory),
             cache_bytes,
         )
-
-    @property
-    def config(self) -> DecoderConfig:
-        return self.model.config
 
     def _refuse_pair(self, text_b: str | None) -> None:
         if text_b is not None:

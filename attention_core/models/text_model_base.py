@@ -18,7 +18,7 @@ from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
 from .device import CPU, running_on, to_cpu
 from .maps import TokenizedMaps
 from .outputs import LayerTrace
-from .protocols import CausalLM, model_info
+from .protocols import CausalLM, DecoderConfig, model_info
 from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
 
@@ -100,17 +100,21 @@ class TextModelBase(Generic[ModelT]):
         self.device = device
 
     @property
+    def config(self) -> DecoderConfig:
+        return self.model.config
+
+    @property
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
     def info(self) -> dict[str, object]:
-        return model_info(self.name, self.family, self.causal, self.model.config, self.max_tokens)
+        return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
     # --- text in ------------------------------------------------------------------------
 
     def tokenize(self, text: str, field: str = "text") -> TokenizedText:
         tokenized = self.tokenizer.encode(text, field=field)
-        return within_vocabulary(tokenized, self.model.config.vocabulary_size, self.name)
+        return within_vocabulary(tokenized, self.config.vocabulary_size, self.name)
 
     def _refuse_pair(self, text_b: str | None) -> None:
         """A ``SpecError`` on ``text_b`` when it is given: these models read one text."""
@@ -145,7 +149,7 @@ class TextModelBase(Generic[ModelT]):
     ) -> tuple[TokenizedText, LayerTrace]:
         """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``."""
         self._refuse_pair(text_b)
-        layers = self.model.config.num_layers
+        layers = self.config.num_layers
         if not 0 <= layer < layers:
             raise SpecError(
                 f"layer {layer + 1} does not exist; this model has layers 1 to {layers}",

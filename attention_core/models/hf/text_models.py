@@ -16,7 +16,7 @@ from ..decoder import Decoder
 from ..protocols import TextModel
 from ..text_model_base import TextModelBase, checkpoint_tokenizer, tokenizer_file
 from .capture import Kind
-from .language_model import TransformersLM, TransformersSizes
+from .language_model import TransformersLM
 from .seq2seq import EncoderDecoder
 
 BACKEND = "transformers"
@@ -29,10 +29,6 @@ class TransformersEncoder(TextModelBase[TransformersLM]):
     """
 
     causal = False
-
-    @property
-    def config(self) -> TransformersSizes:
-        return self.model.config
 
     def _refuse_pair(self, text_b: str | None) -> None:
         if text_b is not None:
