@@ -17,7 +17,7 @@ from torch import nn
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
 from .device import CPU, running_on, to_cpu
 from .maps import TokenizedMaps
-from .outputs import LayerTrace
+from .outputs import LayerTrace, check_layer
 from .protocols import CausalLM, DecoderConfig, model_info
 from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
@@ -149,12 +149,7 @@ class TextModelBase(Generic[ModelT]):
     ) -> tuple[TokenizedText, LayerTrace]:
         """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``."""
         self._refuse_pair(text_b)
-        layers = self.config.num_layers
-        if not 0 <= layer < layers:
-            raise SpecError(
-                f"layer {layer + 1} does not exist; this model has layers 1 to {layers}",
-                field="layer",
-            )
+        check_layer(layer, self.config.num_layers)
         tokenized = self.tokenize(text)
         with torch.inference_mode(), running_on(self.device):
             out = self.model(torch.tensor([tokenized.input_ids]), num_logits=0, trace_layer=layer)

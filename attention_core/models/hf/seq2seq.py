@@ -28,7 +28,7 @@ import torch
 from ...errors import SpecError
 from ..generation import StopReason, sample
 from ..maps import MapFeatures
-from ..outputs import LayerTrace
+from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ..text_model_base import tokenizer_file, within_vocabulary
 from ..text_tokenizer import TextTokenizer, TokenizedText
@@ -317,13 +317,7 @@ class EncoderDecoder:
         and for ``cross`` the encoder's output (1, S, C) its keys and values
         come from (None otherwise).
         """
-        count = self.layers_of(stack)
-        if not 0 <= layer < count:
-            raise SpecError(
-                f"layer {layer + 1} does not exist; the {stack} stack of this model has "
-                f"layers 1 to {count}",
-                field="layer",
-            )
+        check_layer(layer, self.layers_of(stack), f"the {stack} stack of this model")
         source = self.tokenize(text)
         decoder_input = self.target_text(target)
         path, module = self.layer_modules[(stack, layer)]
