@@ -1,15 +1,25 @@
-"""Run core computations without stalling the event loop.
+"""Run core computations without stalling the event loop, and cheap work never behind dear.
 
 Toy-sized traces take ~0.1-0.3 ms: cheaper to run inline on the event loop
-than to hop to the thread pool (bench/bench_api.py measures both).  Larger
-ones go to the thread pool so that other requests keep flowing.
+than to hop to a thread (bench/bench_api.py measures both).  Larger ones go
+to threads so that other requests keep flowing.
 
-The thread pool (shared with the model's sync handlers) has ``COMPUTE_THREADS``
-threads, set by the app's lifespan: the CPUs this process may use, or
-``ATTENTION_VIZ_COMPUTE_THREADS``.  More CPU-bound threads than cores add no
-throughput and starve the event loop: with anyio's default of 40, 64
-connections asking for the scaling lesson on 2 cores delayed ``/healthz`` by
-~5 s (bench/bench_load.py); waiting in line for a thread costs no CPU.
+Two pools, so that cheap requests never queue behind expensive ones (issue 20,
+bench/bench_mixed_load.py):
+
+- **model work**: FastAPI runs the sync handlers (the real models' forward
+  passes, hundreds of ms each) in anyio's default thread pool, sized by the
+  app's lifespan to ``MODEL_THREADS``: one fewer than the CPUs (at least 1), or
+  ``ATTENTION_VIZ_MODEL_THREADS``.  The CPU left over serves the event loop
+  (``/healthz``, the toy API, the pages) and a training run; a model request
+  beyond the pool waits in line, which costs no CPU.
+- **toy work** too big to run inline: its own ``TOY_LIMITER`` of
+  ``COMPUTE_THREADS`` threads (the CPUs, or ``ATTENTION_VIZ_COMPUTE_THREADS``),
+  so it never waits for a model's thread.
+
+More CPU-bound threads than cores add no throughput and starve the event loop:
+with anyio's default of 40, 64 connections asking for the scaling lesson on 2
+cores delayed ``/healthz`` by ~5 s (bench/bench_load.py).
 """
 
 from __future__ import annotations
@@ -18,7 +28,8 @@ import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from starlette.concurrency import run_in_threadpool
+import anyio
+from anyio.lowlevel import RunVar
 
 from .schemas.attention import (
     AttentionOptions,
@@ -33,10 +44,21 @@ T = TypeVar("T")
 # Multiply-adds (queries × keys × width) below which a request runs inline.
 # ATTENTION_VIZ_INLINE_WORK overrides it for bench/bench_api.py (-1: always offload).
 INLINE_WORK = int(os.environ.get("ATTENTION_VIZ_INLINE_WORK", 32 * 32 * 32))
-COMPUTE_THREADS = int(
-    os.environ.get("ATTENTION_VIZ_COMPUTE_THREADS", 0)
-    or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-)
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+COMPUTE_THREADS = int(os.environ.get("ATTENTION_VIZ_COMPUTE_THREADS", 0) or CPUS)
+MODEL_THREADS = int(os.environ.get("ATTENTION_VIZ_MODEL_THREADS", 0) or max(CPUS - 1, 1))
+# One per event loop (as anyio's own default limiter): a limiter belongs to its loop.
+_toy_limiter: RunVar[anyio.CapacityLimiter] = RunVar("attention_viz_toy_limiter")
+
+
+def toy_limiter() -> anyio.CapacityLimiter:
+    """The toy work's threads, apart from the model work's (anyio's default limiter)."""
+    try:
+        return _toy_limiter.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(COMPUTE_THREADS)
+        _toy_limiter.set(limiter)
+        return limiter
 
 
 def width_of(options: AttentionOptions) -> int:
@@ -56,7 +78,7 @@ def width_of(options: AttentionOptions) -> int:
 
 
 async def offload(work: int, fn: Callable[..., T], *args: object) -> T:
-    """Call ``fn(*args)`` inline when ``work`` is small, else in the thread pool."""
+    """Call ``fn(*args)`` inline when ``work`` is small, else on a toy-work thread."""
     if work <= INLINE_WORK:
         return fn(*args)
-    return await run_in_threadpool(fn, *args)
+    return await anyio.to_thread.run_sync(fn, *args, limiter=toy_limiter())

@@ -31,7 +31,6 @@ from attention_core.embeddings import EmbeddingSpec
 from attention_core.projections import ProjectionSpec
 
 from .schemas.attention import (
-    STEP_NAMES,
     AttentionOptions,
     AttentionRequest,
     EmbeddingIn,
@@ -45,17 +44,7 @@ from .schemas.attention import (
     SeededRandProjectionIn,
     VocabularyEmbeddingIn,
 )
-
-HEAD_STEPS = (
-    "q",
-    "k",
-    "v",
-    "attn_scores",
-    "scaled_scores",
-    "masked_scores",
-    "attn_weights",
-    "context_vec",
-)
+from .steps import HEAD_STEPS, STEP_NAMES
 
 
 def _rows(matrix: Iterable[Iterable[float]]) -> tuple[tuple[float, ...], ...]:

@@ -1,6 +1,10 @@
 """One shape for every error: ``{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}``.
 
 It is FastAPI's own validation-error shape, so clients handle one format;
+``type`` is a stable name of the rule and ``ctx`` (when there is one) its numbers:
+every size over a limit is ``limit_exceeded`` with ``ctx`` ``{limit, found, setting}``
+(``setting`` is the ``ATTENTION_VIZ_*`` variable, or ``model_context``). Clients
+word errors from those, never from ``msg``.
 Starlette's plain-string HTTP errors (404, 405, unparsable bodies) are
 rewritten into it. The one exception: a browser asking for a page that does not
 exist gets an HTML 404 page (``app.not_found``).
@@ -8,7 +12,8 @@ exist gets an HTML 404 page (``app.not_found``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -17,12 +22,15 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from attention_core import SpecError
-from attention_core.models import ModelNotFound, ModelUnsupported
+from attention_core.models import ModelNotFound
 
 from .limits import LimitError
 from .not_found import not_found_page, wants_html
+from .settings import Settings
 
 E = TypeVar("E", bound=Exception)
+
+MAX_EXACT_INT = 2**53
 
 UNPARSABLE_BODY = (
     "the body could not be parsed: it must be UTF-8 JSON, nested at most a few hundred levels deep"
@@ -30,10 +38,38 @@ UNPARSABLE_BODY = (
 
 
 def error_response(
-    status: int, loc: list[str | int], msg: str, kind: str, headers: Mapping[str, str] | None = None
+    status: int,
+    loc: list[str | int],
+    msg: str,
+    kind: str,
+    headers: Mapping[str, str] | None = None,
+    ctx: Mapping[str, Any] | None = None,
 ) -> Response:
-    body = orjson.dumps({"detail": [{"loc": loc, "msg": msg, "type": kind}]})
+    item: dict[str, Any] = {"loc": loc, "msg": msg, "type": kind}
+    if ctx:
+        item["ctx"] = _published_ctx(ctx)
+    body = orjson.dumps({"detail": [item]})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def _published_ctx(ctx: Mapping[str, Any]) -> dict[str, Any]:
+    """``ctx`` as JSON: finite numbers and short strings only (never a rejected input),
+    and a limit's ``setting`` named as the variable that sets it."""
+    out: dict[str, Any] = {}
+    for key, value in ctx.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            continue
+        if isinstance(value, int) and abs(value) > MAX_EXACT_INT:
+            value = float(value)  # JSON numbers past 2**53 (orjson refuses past 64 bits)
+        if isinstance(value, str):
+            value = value[:200]
+        out[key] = value
+    setting = out.get("setting")
+    if isinstance(setting, str) and setting in Settings.model_fields:
+        out["setting"] = f"ATTENTION_VIZ_{setting.upper()}"
+    return out
 
 
 def spec_error_loc(exc: SpecError) -> list[str | int]:
@@ -41,19 +77,12 @@ def spec_error_loc(exc: SpecError) -> list[str | int]:
 
 
 async def _spec_error(_: Request, exc: SpecError) -> Response:
-    return error_response(422, spec_error_loc(exc), exc.message, "spec_error")
-
-
-async def _model_not_found(_: Request, exc: ModelNotFound) -> Response:
-    return error_response(404, spec_error_loc(exc), exc.message, "model_not_found")
-
-
-async def _model_unsupported(_: Request, exc: ModelUnsupported) -> Response:
-    return error_response(422, spec_error_loc(exc), exc.message, "model_unsupported")
+    status = 404 if isinstance(exc, ModelNotFound) else 422
+    return error_response(status, spec_error_loc(exc), exc.message, exc.kind, ctx=exc.ctx)
 
 
 async def _limit_error(_: Request, exc: LimitError) -> Response:
-    return error_response(422, exc.loc, exc.message, "limit_exceeded")
+    return error_response(422, exc.loc, exc.message, exc.kind, ctx=exc.ctx)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
@@ -68,7 +97,7 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return error_response(exc.status_code, ["path"], message, kind, exc.headers)
 
 
-def _validation_message(error: dict[str, Any]) -> str:
+def _validation_message(error: Mapping[str, Any]) -> str:
     kind = error.get("type")
     if kind == "finite_number":
         return "Input should be a finite number within ±1e6 (NaN and Infinity are not allowed)"
@@ -78,13 +107,25 @@ def _validation_message(error: dict[str, Any]) -> str:
     return str(error.get("msg"))
 
 
+def validation_item(error: Mapping[str, Any], prefix: Sequence[str | int] = ()) -> dict[str, Any]:
+    """One pydantic error as loc/msg/type and its ``ctx`` (the rule's bounds, e.g. ``ge``).
+
+    The rejected input is not echoed back (it may be NaN, which plain JSON cannot
+    carry, or megabytes long).
+    """
+    item: dict[str, Any] = {
+        "loc": [*prefix, *error.get("loc", ())],
+        "msg": _validation_message(error),
+        "type": error.get("type"),
+    }
+    ctx = _published_ctx(error.get("ctx") or {})
+    if ctx:
+        item["ctx"] = ctx
+    return item
+
+
 async def _validation_error(_: Request, exc: RequestValidationError) -> Response:
-    # Only loc/msg/type: the rejected input is not echoed back (it may be NaN,
-    # which plain JSON cannot carry, or megabytes long).
-    detail = [
-        {"loc": list(e.get("loc", ())), "msg": _validation_message(e), "type": e.get("type")}
-        for e in exc.errors()
-    ]
+    detail = [validation_item(e) for e in exc.errors()]
     return Response(orjson.dumps({"detail": detail}), 422, media_type="application/json")
 
 
@@ -105,10 +146,18 @@ def _add_handler(
     app.add_exception_handler(kind, narrowed)
 
 
+INTERNAL_ERROR = "the server failed to answer this request; the error is in its log"
+
+
+async def _internal_error(_: Request, exc: Exception) -> Response:
+    # Starlette's ServerErrorMiddleware calls this for any unhandled exception, then
+    # re-raises it (the server logs the traceback); the client sees only this sentence.
+    return error_response(500, [], INTERNAL_ERROR, "internal_error")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     _add_handler(app, RequestValidationError, _validation_error)
     _add_handler(app, SpecError, _spec_error)
-    _add_handler(app, ModelNotFound, _model_not_found)
-    _add_handler(app, ModelUnsupported, _model_unsupported)
     _add_handler(app, LimitError, _limit_error)
     _add_handler(app, HTTPException, _http_error)
+    _add_handler(app, Exception, _internal_error)

@@ -1,13 +1,17 @@
 """Size limits on requests, checked before any tensor is built.
 
 The limits are settings (``ATTENTION_VIZ_MAX_*``); each violation names the
-field, the size found and the limit, and becomes a 422.
+field, the size found and the limit, and becomes a 422 whose ``type`` is
+``limit_exceeded`` and whose ``ctx`` is ``{limit, found, setting}``: pages word
+the error from those, never from the sentence.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
+
+from attention_core.errors import EMPTY_INPUT, Ctx, LimitExceeded
 
 from .schemas.attention import (
     AttentionOptions,
@@ -23,17 +27,37 @@ from .settings import Settings
 
 
 class LimitError(ValueError):
-    """A request is well-formed but larger than this server accepts."""
+    """A request is well-formed but larger than this server accepts (or breaks a rule
+    checked before any tensor is built). ``kind`` and ``ctx`` as ``SpecError``'s."""
 
-    def __init__(self, loc: Sequence[str | int], message: str) -> None:
+    def __init__(
+        self,
+        loc: Sequence[str | int],
+        message: str,
+        *,
+        kind: str = "invalid_request",
+        ctx: Ctx | None = None,
+    ) -> None:
         super().__init__(message)
         self.loc = list(loc)
         self.message = message
+        self.kind = kind
+        self.ctx: dict[str, int | float | str] = dict(ctx or {})
+
+
+def over_limit(
+    loc: Sequence[str | int], message: str, *, limit: int, found: int, setting: str
+) -> LimitError:
+    """A size over a limit: type ``limit_exceeded``, ctx ``{limit, found, setting}``."""
+    ctx: Ctx = {"limit": limit, "found": found, "setting": setting}
+    return LimitError(loc, message, kind=LimitExceeded.kind, ctx=ctx)
 
 
 def _at_most(loc: Sequence[str | int], what: str, found: int, limit: int, env: str) -> None:
     if found > limit:
-        raise LimitError(loc, f"{what} is {found}; the limit is {limit} (ATTENTION_VIZ_{env})")
+        setting = f"ATTENTION_VIZ_{env}"
+        message = f"{what} is {found}; the limit is {limit} ({setting})"
+        raise over_limit(loc, message, limit=limit, found=found, setting=setting)
 
 
 def check_tokens(loc: str, tokens: Sequence[str] | None, settings: Settings) -> None:
@@ -62,6 +86,8 @@ def check_printable(loc: list[str | int], text: str) -> None:
                 loc,
                 f"token {text[:20]!r} contains the control character U+{ord(char):04X}; "
                 "tokens must be printable text",
+                kind="control_character",
+                ctx={"codepoint": f"U+{ord(char):04X}"},
             )
 
 
@@ -143,7 +169,12 @@ def check_lesson(
     )
     for i, d in enumerate(dims):
         if d < 1:
-            raise LimitError(["query", "dims", i], f"dims[{i}] is {d}; it must be at least 1")
+            raise LimitError(
+                ["query", "dims", i],
+                f"dims[{i}] is {d}; it must be at least 1",
+                kind="greater_than_equal",
+                ctx={"ge": 1},
+            )
         _at_most(["query", "dims", i], f"dims[{i}]", d, s.max_lesson_dim, "MAX_LESSON_DIM")
     _at_most(["query", "trials"], "trials", trials, s.max_lesson_trials, "MAX_LESSON_TRIALS")
     _at_most(
@@ -163,11 +194,15 @@ def check_lesson(
     )
     for name, values in (("scores", scores), ("scales", scales)):
         if not values:
-            raise LimitError(["query", name], f"{name} is empty; give at least one number")
+            raise LimitError(
+                ["query", name], f"{name} is empty; give at least one number", kind=EMPTY_INPUT
+            )
         for i, v in enumerate(values):
             if not -1e6 <= v <= 1e6:  # also false for NaN
                 raise LimitError(
-                    ["query", name, i], f"{name}[{i}] is {v}; it must be finite, within ±1e6"
+                    ["query", name, i],
+                    f"{name}[{i}] is {v}; it must be finite, within ±1e6",
+                    kind="finite_number",
                 )
 
 

@@ -16,15 +16,19 @@ import torch
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
-from . import compute
+from attention_core.models.device import check_device
+
+from . import compute, memory
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
 from .paths import STATIC_DIR
+from .request_guard import RequestGuardMiddleware
 from .routes import (
     api,
     assets,
     docs,
     generate,
+    heads,
     health,
     model,
     model_page,
@@ -34,7 +38,7 @@ from .routes import (
     train,
     train_page,
 )
-from .security import BodyLimitMiddleware, SecurityHeadersMiddleware
+from .security import BodyLimitMiddleware, SecuredFastAPI
 from .settings import Settings, get_settings
 from .static_files import RevalidatedStaticFiles
 from .training.runner import slots_for
@@ -46,9 +50,11 @@ embeddings x, Q/K/V, raw scores, scaled scores, masked scores (masked entries
 are `null`), softmax weights and context vectors, per head. Weights are
 (queries × keys): row i is the token that attends, column j the token attended to.
 
-Errors are 4xx JSON `{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`;
-`loc` names the field and `msg` the limit. Limits are set by `ATTENTION_VIZ_*`
-environment variables (see the README).
+Errors are 4xx JSON `{"detail": [{"loc": [...], "msg": "...", "type": "...", "ctx": {...}}]}`;
+`loc` names the field, `msg` says it in words, `type` is a stable name of the rule
+and `ctx` (when the rule has numbers) holds them: a size over a limit is
+`limit_exceeded` with `ctx` `{"limit", "found", "setting"}` (`setting`: the
+`ATTENTION_VIZ_*` environment variable that sets it, or `model_context`; see the README).
 """
 
 
@@ -58,11 +64,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # one intra-op thread (inherited by the thread pool's threads) serves faster.
     torch.set_num_threads(app.state.settings.torch_threads)
     # Sync handlers (the model's forward passes) run in anyio's thread pool: one
-    # thread per CPU, not anyio's default 40, so they neither starve the event
-    # loop nor multiply peak memory (bench/bench_load.py; see app/compute.py).
-    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.COMPUTE_THREADS
+    # thread fewer than the CPUs, not anyio's default 40, so they neither starve the
+    # event loop nor multiply peak memory (bench/bench_mixed_load.py; app/compute.py).
+    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.MODEL_THREADS
     assets.warm_up()
+    # Bounded memory under load (app/memory.py): before the thread pools allocate.
+    memory.limit_arenas(app.state.settings.malloc_arena_max)
+    trimmer = memory.start_trimmer(app.state.settings.malloc_trim_seconds)
     yield
+    if trimmer is not None:
+        trimmer.stop()
 
 
 # Pure functions of their body; the pages repeat the same preset requests.
@@ -71,7 +82,8 @@ CACHED_PATHS = frozenset({"/api/attention", "/api/compare"})
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    app = FastAPI(
+    check_device(settings.device)  # ATTENTION_VIZ_DEVICE=cuda without a GPU: refuse to start
+    app = SecuredFastAPI(
         title="attention-viz",
         version=__version__,
         description=DESCRIPTION,
@@ -92,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         api,
         models,
         model,
+        heads,
         generate,
         train,
         runs,
@@ -113,7 +126,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(
+        RequestGuardMiddleware,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
     return app
 
 

@@ -20,12 +20,15 @@ from attention_core.models import (
     hide_special,
 )
 
-from .convert import HEAD_STEPS
-from .limits import LimitError
+from .limits import over_limit
+from .map_view import map_view
 from .schemas.model import MapOptions
+from .steps import HEAD_STEPS
 
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
 MAX_JSON_WEIGHTS = 2_000_000
+# What a client is told sets that limit (a constant, not an environment setting).
+JSON_WEIGHTS_SETTING = "MAX_JSON_WEIGHTS"
 
 
 def _array(tensor: torch.Tensor) -> np.ndarray:
@@ -85,19 +88,26 @@ def maps_payload(
     if not positions:
         hide_special(torch.zeros(1, len(hidden), len(hidden)), hidden)  # raises the reason
     H = int(maps.layer_attentions[0].shape[0]) if num_layers else 0
-    numbers = len(layers) * (H + 2) * T * T if options.format == "json" else 0
+    view = map_view(options, T, H)
+    out_rows, out_cols = view.shape
+    numbers = (
+        len(layers) * (len(view.heads) + 2) * out_rows * out_cols if options.format == "json" else 0
+    )
     if hidden_states:
         numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
     if numbers > MAX_JSON_WEIGHTS:
-        raise LimitError(
+        raise over_limit(
             ["body", "format"],
             f"format 'json' would carry {numbers} numbers for {len(layers)} layers of "
             f"{T} tokens; the limit is {MAX_JSON_WEIGHTS}: use format 'compact' or ask for "
             "fewer layers",
+            limit=MAX_JSON_WEIGHTS,
+            found=numbers,
+            setting=JSON_WEIGHTS_SETTING,
         )
 
     def shown(tensor: torch.Tensor) -> torch.Tensor:
-        return hide_special(tensor, hidden) if options.hide_special else tensor
+        return view.apply(hide_special(tensor, hidden) if options.hide_special else tensor)
 
     rollout = maps.rollout if num_layers else ()
     averages = maps.head_averages if num_layers else ()
@@ -114,9 +124,13 @@ def maps_payload(
         "layers": layers,
         "heads": H,
         "format": options.format,
-        "attentions": [_weights(shown(maps.layer_attentions[n - 1]), options) for n in layers],
+        "attentions": [
+            _weights(shown(view.select_heads(maps.layer_attentions[n - 1])), options)
+            for n in layers
+        ],
         "head_average": [_weights(shown(averages[n - 1]), options) for n in layers],
         "rollout": [_weights(shown(rollout[n - 1]), options) for n in layers],
+        **view.describe(),
     }
     if hidden_states:
         rows = torch.tensor(positions)
@@ -141,10 +155,13 @@ def head_payload(
     """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
     numbers = head_numbers(trace)
     if numbers > MAX_JSON_WEIGHTS:
-        raise LimitError(
+        raise over_limit(
             ["body", "text"],
             f"this head's trace is {numbers} numbers for {len(tokens)} tokens; the limit is "
             f"{MAX_JSON_WEIGHTS}: use a shorter text",
+            limit=MAX_JSON_WEIGHTS,
+            found=numbers,
+            setting=JSON_WEIGHTS_SETTING,
         )
     rope = trace.q_unrotated is not None
     steps: dict[str, np.ndarray | None] = {

@@ -22,6 +22,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from attention_core.models import ModelEntry, ModelRegistry, TextModel
+from attention_core.models.device import check_device
 from attention_core.models.discovery import hf_cache_dir, split_paths
 
 from .settings import Settings, get_settings
@@ -62,6 +63,7 @@ def build_registry(settings: Settings) -> ModelRegistry:
         max_loaded=settings.loaded_models,
         max_tokens=settings.model_max_tokens,
         max_model_bytes=settings.max_model_bytes,
+        device=check_device(settings.device),
     )
 
 

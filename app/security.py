@@ -6,6 +6,7 @@ Pure ASGI (not BaseHTTPMiddleware) so each costs a few microseconds a request.
 from __future__ import annotations
 
 import orjson
+from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .static_files import import_map_csp_source
@@ -60,6 +61,18 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
+class SecuredFastAPI(FastAPI):
+    """FastAPI whose every response, an unhandled exception's 500 included, has the headers.
+
+    Starlette puts its ``ServerErrorMiddleware`` (which answers 500) outside every
+    middleware added with ``add_middleware``, so the headers are put on the
+    outside of the whole stack instead.
+    """
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeadersMiddleware(super().build_middleware_stack())
+
+
 class BodyTooLarge(Exception):
     pass
 
@@ -80,7 +93,11 @@ class BodyLimitMiddleware:
             f"the request body is {size} bytes; the limit is {self.max_bytes} bytes "
             "(ATTENTION_VIZ_MAX_BODY_BYTES)"
         )
-        body = orjson.dumps({"detail": [{"loc": ["body"], "msg": msg, "type": "body_too_large"}]})
+        # found: the declared size, or (cut off while counting) the least it was.
+        found = int(size) if size.isdigit() else self.max_bytes + 1
+        ctx = {"limit": self.max_bytes, "found": found, "setting": "ATTENTION_VIZ_MAX_BODY_BYTES"}
+        item = {"loc": ["body"], "msg": msg, "type": "body_too_large", "ctx": ctx}
+        body = orjson.dumps({"detail": [item]})
         await send(
             {
                 "type": "http.response.start",

@@ -3,6 +3,7 @@
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -20,6 +21,16 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    allowed_hosts: str = Field(
+        "",
+        description="Host header names this server answers besides localhost, *.localhost "
+        "and IP addresses, comma-separated ('*': any) (app/request_guard.py)",
+    )
+    allowed_origins: str = Field(
+        "",
+        description="origins (scheme://host[:port]) besides the server's own whose pages may "
+        "POST to it, comma-separated",
+    )
 
     max_tokens: int = Field(64, ge=1, description="tokens per sequence (queries or sources)")
     max_token_chars: int = Field(64, ge=1, description="characters per token")
@@ -40,6 +51,12 @@ class Settings(BaseSettings):
     response_cache_bytes: int = Field(
         64_000_000, ge=0, description="memory the answer cache may hold per process"
     )
+    malloc_arena_max: int = Field(
+        2, ge=0, description="glibc malloc arenas at most (0: glibc's default, 8 per core)"
+    )
+    malloc_trim_seconds: float = Field(
+        10, ge=0, description="how often free heap memory is handed back to the system (0: never)"
+    )
     torch_threads: int = Field(
         1,
         ge=1,
@@ -54,6 +71,11 @@ class Settings(BaseSettings):
     )
     model_max_tokens: int = Field(
         512, ge=3, description="tokens per model input (each model's context caps it too)"
+    )
+    device: Literal["cpu", "cuda"] = Field(
+        "cpu",
+        description="where models run: 'cpu', or 'cuda' (refused at start-up when torch "
+        "sees no CUDA GPU); answers are the same either way",
     )
     models: str = Field(
         "",
@@ -79,6 +101,12 @@ class Settings(BaseSettings):
         "listed as unsupported; default: half the machine's memory (or its cgroup limit)",
     )
     max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
+    max_ablation_cells: int = Field(
+        4_194_304,
+        ge=1,
+        description="layers × heads × T² of one each_head ablation (POST /api/model/ablate): "
+        "every head ablated on its own is that many attention cells per layer, batched",
+    )
 
     # Training (POST /api/train, the /train page); see the README's "Training" section.
     runs_dir: str | None = Field(

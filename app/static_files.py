@@ -22,6 +22,7 @@ import hashlib
 import json
 import mimetypes
 import re
+import stat
 from base64 import b64encode
 from dataclasses import dataclass
 from functools import cache
@@ -139,8 +140,16 @@ class RevalidatedStaticFiles(StaticFiles):
     """StaticFiles' path handling and 404s, with the bytes and headers described above."""
 
     async def get_response(self, path: str, scope: Scope) -> Response:
-        full_path, stat_result = self.lookup_path(path)
-        if stat_result is None or scope["method"] not in ("GET", "HEAD"):
+        try:
+            full_path, stat_result = self.lookup_path(path)
+        except (OSError, ValueError):  # a NUL byte, a name too long: StaticFiles answers 404
+            full_path, stat_result = "", None
+        # Directories and anything but a regular file: StaticFiles' 404 (html mode is off).
+        if (
+            stat_result is None
+            or not stat.S_ISREG(stat_result.st_mode)
+            or scope["method"] not in ("GET", "HEAD")
+        ):
             return await super().get_response(path, scope)
         entry = asset(Path(full_path))
         wanted = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("v", [""])[0]

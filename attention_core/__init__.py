@@ -14,7 +14,7 @@ from .embeddings import (
     VocabularyEmbedding,
     embed,
 )
-from .errors import SpecError
+from .errors import LimitExceeded, SpecError
 from .lessons import dot_product_variance, softmax_sharpness
 from .multihead import AttentionTrace, Projections, causal_average, multi_head_attention
 from .presets import PRESETS, Preset, get_preset
@@ -40,6 +40,7 @@ __all__ = [
     "ExplicitProjection",
     "HashedEmbedding",
     "IdentityProjection",
+    "LimitExceeded",
     "Preset",
     "ProjectionSpec",
     "Projections",

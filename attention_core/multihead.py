@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from .attention import attention_with_steps, uniform_causal_weights
-from .errors import SpecError
+from .errors import HEADS_INDIVISIBLE, SpecError
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,8 @@ def _split_heads(t: torch.Tensor, num_heads: int, name: str) -> torch.Tensor:
         raise SpecError(
             f"the {name} width ({width}) is not a multiple of the number of heads ({num_heads})",
             field="num_heads",
+            kind=HEADS_INDIVISIBLE,
+            ctx={"width": width, "heads": num_heads},
         )
     return t.view(length, num_heads, width // num_heads).transpose(0, 1)  # (H, T, d_head)
 

@@ -179,6 +179,16 @@ bu_uid=$(buildah run --isolation chroot "$ctr" -- id -u </dev/null)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 inspect '{{range .Config.Env}}{{.}}{{"\n"}}{{end}}' | grep -v '^$' >"$workdir/env"
 echo "ATTENTION_VIZ_PORT=$port" >>"$workdir/env"
+# The training step must end the same way on a quiet and on a busy machine (issue 20
+# item 11): a run's process is niced +10 by default, and on a shared 2-core machine at
+# load 11-13 a niced 5-step run took 25-50 s against 7-10 s at nice 0 (3 s when quiet),
+# and busier still it can outlast curl's --max-time (curl: "no answer"; the server had
+# logged 200) (bench/README.md, bench_mixed_load.py). The smoke runs it
+# at normal priority, and the server's own time limit ends a run well before curl
+# would give up: the stream then says why.
+TRAIN_LIMIT_S=240
+echo "ATTENTION_VIZ_TRAIN_NICE=0" >>"$workdir/env"
+echo "ATTENTION_VIZ_TRAIN_MAX_SECONDS=$TRAIN_LIMIT_S" >>"$workdir/env"
 workdir_img=$(inspect '{{.Config.WorkingDir}}')
 # The runs directory as a volume (the image's VOLUME /runs), owned by the app's user.
 mkdir "$workdir/runs" && chown "$APP_UID:$APP_UID" "$workdir/runs"
@@ -285,9 +295,13 @@ log "models: the read-only /models checkpoint is listed, mapped and generates"
 # Training (issue 11): a few steps of a tiny GPT streamed from POST /api/train, saved
 # into the /runs volume as a checkpoint directory.
 train_body='{"n_layer":1,"n_embd":16,"block_size":16,"batch_size":4,"max_steps":5,"eval_every":5,"eval_iters":2,"sample_chars":8}'
-code=$(curl -s -N -o "$workdir/train.txt" -w '%{http_code}' --max-time 300 \
-    -H 'Content-Type: application/json' --data "$train_body" "$base_url/api/train") \
-    || die "POST /api/train: no answer"
+t0=$(date +%s) curl_rc=0
+code=$(curl -sS -N -o "$workdir/train.txt" -w '%{http_code}' --max-time $((TRAIN_LIMIT_S + 60)) \
+    -H 'Content-Type: application/json' --data "$train_body" "$base_url/api/train" \
+    2>"$workdir/train.err") || curl_rc=$?
+train_s=$(($(date +%s) - t0))
+((curl_rc == 0)) || die "POST /api/train: curl exit $curl_rc after ${train_s}s \
+($(tr '\n' ' ' <"$workdir/train.err")); HTTP $code; received: $(tail -c 600 "$workdir/train.txt")"
 [[ "$code" == 200 ]] || die "POST /api/train -> HTTP $code: $(head -c 500 "$workdir/train.txt")"
 grep -q '^event: done$' "$workdir/train.txt" \
     || die "POST /api/train: no done event: $(tail -c 600 "$workdir/train.txt")"
@@ -305,7 +319,7 @@ assert run["source"] == "runs" and run["supported"] and run["family"] == "gpt2",
 PY
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base_url/train")
 [[ "$code" == 200 ]] || die "GET /train -> HTTP $code"
-log "POST /api/train -> 200, 5 steps streamed, saved to /runs/$run_name, listed by GET /api/models; GET /train -> 200"
+log "POST /api/train -> 200 in ${train_s}s, 5 steps streamed, saved to /runs/$run_name, listed by GET /api/models; GET /train -> 200"
 
 size_mb=$((size_bytes / 1000 / 1000))
 log "PASS: image $IMAGE, ${size_mb} MB ($size_bytes bytes), total $(($(date +%s) - started))s"

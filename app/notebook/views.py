@@ -12,7 +12,8 @@ import torch
 from attention_core import AttentionSpec, get_preset, run
 from attention_core.models.registry import ModelRegistry
 
-from ..convert import HEAD_STEPS, trace_to_json
+from ..convert import trace_to_json
+from ..steps import HEAD_STEPS
 from .attentions import (
     POOL_ABOVE,
     Section,

@@ -31,6 +31,7 @@ from ..errors import error_response
 from ..limits import check_attention_request, check_lesson, check_options, check_tokens
 from ..schemas.attention import (
     MAX_ABS_VALUE,
+    MAX_SEED,
     AttentionRequest,
     AttentionResponse,
     CompareRequest,
@@ -189,7 +190,7 @@ async def scaling_lesson(
         512,
     ],
     trials: Annotated[int, Query(ge=2)] = 1000,
-    seed: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+    seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0,
     scores: Annotated[list[float], Query(description="one query's raw scores")] = [  # noqa: B006
         0.1,
         -0.2,

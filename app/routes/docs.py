@@ -8,6 +8,8 @@ from a small external script.
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
+from ..templating import templates
+
 router = APIRouter(include_in_schema=False)
 
 DOCS_INIT_JS = """\
@@ -30,15 +32,8 @@ async def docs(request: Request) -> HTMLResponse:
     icon = request.url_for("swagger_asset", name="favicon-32x32.png").path
     init = request.url_for("docs_init").path
     openapi = request.app.openapi_url
-    return HTMLResponse(
-        f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<title>attention-viz API</title>
-<link rel="icon" href="{icon}"><link rel="stylesheet" href="{css}">
-</head><body data-openapi-url="{openapi}"><div id="swagger-ui"></div>
-<script src="{js}"></script><script src="{init}"></script>
-</body></html>"""
-    )
+    context = {"page": "docs", "css": css, "js": js, "icon": icon, "init": init, "openapi": openapi}
+    return templates.TemplateResponse(request, "docs.html", context)
 
 
 @router.get("/docs/init.js", name="docs_init")

@@ -8,10 +8,11 @@ from fastapi import APIRouter, Response
 
 from attention_core.models import Decoder, ModelUnsupported
 
-from ..limits import LimitError
+from ..limits import over_limit
 from ..model_payloads import maps_payload
 from ..model_registry import RegistryDep, load
 from ..schemas.model import GenerateRequest, GenerateResponse
+from ..seq2seq_payloads import is_encoder_decoder, seq2seq_generation_payload
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -26,15 +27,37 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
     prompt and generated tokens alike (``generated`` marks the new ones): row i
     is what token i attended to when it was the model's input, so the row
     before a generated token is what the model looked at when it wrote it.
+
+    An encoder-decoder (T5, BART, Marian): ``prompt`` is the source and
+    ``generated_ids`` the target it writes (greedy: transformers'
+    ``generate(do_sample=False)``); the answer adds the encoder's, the
+    decoder's and the cross-attention's maps over the whole target.
     """
     limit = settings.max_new_tokens
     if body.max_new_tokens > limit:
-        raise LimitError(
+        raise over_limit(
             ["body", "max_new_tokens"],
             f"max_new_tokens is {body.max_new_tokens}; the limit is {limit} "
             "(ATTENTION_VIZ_MAX_NEW_TOKENS)",
+            limit=limit,
+            found=body.max_new_tokens,
+            setting="ATTENTION_VIZ_MAX_NEW_TOKENS",
         )
     entry, model = load(registry, body.model)
+    if is_encoder_decoder(model):  # prompt: the source; the maps: the three stacks
+        written = model.generate(
+            body.prompt,
+            body.max_new_tokens,
+            temperature=float(body.temperature),
+            top_k=body.top_k,
+            seed=body.seed,
+        )
+        with torch.inference_mode():
+            payload = seq2seq_generation_payload(
+                written, body, model=entry.name, family=model.family
+            )
+        payload.update({"temperature": float(body.temperature), "top_k": body.top_k})
+        return json_response(payload)
     if not isinstance(model, Decoder):
         raise ModelUnsupported(
             f"{entry.name!r} is a {model.family} encoder: it reads a whole text at once and "

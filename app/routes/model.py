@@ -20,9 +20,11 @@ from typing import Annotated
 import torch
 from fastapi import APIRouter, Query, Response
 
+from attention_core.analysis import value_norm_shares
 from attention_core.models import (
     DECODE_DESCRIPTION,
     Encoder,
+    ModelMaps,
     ModelNotFound,
     ModelUnsupported,
     TextModel,
@@ -31,7 +33,7 @@ from attention_core.models import (
 from attention_core.models.backends import sliding_windows
 
 from ..errors import error_response
-from ..limits import LimitError
+from ..limits import over_limit
 from ..model_payloads import head_payload, maps_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
@@ -45,6 +47,13 @@ from ..schemas.model import (
     ModelHeadRequest,
     ModelHeadResponse,
     ModelInfo,
+)
+from ..seq2seq_payloads import (
+    check_fields,
+    is_encoder_decoder,
+    model_kind,
+    seq2seq_attention,
+    seq2seq_head_payload,
 )
 from .common import ERRORS, SettingsDep, json_response
 
@@ -65,7 +74,7 @@ def encoder_only(entry_name: str, model: TextModel, what: str) -> Encoder:
     if not isinstance(model, Encoder):
         raise ModelUnsupported(
             f"{what} works with encoders (their WordPiece vocabulary: the BERT family); "
-            f"{entry_name!r} is a {model.family} {'decoder' if model.causal else 'encoder'}",
+            f"{entry_name!r} is a {model.family} {model_kind(model)}",
             field="model",
         )
     return model
@@ -104,11 +113,22 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     (results are cached, so fetching layer by layer is cheap).  With
     ``hide_special`` the special tokens and the first token are dropped and
     rows renormalized (the rollout is computed over all tokens first).
+
+    An encoder-decoder (T5, BART, Marian) takes ``target``, the decoder's
+    text, and adds ``encoder_attentions``, ``decoder_attentions`` and
+    ``cross_attentions`` (target rows, source columns).
     """
     entry, model = load(registry, body.model)
+    if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
+        return json_response(seq2seq_attention(model, body, entry.name))
+    check_fields(model, entry.name, body)
     require_attention(entry.name, model.info())
     with torch.inference_mode():
-        maps = model.encode(body.text, body.text_b)
+        maps: ModelMaps = (
+            value_norm_shares(model, body.text, body.text_b)
+            if body.measure == "value_norm"
+            else model.encode(body.text, body.text_b)
+        )
         payload = maps_payload(
             maps,
             body,
@@ -129,8 +149,23 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
     attn_weights and context_vec, all computed by the core's attention
     function.  With grouped-query attention the head reads its ``kv_head``;
     with RoPE, q and k are rotated and ``q_unrotated``/``k_unrotated`` are given.
+    An encoder-decoder's head may be of any ``stack`` (encoder, decoder, cross).
     """
     entry, model = load(registry, body.model)
+    if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
+        model.refuse_pair(body.text_b)
+        with torch.inference_mode():
+            payload = seq2seq_head_payload(
+                model,
+                name=entry.name,
+                text=body.text,
+                target=body.target,
+                stack=body.stack or "encoder",
+                layer=body.layer,
+                head=body.head,
+            )
+        return json_response(payload)
+    check_fields(model, entry.name, body)
     require_attention(entry.name, model.info())
     with torch.inference_mode():
         tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)
@@ -166,17 +201,23 @@ def embeddings(body: EmbeddingsRequest, registry: RegistryDep, settings: Setting
     """The model's own (context-free) vectors for any words, for the toy explorer."""
     limit = settings.max_vocabulary_words
     if len(body.words) > limit:
-        raise LimitError(
+        raise over_limit(
             ["body", "words"],
             f"the number of words is {len(body.words)}; the limit is {limit} "
             "(ATTENTION_VIZ_MAX_VOCABULARY_WORDS)",
+            limit=limit,
+            found=len(body.words),
+            setting="ATTENTION_VIZ_MAX_VOCABULARY_WORDS",
         )
     for i, word in enumerate(body.words):
         if len(word) > settings.max_token_chars:
-            raise LimitError(
+            raise over_limit(
                 ["body", "words", i],
                 f"word {i} is {len(word)} characters; the limit is {settings.max_token_chars} "
                 "(ATTENTION_VIZ_MAX_TOKEN_CHARS)",
+                limit=settings.max_token_chars,
+                found=len(word),
+                setting="ATTENTION_VIZ_MAX_TOKEN_CHARS",
             )
     entry, model = load(registry, body.model)
     encoder = encoder_only(entry.name, model, "embeddings")

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
 from ..templating import templates
 from .models import listing
@@ -33,7 +34,7 @@ DEFAULTS: dict[str, Any] = {
     },
 }
 
-FAMILY_NAMES = {"bert": "BERT-family", "gpt2": "GPT-2", "llama": "Llama-family"}
+FAMILY_NAMES = FAMILY_LABELS
 REASON_CHARS = 90
 
 
@@ -45,7 +46,7 @@ def count_of(n: int, noun: str) -> str:
 def describe(model: dict[str, Any]) -> str:
     """One line about a supported model: family, kind, sizes, parameters, context."""
     family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "unknown family")
-    kind = "decoder" if model["causal"] else "encoder"
+    kind = model.get("kind") or ("decoder" if model["causal"] else "encoder")
     heads = f"{count_of(model['layers'], 'layer')} × {count_of(model['heads'], 'head')}"
     if model["kv_heads"] and model["kv_heads"] != model["heads"]:
         heads += f" ({count_of(model['kv_heads'], 'key/value head')})"
@@ -60,7 +61,7 @@ def describe(model: dict[str, Any]) -> str:
 def option_label(model: dict[str, Any]) -> str:
     """What the picker shows: the name and what it is, or why it cannot be shown."""
     if model["supported"]:
-        kind = "decoder" if model["causal"] else "encoder"
+        kind = model.get("kind") or ("decoder" if model["causal"] else "encoder")
         family = FAMILY_NAMES.get(model["family"] or "", model["family"] or "")
         return f"{model['name']} — {family} {kind}, {model['layers']}×{model['heads']}"
     reason = str(model["reason"] or "unknown reason")

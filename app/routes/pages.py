@@ -16,8 +16,10 @@ from fastapi.responses import HTMLResponse
 from attention_core import PRESETS, TOY_VOCABULARY, SpecError
 
 from ..convert import preset_summary, request_from_spec
+from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
 from ..settings import Settings
+from ..steps import STEPS, steps_data
 from ..templating import templates
 from .api import published_limits
 
@@ -37,6 +39,8 @@ def _initial_data() -> dict[str, Any]:
             for p in PRESETS.values()
         ],
         "vocabulary": {word: list(vector) for word, vector in TOY_VOCABULARY.items()},
+        "steps": steps_data(),
+        "family_labels": FAMILY_LABELS,
     }
 
 
@@ -68,6 +72,7 @@ def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
             "page": page,
             "title": title,
             "initial": {**_initial_data(), **_server_data(request, settings)},
+            "steps": STEPS,
         },
     )
 

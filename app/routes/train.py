@@ -12,15 +12,24 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 
-from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, TRAINING_PRESETS
+from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, FIXED_SETTINGS, TRAINING_PRESETS
 
 from ..errors import error_response
 from ..schemas.attention import ErrorBody
 from ..schemas.train import EVENT_DOCS, TrainPresets, TrainRequest
+from ..schemas.train_events import TrainEventMessage
 from ..settings import Settings
 from ..training.request import UnreadableBody, read_train_request
-from ..training.runner import EventStreamResponse, relay, start_run, writable_runs_dir
+from ..training.runner import (
+    STALLED_GRACE_S,
+    EventStreamResponse,
+    relay,
+    run_deadline,
+    start_run,
+    writable_runs_dir,
+)
 from .common import ERRORS, SettingsDep
 
 router = APIRouter(prefix="/api/train", tags=["train"])
@@ -52,6 +61,12 @@ _FORM_SCHEMA = {
 }
 
 
+def json_error(description: str) -> dict[str, Any]:
+    """An error answer documented as JSON (``ErrorBody``), not as the route's event stream."""
+    schema = {"$ref": f"#/components/schemas/{ErrorBody.__name__}"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
 def train_limits(settings: Settings) -> dict[str, int | float]:
     from ..training.runner import cpu_count
 
@@ -66,25 +81,35 @@ async def train_presets(settings: SettingsDep) -> dict[str, Any]:
     return {
         "architectures": ARCHITECTURES,
         "presets": {name: config.to_dict() for name, config in TRAINING_PRESETS.items()},
+        "fixed": FIXED_SETTINGS,
         "default_probe": DEFAULT_PROBE,
         "limits": train_limits(settings),
     }
 
 
+class _EventStreamDocs(JSONResponse):
+    """For the OpenAPI document only (the route returns ``EventStreamResponse``): FastAPI
+    documents the 200 "model" of a JSONResponse class as it is, under this media type;
+    of any other class, as that schema *and* ``type: string``, which nothing matches."""
+
+    media_type = "text/event-stream"
+
+
 @router.post(
     "",
-    response_class=EventStreamResponse,
+    response_class=_EventStreamDocs,
     status_code=200,
     responses={
-        200: {"content": {"text/event-stream": {}}, "description": EVENT_DOCS},
-        **{k: v for k, v in ERRORS.items() if k != 404},
-        415: {"model": ErrorBody, "description": "Not JSON or multipart/form-data"},
+        # The route's media type is text/event-stream: a "model" is documented under it, as
+        # the schema of each message (OpenAPI 3.2's itemSchema is not valid in 3.1).
+        200: {"model": TrainEventMessage, "description": EVENT_DOCS},
+        **{k: json_error(v["description"]) for k, v in ERRORS.items() if k != 404},
+        415: json_error("Not JSON or multipart/form-data"),
         429: {
-            "model": ErrorBody,
-            "description": "Every training slot of this server process is busy; see Retry-After",
+            **json_error("Every training slot of this server process is busy; see Retry-After"),
             "headers": {"Retry-After": {"schema": {"type": "integer"}}},
         },
-        503: {"model": ErrorBody, "description": "The runs directory cannot be written"},
+        503: json_error("The runs directory cannot be written"),
     },
     openapi_extra={
         "requestBody": {
@@ -93,7 +118,7 @@ async def train_presets(settings: SettingsDep) -> dict[str, Any]:
                 "application/json": {"schema": _REQUEST_SCHEMA},
                 "multipart/form-data": {"schema": _FORM_SCHEMA},
             },
-        }
+        },
     },
 )
 async def train(request: Request, settings: SettingsDep) -> Response:
@@ -129,9 +154,12 @@ async def train(request: Request, settings: SettingsDep) -> Response:
             "too_many_runs",
             headers={"retry-after": str(RETRY_AFTER_S)},
         )
+    deadline = run_deadline(settings)
     try:
         _, process = await start_run(job, runs_dir, settings)
     except BaseException:
         slots.release()
         raise
-    return EventStreamResponse(relay(process, slots, settings))
+    return EventStreamResponse(
+        relay(process, slots, settings, deadline), deadline=deadline + STALLED_GRACE_S
+    )

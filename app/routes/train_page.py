@@ -11,7 +11,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, TRAINING_PRESETS, default_text
+from attention_core.training import (
+    ARCHITECTURES,
+    DEFAULT_PROBE,
+    FIXED_SETTINGS,
+    TRAINING_PRESETS,
+    default_text,
+)
 
 from ..templating import templates
 from .train import train_limits
@@ -28,6 +34,7 @@ def train_page(request: Request) -> HTMLResponse:
         # A list: Jinja's tojson sorts object keys, and the ladder has an order.
         "architectures": [{"name": k, "description": v} for k, v in ARCHITECTURES.items()],
         "presets": {name: config.to_dict() for name, config in TRAINING_PRESETS.items()},
+        "fixed": FIXED_SETTINGS,
         "default_probe": DEFAULT_PROBE,
         "limits": train_limits(settings),
         "corpus": {

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from ..steps import StepName
+
 # Bounded so that no product inside a 256-wide layer can overflow float32.
 MAX_ABS_VALUE = 1e6
 Number = Annotated[
@@ -19,31 +21,14 @@ Vector = list[Number]
 Matrix = list[Vector]
 NullableMatrix = list[list[float | None]]
 Token = Annotated[str, Field(min_length=1)]
-
-STEP_NAMES = (
-    "x",
-    "q",
-    "k",
-    "v",
-    "attn_scores",
-    "scaled_scores",
-    "masked_scores",
-    "attn_weights",
-    "context_vec",
-    "output",
-)
-StepName = Literal[
-    "x",
-    "q",
-    "k",
-    "v",
-    "attn_scores",
-    "scaled_scores",
-    "masked_scores",
-    "attn_weights",
-    "context_vec",
-    "output",
-]
+# At least one token: the core refuses an empty list with a SpecError naming the field;
+# the schema says so too (minItems), without replacing that message by pydantic's.
+Tokens = Annotated[list[Token], Field(json_schema_extra={"minItems": 1})]
+# The largest seed, 2**63 - 1024: the largest integer ≤ 2**63 - 1 that a double holds
+# exactly. With 2**63 - 1 itself, a schema validator that reads numbers as doubles
+# (most do) would accept 2**63 + 191, which rounds to the same double, and the
+# server would refuse it.
+MAX_SEED = 2**63 - 1024
 
 
 class Strict(BaseModel):
@@ -69,7 +54,7 @@ class SeededRandomEmbeddingIn(Strict):
 
     kind: Literal["seeded_random"] = "seeded_random"
     dim: StrictInt = Field(ge=1)
-    seed: StrictInt = Field(1337, ge=0, le=2**63 - 1)
+    seed: StrictInt = Field(1337, ge=0, le=MAX_SEED)
     batch: StrictInt = Field(1, ge=1, le=16)
     batch_index: StrictInt = Field(0, ge=0)
 
@@ -79,7 +64,7 @@ class HashedEmbeddingIn(Strict):
 
     kind: Literal["hashed"] = "hashed"
     dim: StrictInt = Field(8, ge=1)
-    seed: StrictInt = Field(0, ge=0, le=2**63 - 1)
+    seed: StrictInt = Field(0, ge=0, le=MAX_SEED)
 
 
 EmbeddingIn = Annotated[
@@ -121,7 +106,7 @@ class SeededRandProjectionIn(Strict):
 
     kind: Literal["seeded_rand"] = "seeded_rand"
     d_out: StrictInt = Field(ge=1)
-    seed: StrictInt | None = Field(123, ge=0, le=2**63 - 1)
+    seed: StrictInt | None = Field(123, ge=0, le=MAX_SEED)
     order: list[Role] = Field(default_factory=_all_roles)
 
 
@@ -130,7 +115,7 @@ class SeededLinearProjectionIn(Strict):
 
     kind: Literal["seeded_linear"] = "seeded_linear"
     d_out: StrictInt = Field(ge=1)
-    seed: StrictInt | None = Field(789, ge=0, le=2**63 - 1)
+    seed: StrictInt | None = Field(789, ge=0, le=MAX_SEED)
     order: list[Role] = Field(default_factory=_all_roles)
 
 
@@ -161,8 +146,8 @@ class AttentionOptions(Strict):
 
 
 class AttentionRequest(AttentionOptions):
-    tokens: list[Token]
-    source_tokens: list[Token] | None = Field(
+    tokens: Tokens
+    source_tokens: Tokens | None = Field(
         None, description="cross-attention: keys and values come from these tokens"
     )
     source_embedding: EmbeddingIn | None = Field(
@@ -185,8 +170,8 @@ class AttentionRequest(AttentionOptions):
 
 
 class CompareRequest(AttentionOptions):
-    tokens_a: list[Token]
-    tokens_b: list[Token]
+    tokens_a: Tokens
+    tokens_b: Tokens
 
     model_config = ConfigDict(
         extra="forbid",

@@ -8,9 +8,13 @@ index 0 is the embedding output.  Every request takes an optional ``model``
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from attention_core.models.pooling import POOL_REDUCE
+
+from .attention import MAX_SEED
 
 # Characters per text: generous for 512 WordPieces, small enough to tokenize in
 # a millisecond.  The token limit itself is checked after tokenizing.
@@ -32,6 +36,13 @@ ModelName = Annotated[
 # Real models' activations are not bounded like the toy API's inputs: no ±1e6 here.
 Rows = list[list[float]]
 NullableRows = list[list[float | None]]
+
+
+# Maps per answer are bounded by the token limit and the JSON/compact limits; these
+# bound the request's own fields (heads are per layer: Llama-3.2-1B has 32 a layer).
+MAX_LISTED_HEADS = 256
+MAX_POOL_CELLS = 1024
+TokenRange = Annotated[list[StrictInt], Field(min_length=2, max_length=2)]
 
 
 class Strict(BaseModel):
@@ -126,6 +137,18 @@ HIDE_SPECIAL = (
 )
 
 
+# Encoder-decoders (T5, BART, Marian): the decoder's text, fed as transformers feeds labels.
+TARGET_FIELD: dict[str, Any] = {
+    "min_length": 1,
+    "max_length": MAX_TEXT_CHARS,
+    "description": "encoder-decoders only: the decoder's text (the translation, the summary), "
+    "tokenized as the tokenizer's text_target and fed the way transformers feeds labels: "
+    "shifted right behind the decoder start token; default: the start token alone",
+    "examples": ["Die Katze sass auf der Matte."],
+}
+Stack = Literal["encoder", "decoder", "cross"]
+
+
 class MapOptions(Strict):
     """How to return attention maps (for /api/model/attention and /api/model/generate)."""
 
@@ -142,6 +165,30 @@ class MapOptions(Strict):
     dtype: Literal["uint8", "float16"] = Field(
         "uint8", description="compact only: 1 byte (error <= 1/510) or 2 bytes per weight"
     )
+    heads: list[StrictInt] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LISTED_HEADS,
+        description="heads to return in `attentions`, 1..H; default all (head_average "
+        "and rollout stay over every head)",
+    )
+    pool: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=MAX_POOL_CELLS,
+        description=f"block-pool each returned map (after rows/cols) to at most pool × pool "
+        f"cells, 1..{MAX_POOL_CELLS}; a cell is the {POOL_REDUCE} of its block, so a "
+        "sharp head's one-cell line stays at full strength instead of being dimmed by the "
+        "block's width as a mean would; default: full resolution",
+    )
+    rows: TokenRange | None = Field(
+        None,
+        description="[start, stop): only these rows (attending tokens), 0-based over "
+        "`tokens`; default all",
+    )
+    cols: TokenRange | None = Field(
+        None, description="[start, stop): only these columns (attended tokens), as rows"
+    )
 
 
 class ModelAttentionRequest(MapOptions):
@@ -153,15 +200,38 @@ class ModelAttentionRequest(MapOptions):
         max_length=MAX_TEXT_CHARS,
         description="encoders only: the second text of a sentence pair (token_type_ids 1)",
     )
+    target: str | None = Field(None, **TARGET_FIELD)
     hidden_states: StrictBool = Field(
         False,
         description="also return each listed layer's output (T, hidden) as JSON numbers, "
         "as transformers' hidden_states[layer] (a decoder's last layer after its final norm)",
     )
+    measure: Literal["weights", "value_norm"] = Field(
+        "weights",
+        description="'weights': the attention weights α_ij; 'value_norm': ‖α_ij · v_j W_O^h‖ "
+        "(Kobayashi et al. 2020: what head h moves from token j, through its slice of the "
+        "output projection), each row divided by its sum so it sums to 1 like the weights "
+        "(one forward pass per layer)",
+    )
 
 
 Matrix = list[list[float]]
 Weights = Matrix | list[Matrix] | CompactTensorOut
+
+
+class MapRegion(BaseModel):
+    rows: list[int] = Field(description="[start, stop) over `tokens`")
+    cols: list[int] = Field(description="[start, stop) over `tokens`")
+
+
+class Pooled(BaseModel):
+    """Every map was cut into blocks of ``block`` = [rows, cols] (the last ones partial)."""
+
+    block: list[int]
+    shape: list[int] = Field(description="[rows, cols] of each pooled map")
+    reduce: Literal["maximum"] = Field(
+        description="a cell is the largest weight of its block (a sharp head stays visible)"
+    )
 
 
 class MapsResponse(BaseModel):
@@ -189,9 +259,52 @@ class MapsResponse(BaseModel):
     rollout: list[Weights] = Field(
         description="per layer (T, T): attention rollout through that layer, residual 0.5"
     )
+    head_numbers: list[int] | None = Field(
+        None, description="the heads (1..H) in `attentions`, in order (all when not asked)"
+    )
+    region: MapRegion | None = Field(
+        None, description="the rows and columns every map above holds (the whole map if null)"
+    )
+    pooled: Pooled | None = Field(None, description="how the maps were pooled (null: not)")
 
 
-class ModelAttentionResponse(MapsResponse):
+class Seq2SeqMaps(BaseModel):
+    """What an encoder-decoder adds to ``MapsResponse`` (null for other models).
+
+    ``tokens``, ``attentions``, ``head_average`` and ``rollout`` are then the
+    encoder's (the source); the three stacks follow in ``attentions``' format,
+    per listed layer: the encoder's (heads, S, S) (the same as ``attentions``),
+    the decoder's self-attention (heads, T, T) (causal) and the cross-attention
+    (heads, T, S): target rows, source columns.
+    """
+
+    source_tokens: list[str] | None = Field(
+        None, description="encoder-decoders: the source tokens shown (the same as tokens)"
+    )
+    target_tokens: list[str] | None = Field(
+        None,
+        description="encoder-decoders: the decoder's input tokens shown, the start token "
+        "first; row i of the decoder and cross maps is what target token i read",
+    )
+    target_positions: list[int] | None = Field(
+        None, description="index of each shown target token in all_target_tokens"
+    )
+    all_target_tokens: list[str] | None = None
+    target_special: list[bool] | None = Field(
+        None, description="per token of all_target_tokens: a special token"
+    )
+    encoder_attentions: list[Weights] | None = Field(
+        None, description="per layer (heads, S, S): the encoder's self-attention"
+    )
+    decoder_attentions: list[Weights] | None = Field(
+        None, description="per layer (heads, T, T): the decoder's causal self-attention"
+    )
+    cross_attentions: list[Weights] | None = Field(
+        None, description="per layer (heads, T, S): each target token's attention over the source"
+    )
+
+
+class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
     hidden_states: list[Rows] | None = Field(
         None, description="per listed layer (T, hidden), when asked for; rows of shown tokens"
     )
@@ -217,13 +330,13 @@ class GenerateRequest(MapOptions):
     seed: StrictInt | None = Field(
         None,
         ge=0,
-        le=2**63 - 1,
+        le=MAX_SEED,
         description="seeds the sampler (temperature above 0); default: a random seed, "
         "returned in the answer",
     )
 
 
-class GenerateResponse(MapsResponse):
+class GenerateResponse(Seq2SeqMaps, MapsResponse):
     """The prompt, the tokens written after it, and the attention over all of them."""
 
     prompt_tokens: int = Field(description="how many tokens the prompt is (they come first)")
@@ -245,6 +358,12 @@ class ModelHeadRequest(Strict):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on the mat"])
     text_b: str | None = Field(
         None, min_length=1, max_length=MAX_TEXT_CHARS, description="encoders only, as above"
+    )
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the head's stack ('encoder', 'decoder' or 'cross'; "
+        "default 'encoder'); other models have one stack, their own kind",
     )
     layer: StrictInt = Field(ge=1, description="1..L")
     head: StrictInt = Field(ge=1, description="1..H (a query head)")
@@ -281,7 +400,10 @@ class ModelHeadSteps(BaseModel):
 
 
 class ModelHeadResponse(BaseModel):
-    """One head of a real model in /api/attention's shape (one head, self-attention)."""
+    """One head of a real model in /api/attention's shape (one head).
+
+    For a cross-attention head ``tokens`` are the target (rows) and
+    ``source_tokens`` the source (columns)."""
 
     model: str
     family: str
@@ -298,11 +420,16 @@ class ModelHeadResponse(BaseModel):
     mode: Literal["attention"]
     num_heads: Literal[1]
     causal: bool
-    cross: Literal[False]
+    cross: bool = Field(description="cross-attention: keys and values come from source")
+    stack: Stack | None = Field(None, description="encoder-decoders: the head's stack")
     scale: float
     shapes: dict[str, list[int]]
     x: Rows = Field(description="(T, C): the layer's attention input, after its norm")
-    source: None = Field(None, description="always null: self-attention (keys come from x)")
+    source: Rows | None = Field(
+        None,
+        description="cross-attention: (S, C) the encoder's output that keys and values "
+        "come from; null for self-attention (keys come from x)",
+    )
     heads: list[ModelHeadSteps] = Field(description="one entry: the head asked for")
     output: None = Field(None, description="always null: one head has no output projection")
 

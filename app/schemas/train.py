@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .attention import MAX_SEED
+
 Architecture = Literal["bigram", "average", "single_head", "multi_head", "gpt"]
 
 
@@ -30,7 +32,7 @@ class TrainRequest(BaseModel):
     max_steps: int | None = Field(None, ge=1, le=10_000_000)
     learning_rate: float | None = Field(None, gt=0, le=1)
     dropout: float | None = Field(None, ge=0, lt=1)
-    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
     eval_every: int | None = Field(None, ge=0, le=10_000_000)
     eval_iters: int | None = Field(None, ge=1, le=200)
     snapshot_every: int | None = Field(None, ge=0, le=10_000_000)
@@ -53,13 +55,17 @@ class TrainPresets(BaseModel):
 
     architectures: dict[str, str]
     presets: dict[str, dict[str, object]]
+    fixed: dict[str, dict[str, int]] = Field(
+        description="what each step of the ladder fixes, whatever its settings say"
+    )
     default_probe: str
     limits: dict[str, int | float]
 
 
 # The events of the stream, documented for the OpenAPI page (the route streams them as SSE).
 EVENT_DOCS = """\
-`text/event-stream`, one event per message (`event: <name>` then `data: <JSON>`):
+`text/event-stream`, one event per message (`event: <name>` then `data: <JSON>`); the
+schema below is that of one message, `TrainEventMessage` (`data` is sent as JSON text):
 
 - `start`: `name` (the model's name once saved), `config` (the settings used), `vocab_size`,
   `parameters`, `trainable_parameters`, `fixed_at_zero`, `train_chars`, `val_chars`,
@@ -68,7 +74,9 @@ EVENT_DOCS = """\
   `eval_train_loss` (estimates, on evaluation steps, else null), `learning_rate`,
   `tokens_per_s`, `elapsed_s`, `eta_s`.
 - `snapshot`: `step` and `attention`, the probe's weights for every layer and head as one
-  compact uint8 tensor of shape (layers, heads, T, T) (as `/api/model/attention` sends them).
+  compact uint8 tensor of shape (layers, heads, T, T) (as `/api/model/attention` sends them);
+  `scores`: each head-type score of `/api/model/head-scores` as layers × heads (the probe's
+  maps; induction on a seeded random block seen twice, through the model at that step).
 - `sample`: `step`, `prompt`, `text` (a continuation of the probe).
 - `done`: `name`, `model_url` (its `/model` page), `val_loss`, `train_loss`,
   `untrained_val_loss`, `baseline_val_loss`, `elapsed_s`.

@@ -19,6 +19,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
 from attention_core import SpecError
+from attention_core.errors import EMPTY_INPUT
 from attention_core.training import (
     TRAINING_PRESETS,
     TRAINING_SETTINGS,
@@ -29,7 +30,8 @@ from attention_core.training import (
     preset_config,
 )
 
-from ..limits import LimitError
+from ..errors import validation_item
+from ..limits import LimitError, over_limit
 from ..schemas.train import TrainRequest
 from ..settings import Settings
 
@@ -72,8 +74,10 @@ async def read_train_request(request: Request, settings: Settings) -> TrainJob:
     try:
         body = TrainRequest.model_validate(fields)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise LimitError(["body", *first["loc"]], first["msg"]) from None
+        first = validation_item(exc.errors()[0], ["body"])
+        raise LimitError(
+            first["loc"], first["msg"], kind=first["type"], ctx=first.get("ctx")
+        ) from None
 
     text, source = _text_of(body, upload, settings)
     return TrainJob(_config_of(body, text, settings), text, source)
@@ -127,9 +131,12 @@ def _text_of(
             raise LimitError(["body", "text"], "give the text or upload a file, not both")
         filename, data = upload
         if len(data) > limit:
-            raise LimitError(
+            raise over_limit(
                 ["body", "file"],
                 f"the file is more than {limit} bytes; the limit is {limit} ({env})",
+                limit=limit,
+                found=len(data),
+                setting=env,
             )
         try:
             text = data.decode("utf-8")
@@ -144,7 +151,8 @@ def _text_of(
         return None, "shipped corpus"
     size = len(body.text.encode("utf-8", errors="surrogatepass"))
     if size > limit:
-        raise LimitError(["body", "text"], f"text is {size} bytes; the limit is {limit} ({env})")
+        message = f"text is {size} bytes; the limit is {limit} ({env})"
+        raise over_limit(["body", "text"], message, limit=limit, found=size, setting=env)
     return _checked_text(body.text, "text", settings), "pasted text"
 
 
@@ -156,13 +164,18 @@ def _checked_text(text: str, field: str, settings: Settings) -> str:
             ["body", field], f"{field} is not valid Unicode: {exc.reason} at character {exc.start}"
         ) from None
     if not text.strip():
-        raise LimitError(["body", field], f"{field} is empty; give some text to train on")
+        raise LimitError(
+            ["body", field], f"{field} is empty; give some text to train on", kind=EMPTY_INPUT
+        )
     distinct = len(set(text))
     if distinct > settings.train_max_vocabulary:
-        raise LimitError(
+        raise over_limit(
             ["body", field],
             f"{field} has {distinct} distinct characters; the limit is "
             f"{settings.train_max_vocabulary} (ATTENTION_VIZ_TRAIN_MAX_VOCABULARY)",
+            limit=settings.train_max_vocabulary,
+            found=distinct,
+            setting="ATTENTION_VIZ_TRAIN_MAX_VOCABULARY",
         )
     return text
 
@@ -177,7 +190,9 @@ def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> Trai
     try:
         config = preset_config(body.architecture, given, text)
     except SpecError as exc:
-        raise LimitError(["body", exc.field or "body"], exc.message) from None
+        raise LimitError(
+            ["body", exc.field or "body"], exc.message, kind=exc.kind, ctx=exc.ctx
+        ) from None
 
     where = "file" if text is not None and body.text is None else "text"
     needed = min_text_chars(config.block_size)
@@ -186,6 +201,8 @@ def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> Trai
             ["body", where],
             f"{where} is {len(corpus)} characters; with block_size {config.block_size} it "
             f"must be at least {needed} (train and validation each need block_size + 1)",
+            kind="text_too_short",
+            ctx={"minimum": needed, "found": len(corpus), "block_size": config.block_size},
         )
     alphabet = set(corpus)
     unknown = sorted(set(config.probe) - alphabet)
@@ -198,11 +215,14 @@ def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> Trai
     vocab_size = len(alphabet) + 1
     parameters = parameter_count(config, vocab_size)
     if parameters > settings.train_max_parameters:
-        raise LimitError(
+        raise over_limit(
             ["body", "n_embd"],
             f"the model would have {parameters} parameters (n_layer {config.effective_layers}, "
             f"n_embd {config.n_embd}, vocabulary {vocab_size}, block_size {config.block_size}); "
             f"the limit is {settings.train_max_parameters} (ATTENTION_VIZ_TRAIN_MAX_PARAMETERS)",
+            limit=settings.train_max_parameters,
+            found=parameters,
+            setting="ATTENTION_VIZ_TRAIN_MAX_PARAMETERS",
         )
     cells = (
         config.batch_size
@@ -211,10 +231,13 @@ def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> Trai
         * max(config.effective_layers, 1)
     )
     if cells > settings.train_max_attention_cells:
-        raise LimitError(
+        raise over_limit(
             ["body", "batch_size"],
             f"batch_size × n_head × block_size² × n_layer is {cells}; the limit is "
             f"{settings.train_max_attention_cells} (ATTENTION_VIZ_TRAIN_MAX_ATTENTION_CELLS)",
+            limit=settings.train_max_attention_cells,
+            found=cells,
+            setting="ATTENTION_VIZ_TRAIN_MAX_ATTENTION_CELLS",
         )
     return config
 
@@ -231,6 +254,6 @@ def _check_limits(preset: TrainConfig, given: dict[str, Any], settings: Settings
     for name, (limit, env) in bounds.items():
         value = given.get(name, getattr(preset, name))
         if value > limit:
-            raise LimitError(
-                ["body", name], f"{name} is {value}; the limit is {limit} (ATTENTION_VIZ_{env})"
-            )
+            setting = f"ATTENTION_VIZ_{env}"
+            message = f"{name} is {value}; the limit is {limit} ({setting})"
+            raise over_limit(["body", name], message, limit=limit, found=value, setting=setting)

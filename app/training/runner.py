@@ -11,10 +11,11 @@ client goes away, the stream's ``finally`` kills the child.
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import os
 import signal
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,14 @@ from .request import TrainJob
 from .sse import error_frame
 from .worker import EXIT_ERROR_SENT
 
+log = logging.getLogger("attention_viz.training")
+
 # Seconds a killed child may take to be reaped before the stream gives up waiting.
 REAP_SECONDS = 5.0
+# Seconds past the run's deadline a response may still spend sending its last frames
+# (the time-limit error) before it is cut off: a client that stopped reading loses its
+# run, and the slot and the child's memory are free at the deadline plus this.
+STALLED_GRACE_S = 1.0
 
 
 def cpu_count() -> int:
@@ -113,23 +120,31 @@ async def start_run(
     return name, process
 
 
+def run_deadline(settings: Settings) -> float:
+    """When a run starting now must end, on ``anyio.current_time()``'s clock."""
+    return anyio.current_time() + settings.train_max_seconds
+
+
 async def relay(
     process: asyncio.subprocess.Process,
     slots: TrainingSlots,
     settings: Settings,
+    deadline: float,
 ) -> AsyncIterator[bytes]:
     """The child's frames as they come; kills it if the client leaves or time runs out.
 
-    Holds one of ``slots`` (acquired by the caller) until the child is gone.
+    Holds one of ``slots`` (acquired by the caller) until the child is gone.  The
+    deadline is kept here while the client reads; a client that stops reading
+    leaves this generator paused at a ``yield``, and ``EventStreamResponse`` stops
+    the whole response at the same deadline (plus ``STALLED_GRACE_S``).
     """
     slots.children.add(process.pid)
-    deadline = time.monotonic() + settings.train_max_seconds
     try:
         yield b": the run starts\n\n"  # headers and a first byte out now: the child takes ~2 s
         assert process.stdout is not None
         while True:
             try:
-                with anyio.fail_after(max(deadline - time.monotonic(), 0)):
+                with anyio.fail_after(max(deadline - anyio.current_time(), 0)):
                     chunk = await process.stdout.read(1 << 16)
             except TimeoutError:
                 yield error_frame(
@@ -142,7 +157,7 @@ async def relay(
             if not chunk:
                 break
             yield chunk
-        if process.returncode is None and time.monotonic() < deadline:
+        if process.returncode is None and anyio.current_time() < deadline:
             with anyio.move_on_after(REAP_SECONDS):
                 await process.wait()
         code = process.returncode
@@ -170,15 +185,23 @@ class EventStreamResponse(StreamingResponse):
 
     media_type = "text/event-stream"
 
-    def __init__(self, content: AsyncIterator[bytes]) -> None:
+    def __init__(self, content: AsyncIterator[bytes], deadline: float = math.inf) -> None:
         super().__init__(
             content, headers={"cache-control": "no-cache, no-store", "x-accel-buffering": "no"}
         )
         self._closable = content
+        self.deadline = deadline  # anyio.current_time() after which sending stops
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            # A send blocked on a client that does not read (a full socket buffer) is
+            # cancelled here: the server then closes the connection.
+            with anyio.CancelScope(deadline=self.deadline) as cutoff:
+                await super().__call__(scope, receive, send)
+            if cutoff.cancelled_caught:
+                log.warning(
+                    "a training stream was cut off at its time limit: the client stopped reading"
+                )
         finally:
             aclose = getattr(self._closable, "aclose", None)
             if aclose is not None:

@@ -40,7 +40,8 @@ def event_frame(event: Event, name: str) -> bytes:
             attention: object = encode_compact(stacked, "uint8").describe()
         else:
             attention = None
-        return frame("snapshot", {"step": event.step, "attention": attention})
+        scores = {k: v.tolist() for k, v in (event.scores or {}).items()}
+        return frame("snapshot", {"step": event.step, "attention": attention, "scores": scores})
     if isinstance(event, Sample):
         return frame("sample", _fields(event))
     if isinstance(event, Start):

@@ -64,15 +64,6 @@ def is_encoder_decoder(raw: Mapping[str, Any]) -> bool:
     return raw.get("model_type") in ENCODER_DECODER_TYPES or bool(raw.get("is_encoder_decoder"))
 
 
-def refuse_encoder_decoder(shown: str) -> SpecError:
-    """Encoder-decoders are listed, and refused here until their loading lands (one place)."""
-    return SpecError(
-        f"{shown} is an encoder-decoder model: the transformers backend lists it, but "
-        "loading encoder-decoders is not implemented yet",
-        field="model",
-    )
-
-
 def transformers_kind(raw: Mapping[str, Any], shown: str) -> str:
     """``encoder``, ``decoder`` or ``encoder-decoder`` from transformers' model tables.
 

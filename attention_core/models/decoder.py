@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
+from torch import nn
 
-from ..errors import SpecError
+from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, PAIR_NEEDS_ENCODER, SpecError
 from .checkpoints import read_json
+from .device import CPU, running_on, to_cpu
 from .generation import Generation, StopReason, generate
 from .maps import MapFeatures, TokenizedMaps
 from .model_size import check_token_ids
@@ -115,6 +118,12 @@ class Decoder:
         self.directory = directory
         self.eos_ids = eos_ids
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
+        self.device = CPU
+
+    def to_device(self, device: torch.device) -> None:
+        """Weights onto ``device``; passes then run there, results come back to the CPU."""
+        cast(nn.Module, self.model).to(device)
+        self.device = device
 
     @classmethod
     def from_dir(
@@ -137,10 +146,11 @@ class Decoder:
         model = load_model(directory)
         context = model.config.max_positions
         if max_tokens is None or max_tokens >= context:
-            limit, source = context, "the model's context"
+            limit, source, setting = context, "the model's context", MODEL_CONTEXT
         else:
             limit, source = max_tokens, "the server's token limit per model input"
-        tokenizer = TextTokenizer(tokenizer_path, limit, source)
+            setting = MODEL_MAX_TOKENS
+        tokenizer = TextTokenizer(tokenizer_path, limit, source, setting)
         return cls(
             name or directory.name,
             family,
@@ -181,6 +191,7 @@ class Decoder:
                 f"text_b (a sentence pair) is for encoders; {self.name} is a decoder: "
                 "put the whole text in text",
                 field="text_b",
+                kind=PAIR_NEEDS_ENCODER,
             )
 
     # --- the forward pass ---------------------------------------------------------------
@@ -192,18 +203,18 @@ class Decoder:
         if cached is not None:
             return cached
         tokenized = self.tokenize(text)
-        with torch.inference_mode():
+        with torch.inference_mode(), running_on(self.device):
             out = self.model(
                 torch.tensor([tokenized.input_ids]),
                 num_logits=0,
                 output_attentions=True,
                 output_hidden_states=True,
             )
-        maps = DecoderMaps(
-            tokenized,
-            tuple(a[0] for a in out.attentions),  # (H, T, T) each
-            tuple(h[0] for h in out.hidden_states),  # (T, C) each
-        )
+            maps = DecoderMaps(
+                tokenized,
+                to_cpu(tuple(a[0] for a in out.attentions)),  # (H, T, T) each
+                to_cpu(tuple(h[0] for h in out.hidden_states)),  # (T, C) each
+            )
         self._cache.put(text, maps)
         return maps
 
@@ -219,11 +230,11 @@ class Decoder:
                 field="layer",
             )
         tokenized = self.tokenize(text)
-        with torch.inference_mode():
+        with torch.inference_mode(), running_on(self.device):
             out = self.model(torch.tensor([tokenized.input_ids]), num_logits=0, trace_layer=layer)
         if out.trace is None:
             raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
-        return tokenized, out.trace
+        return tokenized, to_cpu(out.trace)
 
     # --- generation ---------------------------------------------------------------------
 
@@ -239,16 +250,19 @@ class Decoder:
     ) -> GeneratedText:
         """Continue ``prompt``; see ``generation.generate``.  Stops after an EOS token."""
         tokenized = self.tokenize(prompt, field="prompt")
-        result: Generation = generate(
-            self.model,
-            tokenized.input_ids,
-            max_new_tokens,
-            temperature=temperature,
-            top_k=top_k,
-            seed=seed,
-            eos_token_ids=self.eos_ids,
-            capture_attentions=capture_attentions,
-        )
+        with running_on(self.device):
+            result: Generation = to_cpu(
+                generate(
+                    self.model,
+                    tokenized.input_ids,
+                    max_new_tokens,
+                    temperature=temperature,
+                    top_k=top_k,
+                    seed=seed,
+                    eos_token_ids=self.eos_ids,
+                    capture_attentions=capture_attentions,
+                )
+            )
         special_ids = self.tokenizer.special_ids
         return GeneratedText(
             prompt=tokenized,

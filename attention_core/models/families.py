@@ -163,8 +163,6 @@ def transformers_family(raw: Mapping[str, Any], shown: str) -> Family:
             raise error
         return _refused(model_type, kind, error)
     kind = backends.transformers_kind(raw, shown)
-    if kind == "encoder-decoder":
-        return _refused(model_type, kind, backends.refuse_encoder_decoder(shown))
     return Family(
         model_type,
         (model_type,),

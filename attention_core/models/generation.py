@@ -22,7 +22,7 @@ from typing import Literal
 
 import torch
 
-from ..errors import SpecError
+from ..errors import MODEL_CONTEXT, LimitExceeded, SpecError
 from .kv_cache import KVCache
 from .protocols import CausalLM
 
@@ -41,6 +41,7 @@ def sample(
     temperature) over the ``top_k`` most likely tokens (all if None), sampled
     with ``generator``.
     """
+    logits = logits.cpu()  # the sampler's generator is a CPU one, whatever ran the model
     if temperature <= 0.0:
         return int(torch.argmax(logits))
     scaled = logits.float() / temperature
@@ -156,17 +157,21 @@ def generate(
     context = model.config.max_positions
     total = len(prompt_ids) + max_new_tokens
     if total > context:
-        raise SpecError(
+        raise LimitExceeded(
             f"the prompt ({len(prompt_ids)} tokens) and max_new_tokens ({max_new_tokens}) "
             f"make {total} positions; this model reads at most {context}",
             field="max_new_tokens",
+            limit=context,
+            found=total,
+            setting=MODEL_CONTEXT,
+            extra={"prompt_tokens": len(prompt_ids), "max_new_tokens": max_new_tokens},
         )
     generator = None
     if temperature <= 0.0:
         seed = None  # greedy: the argmax each time, no sampler to seed
     else:
         seed = secrets.randbits(31) if seed is None else seed
-        generator = torch.Generator().manual_seed(seed)
+        generator = torch.Generator(device="cpu").manual_seed(seed)
     cache = model.new_cache(batch=1, max_length=total)
     c = model.config
     recorder = AttentionRecorder(c.num_layers, c.num_heads, total) if capture_attentions else None

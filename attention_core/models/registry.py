@@ -28,9 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ..errors import SpecError
 from .backends import CORE
 from .checkpoints import read_json
+from .device import CPU
 from .discovery import (
     BUILTIN_DIR,
     Candidate,
@@ -69,9 +72,13 @@ Fingerprint = tuple[tuple[str, int, int], ...]
 class ModelNotFound(SpecError):
     """No model has that name (the app answers 404)."""
 
+    kind = "model_not_found"
+
 
 class ModelUnsupported(SpecError):
     """The model is listed but cannot be loaded or cannot do what was asked."""
+
+    kind = "model_unsupported"
 
 
 @dataclass(frozen=True)
@@ -205,7 +212,8 @@ class ModelRegistry:
 
     ``max_tokens``: tokens a text may have (capped by each model's context);
     ``cache_bytes``: recent results each loaded model keeps; ``max_model_bytes``: the
-    most one model's weights may take once loaded (None: half the machine's memory).
+    most one model's weights may take once loaded (None: half the machine's memory);
+    ``device``: where models run (``device.check_device``), results always on the CPU.
     """
 
     def __init__(
@@ -222,6 +230,7 @@ class ModelRegistry:
         max_tokens: int = 512,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         max_model_bytes: int | None = None,
+        device: torch.device = CPU,
     ) -> None:
         self.default_dir = default_dir
         self.include_package = include_package
@@ -235,6 +244,7 @@ class ModelRegistry:
         self.max_model_bytes = (
             default_max_model_bytes() if max_model_bytes is None else max_model_bytes
         )
+        self.device = device
         self.loaded: LoadedModels[tuple[Path, Fingerprint], TextModel] = LoadedModels(max_loaded)
         self._described: dict[tuple[Path, Fingerprint], ModelEntry] = {}
         # Why a load failed, per (directory, fingerprint): not retried until the files change.
@@ -315,7 +325,9 @@ class ModelRegistry:
             if entry.name == name:
                 return entry
         raise ModelNotFound(
-            f"unknown model {name!r}; the models are: {_names(entries)}", field="model"
+            f"unknown model {name!r}; the models are: {_names(entries)}",
+            field="model",
+            ctx={"name": name[:200]},
         )
 
     def is_loaded(self, entry: ModelEntry) -> bool:
@@ -336,8 +348,7 @@ class ModelRegistry:
         self.loaded.discard(lambda key: key[0] == path and key != entry.key)
         try:
             return self.loaded.get(
-                entry.key,
-                lambda: family.load(path, entry.name, self.max_tokens, self.cache_bytes),
+                entry.key, lambda: self._load_on_device(family, path, entry.name)
             )
         except Exception as exc:  # noqa: BLE001 - remembered, and said as this model's reason
             reason = failure_reason(path, exc)
@@ -346,6 +357,12 @@ class ModelRegistry:
             raise ModelUnsupported(
                 f"model {entry.name!r} is not supported: {reason}", field="model"
             ) from exc
+
+    def _load_on_device(self, family: Family, path: Path, name: str) -> TextModel:
+        model = family.load(path, name, self.max_tokens, self.cache_bytes)
+        if self.device.type != "cpu":
+            model.to_device(self.device)
+        return model
 
 
 def _family(entry: ModelEntry) -> Family:

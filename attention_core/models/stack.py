@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..errors import SpecError
+from ..errors import MODEL_CONTEXT, LimitExceeded
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 
@@ -27,9 +27,12 @@ def first_position(cache: KVCache | None, length: int, context: int) -> int:
     """
     start = cache.length if cache is not None else 0
     if start + length > context:
-        raise SpecError(
+        raise LimitExceeded(
             f"the sequence is {start + length} tokens; this model reads at most {context}",
             field="text",
+            limit=context,
+            found=start + length,
+            setting=MODEL_CONTEXT,
         )
     return start
 
@@ -66,6 +69,8 @@ def run_blocks(
         hidden[-1] = x
     if cache is not None:
         cache.advance(x.shape[1])
+    # num_logits 0 (a viewer's pass) keeps no rows: the head's matmul is (B, 0, C) @ (C, V),
+    # no FLOPs (tests/models/test_lm_head_skipped.py counts them).
     kept = x if num_logits is None else x[:, x.shape[1] - num_logits :]
     return DecoderOutput(
         logits=lm_head(kept),

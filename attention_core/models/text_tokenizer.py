@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import SpecError
+from ..errors import EMPTY_INPUT, MODEL_CONTEXT, LimitExceeded, SpecError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -58,10 +58,13 @@ class TextTokenizer:
     """``tokenizers.Tokenizer`` with the project's limits, errors and token texts.
 
     ``max_tokens``: tokens a text may become (special tokens included); the
-    error names the count, the limit and ``limit_source`` (what sets it).
+    error names the count, the limit and ``limit_source`` (what sets it, in words;
+    ``limit_setting`` names it for a client: ``MODEL_CONTEXT`` or ``MODEL_MAX_TOKENS``).
     """
 
-    def __init__(self, path: Path, max_tokens: int, limit_source: str = "") -> None:
+    def __init__(
+        self, path: Path, max_tokens: int, limit_source: str = "", limit_setting: str = ""
+    ) -> None:
         self._tokenizer = read_tokenizer(
             path,
             lambda exc: SpecError(
@@ -70,6 +73,7 @@ class TextTokenizer:
         )
         self.max_tokens = max_tokens
         self.limit_source = limit_source
+        self.limit_setting = limit_setting or MODEL_CONTEXT
         self.special_ids = frozenset(
             i for i, added in self._tokenizer.get_added_tokens_decoder().items() if added.special
         )
@@ -85,7 +89,9 @@ class TextTokenizer:
         naming ``field``, the count and the limit.
         """
         if not text.strip():
-            raise SpecError(f"{field} is empty; give at least one word", field=field)
+            raise SpecError(
+                f"{field} is empty; give at least one word", field=field, kind=EMPTY_INPUT
+            )
         encoding = self._tokenizer.encode(text, add_special_tokens=True)
         ids = tuple(encoding.ids)
         if not ids:
@@ -93,8 +99,12 @@ class TextTokenizer:
         limit = self.max_tokens if limit is None else limit
         if len(ids) > limit:
             source = f" ({self.limit_source})" if self.limit_source else ""
-            raise SpecError(
-                f"{field} is {len(ids)} tokens; the limit is {limit}{source}", field=field
+            raise LimitExceeded(
+                f"{field} is {len(ids)} tokens; the limit is {limit}{source}",
+                field=field,
+                limit=limit,
+                found=len(ids),
+                setting=self.limit_setting,
             )
         special = tuple(
             bool(mask) or i in self.special_ids

@@ -8,7 +8,7 @@ saved as an ordinary checkpoint directory.  Nothing here knows HTTP.
 
 from .architectures import BuiltModel, build_model, gpt2_config, parameter_count
 from .checkpoint import TRAINING_FILE, is_run, new_run_name, prune_runs, save_run
-from .config import ARCHITECTURES, DEFAULT_PROBE, TrainConfig, preset_config
+from .config import ARCHITECTURES, DEFAULT_PROBE, FIXED_SETTINGS, TrainConfig, preset_config
 from .config import PRESETS as TRAINING_PRESETS
 from .config import SETTINGS as TRAINING_SETTINGS
 from .corpus import (
@@ -25,6 +25,7 @@ from .loop import learning_rate_at, make_optimizer, train
 __all__ = [
     "ARCHITECTURES",
     "DEFAULT_PROBE",
+    "FIXED_SETTINGS",
     "TRAINING_FILE",
     "TRAINING_PRESETS",
     "TRAINING_SETTINGS",

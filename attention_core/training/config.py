@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import EMPTY_INPUT, HEADS_INDIVISIBLE, LimitExceeded, SpecError
 
 ARCHITECTURES: dict[str, str] = {
     "bigram": "Bigram: the next character from this one alone (no attention)",
@@ -28,6 +28,16 @@ ARCHITECTURES: dict[str, str] = {
 # Ends on the space after "bank": its row of attention is where a trained head looks back
 # at "boat", the word that decides the next letter (b/n/o/u for the river, a/f/t/w for money).
 DEFAULT_PROBE = "Kim rowed the boat, then went to the bank "
+
+# What each rung of the ladder fixes, whatever its settings say (the /train page
+# shows these values, greyed out, from this table).
+FIXED_SETTINGS: dict[str, dict[str, int]] = {
+    "bigram": {"n_layer": 0, "n_head": 1},
+    "average": {"n_layer": 1, "n_head": 1},
+    "single_head": {"n_layer": 1, "n_head": 1},
+    "multi_head": {"n_layer": 1},
+    "gpt": {},
+}
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,8 @@ class TrainConfig:
             raise SpecError(
                 f"n_embd ({self.n_embd}) is not a multiple of n_head ({self.effective_heads})",
                 field="n_head",
+                kind=HEADS_INDIVISIBLE,
+                ctx={"width": self.n_embd, "heads": self.effective_heads},
             )
         if not 0.0 < self.learning_rate <= 1.0:
             raise SpecError(
@@ -115,23 +127,26 @@ class TrainConfig:
                 field="sample_temperature",
             )
         if not self.probe:
-            raise SpecError("probe is empty; give a few characters of text", field="probe")
-        if len(self.probe) > self.block_size:
             raise SpecError(
+                "probe is empty; give a few characters of text", field="probe", kind=EMPTY_INPUT
+            )
+        if len(self.probe) > self.block_size:
+            raise LimitExceeded(
                 f"probe is {len(self.probe)} characters; the model reads at most block_size = "
                 f"{self.block_size}",
                 field="probe",
+                limit=self.block_size,
+                found=len(self.probe),
+                setting="block_size",
             )
 
     @property
     def effective_layers(self) -> int:
-        return {"bigram": 0, "average": 1, "single_head": 1, "multi_head": 1}.get(
-            self.architecture, self.n_layer
-        )
+        return FIXED_SETTINGS[self.architecture].get("n_layer", self.n_layer)
 
     @property
     def effective_heads(self) -> int:
-        return 1 if self.architecture in ("bigram", "average", "single_head") else self.n_head
+        return FIXED_SETTINGS[self.architecture].get("n_head", self.n_head)
 
     @property
     def final_learning_rate(self) -> float:

@@ -53,11 +53,13 @@ class Progress:
 class Snapshot:
     """The probe's attention after ``step`` updates: one (H, T, T) tensor per layer.
 
-    Rows sum to 1; the upper triangle (the future) is 0.
+    Rows sum to 1; the upper triangle (the future) is 0.  ``scores``: each head-type score
+    (``attention_core.analysis``) as (L, H), induction on the model at this step.
     """
 
     step: int
     attentions: tuple[torch.Tensor, ...]
+    scores: dict[str, torch.Tensor] | None = None
 
 
 @dataclass(frozen=True)

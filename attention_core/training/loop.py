@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ..analysis.snapshots import training_scores
 from ..models.gpt2 import GPT2
 from .architectures import build_model, trainable_parameters
 from .batches import estimate_loss, get_batch, language_model_loss, sample_text
@@ -150,7 +151,9 @@ def train(
         )
         snapshot_due = config.snapshot_every and step % config.snapshot_every == 0
         if model.config.n_layer and (last or step == 0 or snapshot_due):
-            yield from _keeping_rng(Snapshot(step, _probe_attention(model, probe)))
+            maps = _probe_attention(model, probe)
+            scores = training_scores(model, maps, probe.tolist(), vocabulary.unknown_id)
+            yield from _keeping_rng(Snapshot(step, maps, scores))
         if evaluating and config.sample_chars:
             ids = sample_text(
                 model,

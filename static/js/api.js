@@ -52,10 +52,12 @@ export const api = {
 };
 
 /**
- * Show each error's msg in the element whose data-error-for matches the field
- * named by loc (["body", "tokens", 2] -> "tokens"); unmatched ones go to "general".
+ * Show each error in the element whose data-error-for matches the field named by
+ * loc (["body", "tokens", 2] -> "tokens"); unmatched ones go to "general". `word`
+ * (item, field) -> text words it (feedback.js's plainMessage: from type and ctx);
+ * without it the server's msg is shown as it is.
  */
-export function showErrors(root, error, fieldMap = {}) {
+export function showErrors(root, error, fieldMap = {}, word = null) {
   clearErrors(root);
   const items = error instanceof ApiError ? error.detail : [{ loc: [], msg: String(error.message || error) }];
   for (const item of items) {
@@ -65,7 +67,8 @@ export function showErrors(root, error, fieldMap = {}) {
     const box = root.querySelector(`[data-error-for="${CSS.escape(target)}"]`) || root.querySelector('[data-error-for="general"]');
     if (!box) continue;
     const where = loc.length > 1 ? ` (${loc.join(" → ")})` : "";
-    box.textContent = box.textContent ? `${box.textContent} ${item.msg}${where}` : `${item.msg}${where}`;
+    const text = word ? word(item, field) : `${item.msg}${where}`;
+    box.textContent = box.textContent ? `${box.textContent} ${text}` : text;
   }
 }
 

@@ -4,7 +4,7 @@
 // here they are captioned for a real layer (x after the layer's norm, RoPE's rotated
 // and unrotated q and k, the decoder's mask), and nothing is editable.
 
-import { byTestId, downloadJson, el } from "./dom.js";
+import { byTestId, downloadJson, el, initialData } from "./dom.js";
 import { showFieldError, showFieldErrors } from "./feedback.js";
 import { drawHeatmap } from "./heatmap.js";
 import { dimLabels, tokenLabels } from "./labels.js";
@@ -13,7 +13,8 @@ import { plainModelError } from "./model-errors.js";
 import { modelPageLink, readRealHead } from "./model-state.js";
 import { drawPipeline } from "./pipeline.js";
 
-const FAMILIES = { bert: "BERT-family encoder", gpt2: "GPT-2 decoder", llama: "Llama-family decoder" };
+// What the pages call each family: the server's (app/family_labels.py).
+const FAMILIES = initialData().family_labels || {};
 const LABELS = { model: "Model", text: "Text", text_b: "Second text", layer: "Layer", head: "Head" };
 
 /** [title, text] of each panel for this head (the toy captions assume a toy spec). */
@@ -79,7 +80,7 @@ function extraPanel(next, key, title, text) {
 function facts(trace) {
   const T = trace.tokens.length;
   const parts = [
-    `${trace.model}: ${FAMILIES[trace.family] || trace.family}`,
+    `${trace.model}: ${FAMILIES[trace.family] || trace.family} ${trace.causal ? "decoder" : "encoder"}`,
     `${T} token${T === 1 ? "" : "s"}`,
     `layer ${trace.layer}, head ${trace.head}`,
     `d_k = ${trace.heads[0].q[0].length}`,

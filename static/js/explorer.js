@@ -18,7 +18,7 @@ import { drawHeadView } from "./headview.js";
 import { dimLabels, tokenLabels } from "./labels.js";
 import { LIMITS, MODEL_VECTORS } from "./limits.js";
 import { MODEL_WIDTH, modelDim, modelVectors, wordsWithUnknownPieces } from "./model-vectors.js";
-import { STEPS, drawPipeline } from "./pipeline.js";
+import { STEPS, captionPipeline, drawPipeline } from "./pipeline.js";
 import { URL_LIMIT, canonical, readExplorerState, writeExplorerState } from "./state.js";
 import { bindTokenEditor, capTokens, renderChips, renderUnknown } from "./tokens.js";
 
@@ -51,6 +51,8 @@ const state = {
   ownVectors: false,
   // What capping the tokens cut, per editor, in plain words.
   notes: { tokens: [], source_tokens: [] },
+  // The specs before each number edit (oldest first), for Undo and Reset.
+  edits: [],
 };
 let requestSeq = 0;
 
@@ -202,6 +204,10 @@ function renderControls() {
   const cross = Boolean(s.source_tokens);
   $("opt-cross").checked = cross;
   $("source-editor").hidden = !cross;
+  $("explorer-title").textContent = cross ? "Cross-attention, step by step" : "Self-attention, step by step";
+  $("opt-causal").disabled = cross;
+  $("causal-help").hidden = !cross;
+  captionPipeline($("pipeline"), cross);
   if (cross) {
     renderChips($("source-chips"), s.source_tokens, (i) => setTokens(s.source_tokens.filter((_, j) => j !== i), "source_tokens"), {
       what: "source token",
@@ -236,7 +242,7 @@ function renderControls() {
   $("opt-seed").disabled = !seeded;
   $("opt-heads").value = s.num_heads;
   $("opt-heads").max = String(LIMITS.max_heads);
-  $("opt-causal").checked = s.causal;
+  $("opt-causal").checked = s.causal && !cross;
   const numeric = typeof s.scale === "number";
   $("opt-scale").value = numeric ? "number" : s.scale;
   $("opt-scale-number").value = numeric ? s.scale : "";
@@ -252,6 +258,7 @@ function renderControls() {
       update();
     },
   });
+  renderEditHistory();
   const chosen = currentPreset();
   for (const b of root.querySelectorAll(".preset")) {
     b.setAttribute("aria-pressed", String(b.dataset.testid === `preset-${chosen}`));
@@ -448,9 +455,28 @@ async function editCell(which, i, j, raw) {
     }
     s.projection[which][i][j] = value;
   }
+  state.edits.push({ spec: structuredClone(state.spec), auto: state.auto });
   state.spec = s;
   state.auto = null;
   await update();
+}
+
+/** Back to the spec before the last number edit (Undo) or before the first (Reset). */
+async function takeBackEdits(all) {
+  if (!state.edits.length) return;
+  const before = all ? state.edits[0] : state.edits[state.edits.length - 1];
+  state.edits = all ? [] : state.edits.slice(0, -1);
+  state.spec = structuredClone(before.spec);
+  state.auto = before.auto;
+  clearFieldErrors(root);
+  await update();
+}
+
+function renderEditHistory() {
+  const n = state.edits.length;
+  $("grid-undo").disabled = n === 0;
+  $("grid-reset").disabled = n === 0;
+  $("grid-history").textContent = n === 0 ? "" : `${n} number${n === 1 ? "" : "s"} changed`;
 }
 
 /** New tokens (or source tokens), capped at the server's limits, then recomputed. */
@@ -468,6 +494,12 @@ function setTokens(words, which = "tokens") {
   if (state.focus !== null && state.focus >= s.tokens.length) state.focus = null;
   adaptEmbedding();
   update();
+}
+
+function leaveCrossAttention() {
+  delete state.spec.source_tokens;
+  delete state.spec.source_embedding;
+  state.notes.source_tokens = [];
 }
 
 /** Add one word (whole, as typed) unless the sequence is full. */
@@ -491,7 +523,11 @@ function bindControls() {
     bindTokenEditor({ input, add, sentence, use, count }, {
       maxTokens: LIMITS.max_tokens,
       onWord: (word) => addWord(word, which),
-      onSentence: (words) => setTokens(words, which),
+      onSentence: (words) => {
+        // An own sentence starts self-attention: the old example's source does not belong to it.
+        if (which === "tokens") leaveCrossAttention();
+        setTokens(words, which);
+      },
     });
   }
   const on = (id, fn) =>
@@ -540,8 +576,11 @@ function bindControls() {
   on("opt-heads", (t) => (state.spec.num_heads = intOr(t.value, NaN)));
   on("opt-causal", (t) => (state.spec.causal = t.checked));
   on("opt-cross", (t) => {
-    if (t.checked) state.spec.source_tokens = state.spec.tokens.slice();
-    else {
+    if (t.checked) {
+      state.spec.source_tokens = state.spec.tokens.slice();
+      state.spec.causal = false; // a mask is for a token's own sequence
+      if (state.spec.mode === "causal_average") state.spec.mode = "attention";
+    } else {
       delete state.spec.source_tokens;
       delete state.spec.source_embedding;
     }
@@ -553,6 +592,8 @@ function bindControls() {
     state.spec.mode = t.value;
     if (t.value === "causal_average") state.spec.causal = true;
   });
+  $("grid-undo").addEventListener("click", () => takeBackEdits(false));
+  $("grid-reset").addEventListener("click", () => takeBackEdits(true));
   $("download-trace").addEventListener("click", () => {
     if (state.trace) downloadJson("attention-trace.json", { request: state.request, response: state.trace });
   });
@@ -595,6 +636,7 @@ async function choosePreset(name) {
   state.auto = null;
   state.ownVectors = false;
   state.notes = { tokens: [], source_tokens: [] };
+  state.edits = [];
   await update();
 }
 
@@ -631,6 +673,7 @@ function staleBecause(reason) {
 
 async function update() {
   delete root.dataset.ready;
+  if (state.spec.source_tokens) state.spec.causal = false; // no causal mask across sequences (causal-help)
   save();
   renderControls();
   clearFieldErrors(root);

@@ -15,45 +15,58 @@ const fmtNumber = (s) => {
 const divisorsUpTo = (n, max) => Array.from({ length: Math.min(n, max) }, (_, i) => i + 1).filter((d) => n % d === 0);
 const orList = (xs) => (xs.length <= 1 ? xs.join("") : `${xs.slice(0, -1).join(", ")} or ${xs[xs.length - 1]}`);
 
-/** Why `heads` cannot split a query/key width, and which head counts can. */
-export function headsAdvice(width, heads, maxHeads = 16) {
-  return `${heads} heads cannot split a query/key width of ${width} evenly: choose ${orList(divisorsUpTo(width, maxHeads))} heads, or change d_out.`;
+/** Why `heads` cannot split a width (the query/key width, or a page's `widthName`), and
+ * which head counts can. */
+export function headsAdvice(width, heads, maxHeads = 16, widthName = "query/key width", change = "d_out") {
+  return `${heads} heads cannot split ${widthName === "query/key width" ? "a query/key width" : widthName} of ${width} evenly: choose ${orList(divisorsUpTo(width, maxHeads))} heads, or change ${change}.`;
 }
 
-// Pydantic's and the server's wording, as a reader would put it. `label` names the control.
-const RULES = [
-  [/^Input should be greater than or equal to (\S+)$/, (l, [n]) => `${l} must be at least ${fmtNumber(n)}.`],
-  [/^Input should be greater than (\S+)$/, (l, [n]) => `${l} must be more than ${fmtNumber(n)}.`],
-  [/^Input should be less than or equal to (\S+)$/, (l, [n]) => `${l} must be at most ${fmtNumber(n)}.`],
-  [/^Input should be less than (\S+)$/, (l, [n]) => `${l} must be less than ${fmtNumber(n)}.`],
-  [/^Input should be a valid integer/, (l) => `${l} must be a whole number.`],
-  [/^Input should be a valid (number|float)/, (l) => `${l} must be a number.`],
-  [/^Input should be a finite number/, (l) => `${l} must be a finite number between −1,000,000 and 1,000,000.`],
-  [/^Input should be a valid boolean/, (l) => `${l} must be on or off.`],
-  [/^Input should be a valid (list|array)/, (l) => `${l} must be a list.`],
-  [/^Input should be (.+)$/, (l, [what]) => `${l} must be ${what.replace(/'([^']*)'/g, "“$1”")}.`],
-  [/^Field required$/, (l) => `${l} is missing.`],
-  [/^String should have at least 1 character/, (l) => `${l} cannot be empty.`],
-  [/^List should have at least (\d+) items?/, (l, [n]) => `${l} needs at least ${n}.`],
-  [/^Extra inputs are not permitted$/, (l) => `${l} is not something this server knows.`],
-  [
-    /^the query\/key width \((\d+)\) is not a multiple of the number of heads \((\d+)\)$/,
-    (l, [width, heads], ctx) => headsAdvice(Number(width), Number(heads), ctx.maxHeads),
-  ],
-  [
-    /^(.+?) is (\d+); the limit is (\d+) \((ATTENTION_VIZ_\w+)\)$/,
-    (l, [, found, limit, env]) => `${l}: ${fmtNumber(found)} is more than this server takes (at most ${fmtNumber(limit)}; ${env}).`,
-  ],
-];
+const quoted = (text) => String(text).replace(/'([^']*)'/g, "“$1”");
+const inWords = (l, text) => `${l} must be ${quoted(text)}.`;
 
-/** One error item ({loc, msg}) in plain words; `label` names the control it belongs to. */
-export function plainMessage(item, label = "This value", ctx = {}) {
-  const msg = String(item.msg || "").trim();
-  for (const [pattern, say] of RULES) {
-    const m = msg.match(pattern);
-    if (m) return say(label, m.slice(1), ctx);
+/** What sets a limit, for a reader: the server's setting, or the model itself. */
+function limitWords(label, { limit, found, setting }) {
+  if (setting === "model_context") return `${label}: ${fmtNumber(found)} is more than this model reads (at most ${fmtNumber(limit)}).`;
+  if (String(setting).startsWith("ATTENTION_VIZ_")) {
+    return `${label}: ${fmtNumber(found)} is more than this server takes (at most ${fmtNumber(limit)}; ${setting}).`;
   }
-  return /[.!?]$/.test(msg) ? msg : `${msg}.`;
+  return `${label}: ${fmtNumber(found)} is more than ${setting} allows (at most ${fmtNumber(limit)}).`;
+}
+
+// Each error's stable type (pydantic's, or the server's own: app/errors.py) and its
+// ctx, as a reader would put them; `label` names the control. The sentence (msg) is
+// shown as it is only for a type not listed here: it is never parsed.
+const WORDS = {
+  greater_than_equal: (l, c) => `${l} must be at least ${fmtNumber(c.ge)}.`,
+  greater_than: (l, c) => `${l} must be more than ${fmtNumber(c.gt)}.`,
+  less_than_equal: (l, c) => `${l} must be at most ${fmtNumber(c.le)}.`,
+  less_than: (l, c) => `${l} must be less than ${fmtNumber(c.lt)}.`,
+  int_type: (l) => `${l} must be a whole number.`,
+  int_parsing: (l) => `${l} must be a whole number.`,
+  int_from_float: (l) => `${l} must be a whole number.`,
+  float_type: (l) => `${l} must be a number.`,
+  float_parsing: (l) => `${l} must be a number.`,
+  finite_number: (l) => `${l} must be a finite number between −1,000,000 and 1,000,000.`,
+  bool_type: (l) => `${l} must be on or off.`,
+  bool_parsing: (l) => `${l} must be on or off.`,
+  list_type: (l) => `${l} must be a list.`,
+  literal_error: (l, c) => inWords(l, c.expected),
+  enum: (l, c) => inWords(l, c.expected),
+  missing: (l) => `${l} is missing.`,
+  string_too_short: (l) => `${l} cannot be empty.`,
+  too_short: (l, c) => `${l} needs at least ${c.min_length}.`,
+  extra_forbidden: (l) => `${l} is not something this server knows.`,
+  heads_indivisible: (l, c, page) => headsAdvice(Number(c.width), Number(c.heads), page.maxHeads, page.widthName, page.widthName),
+  limit_exceeded: (l, c) => limitWords(l, c),
+};
+
+/** One error item ({loc, msg, type, ctx}) in plain words; `label` names the control it
+ * belongs to. An item already worded (model-errors.js) is shown as it is. */
+export function plainMessage(item, label = "This value", page = {}) {
+  const say = !item.worded && WORDS[item.type];
+  if (say) return say(label, item.ctx || {}, page);
+  const msg = String(item.msg || "").trim();
+  return ".!?".includes(msg.slice(-1)) ? msg : `${msg}.`;
 }
 
 /** The loc without its "body"/"query" prefix: ["num_heads"], ["embedding", "vectors", 0, 1]. */
@@ -82,14 +95,14 @@ export function showFieldError(root, key, text) {
  * where(path) -> {key, label} names the error box and the words for the control;
  * returns the messages shown, in order.
  */
-export function showFieldErrors(root, error, where, ctx = {}) {
+export function showFieldErrors(root, error, where, page = {}) {
   clearFieldErrors(root);
   const items = error instanceof ApiError ? error.detail : [{ loc: [], msg: String(error.message || error) }];
   const shown = [];
   for (const item of items) {
     const path = fieldPath(item);
     const { key = "general", label } = where(path) || {};
-    const text = label ? plainMessage(item, label, ctx) : plainMessage(item, undefined, ctx);
+    const text = label ? plainMessage(item, label, page) : plainMessage(item, undefined, page);
     showFieldError(root, key, text);
     shown.push(text);
   }

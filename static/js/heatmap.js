@@ -243,8 +243,8 @@ const labelPx = (label, size) => Array.from(label).length * size * 0.6;
 /**
  * The Plotly figure of a labelled heatmap, `width` pixels wide. Every token is
  * labelled (up to 64): the font shrinks, the plot grows taller, and x labels
- * turn vertical when they do not fit; past what the width can hold, the plot
- * gets its own width and its panel scrolls sideways.
+ * turn vertical when they do not fit; past what the width can hold, every few
+ * columns are labelled: the plot always fits its panel.
  */
 export function heatmapFigure(opts, width, range = weightRange) {
   const { z, rows, cols, kind = "signed", rowTitle = "", colTitle = "" } = opts;
@@ -258,19 +258,22 @@ export function heatmapFigure(opts, width, range = weightRange) {
     row.map((v, j) => `${rowName}: ${rowsEsc[i]}<br>${colName}: ${colsEsc[j]}<br>value: ${format(v)}`),
   );
   const yTicks = tickIndices(n, false);
-  const xTicks = tickIndices(m, Boolean(opts.thinCols));
   const yText = yTicks.map((i) => tickLabel(rows[i]));
-  const xText = xTicks.map((j) => tickLabel(cols[j]));
   const yFont = labelFont(yTicks.length);
-  const xFont = labelFont(xTicks.length);
   const yLabelW = Math.max(0, ...yText.map((t) => labelPx(t, yFont)));
-  const xLabelW = Math.max(0, ...xText.map((t) => labelPx(t, xFont)));
   const chrome = 30 + yLabelW + 80; // axis title, y labels, colour bar
   const plotW = Math.max(40, width - chrome);
-  const slot = (plotW / Math.max(m, 1)) * (xTicks.length > 1 ? xTicks[1] - xTicks[0] : 1);
-  const vertical = xLabelW + 4 > slot;
-  const minSlot = xFont + 3;
-  const ownWidth = vertical && slot < minSlot ? Math.ceil(chrome + (m * minSlot) / (xTicks.length > 1 ? xTicks[1] - xTicks[0] : 1)) : null;
+  const cellW = plotW / Math.max(m, 1);
+  // The map always fits its panel: when the columns are too narrow for a label each,
+  // only every few columns are labelled (the hover text names every one).
+  const first = tickIndices(m, Boolean(opts.thinCols));
+  let step = first.length > 1 ? first[1] - first[0] : 1;
+  while (step < m && cellW * step < labelFont(Math.ceil(m / step)) + 3) step++;
+  const xTicks = Array.from({ length: Math.ceil(m / step) }, (_, i) => i * step);
+  const xFont = labelFont(xTicks.length);
+  const xText = xTicks.map((j) => tickLabel(cols[j]));
+  const xLabelW = Math.max(0, ...xText.map((t) => labelPx(t, xFont)));
+  const vertical = xLabelW + 4 > cellW * step;
 
   const trace = {
     type: "heatmap",
@@ -346,7 +349,6 @@ export function heatmapFigure(opts, width, range = weightRange) {
       zeroline: false,
     },
   };
-  if (ownWidth) layout.width = ownWidth;
   return { data: [trace], layout };
 }
 

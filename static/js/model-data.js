@@ -135,8 +135,9 @@ function runJob(kind, body, { isCurrent, onInfo, onMeta, onLayer }) {
 }
 
 /** Every layer of one text's attention (see above). */
-export function fetchLayers({ model, text, textB, hideSpecial, ...callbacks }) {
+export function fetchLayers({ model, text, textB, hideSpecial, measure = "weights", ...callbacks }) {
   const body = { text, hide_special: hideSpecial, format: "compact", dtype: "uint8" };
+  if (measure !== "weights") body.measure = measure;
   if (model) body.model = model;
   if (textB) body.text_b = textB;
   return runJob("attention", body, callbacks);

@@ -1,9 +1,10 @@
 // The model page's errors: each beside the control it belongs to (the picker, the
 // text, the prompt, max new tokens…), in plain words rather than the server's or
-// pydantic's. Pydantic's wording is translated by feedback.js; the model routes'
-// own messages are rewritten here first.
+// pydantic's: each worded from its type and ctx, never from its sentence. Pydantic's
+// types are worded by feedback.js; the model routes' own are worded here first.
 
 import { ApiError } from "./api.js";
+import { fieldPath } from "./feedback.js";
 
 // Request fields -> the error box (data-error-for) and the words for the control.
 const PLACES = {
@@ -25,49 +26,39 @@ export function modelErrorPlace(path) {
 
 const n = (s) => Number(s).toLocaleString("en-US");
 
-// The model routes' messages, as a reader would put them. Each gets (match, item).
-const RULES = [
-  [
-    /^unknown model '(.*)'; the models are: .*$/s,
-    ([, name]) => `There is no model called “${name}” on this server. Choose one from the list.`,
-  ],
-  [
-    /^(text|text_b|prompt) is (\d+) tokens; the limit is (\d+) \((.+)\)$/,
-    ([, field, count, limit, why]) =>
-      `${PLACES[field]} is ${n(count)} tokens long; this model reads at most ${n(limit)} (${why}). Shorten it.`,
-  ],
-  [
-    /^(text and text_b are|text is) (\d+) WordPiece tokens including \[CLS\] and \[SEP\]; the limit is (\d+)$/,
-    ([, what, count, limit]) =>
-      `${what.startsWith("text and") ? "The two texts are" : "The text is"} ${n(count)} WordPiece tokens (with [CLS] and [SEP]); this model reads at most ${n(limit)}. Shorten it.`,
-  ],
-  [
-    /^the prompt \((\d+) tokens\) and max_new_tokens \((\d+)\) make (\d+) positions; this model reads at most (\d+)$/,
-    ([, prompt, asked, , context]) => {
-      const room = Number(context) - Number(prompt);
-      return room > 0
-        ? `The prompt is ${n(prompt)} tokens and this model reads at most ${n(context)}, so it can write at most ${n(room)} more (not ${n(asked)}).`
-        : `The prompt already fills this model's ${n(context)} positions: shorten it.`;
-    },
-  ],
-  [
-    /^max_new_tokens is (\d+); the limit is (\d+) \((ATTENTION_VIZ_\w+)\)$/,
-    ([, asked, limit, env]) => `Max new tokens: ${n(asked)} is more than this server writes at once (at most ${n(limit)}; ${env}).`,
-  ],
-  [/^(text|text_b|prompt) is empty; give at least one word$/, ([, field]) => `${PLACES[field]} is empty: type at least one word.`],
-  [
-    /^text_b \(a sentence pair\) is for encoders; .*$/,
-    () => "A second text (a sentence pair) is for encoders only: put the whole text in Text.",
-  ],
-];
+/** What sets a model input's limit, in words: the model's context or a server setting. */
+const why = (setting) => (setting === "model_context" ? "its context" : `the server's limit, ${setting}`);
+
+/** The model routes' errors as a reader would put them, from each item's stable type
+ * and ctx (app/errors.py) and the field it names; null leaves an item to feedback.js. */
+function sayModelError(item) {
+  const [field] = fieldPath(item);
+  const c = item.ctx || {};
+  if (item.type === "model_not_found" && c.name !== undefined) {
+    return `There is no model called “${c.name}” on this server. Choose one from the list.`;
+  }
+  if (item.type === "empty_input" && field in PLACES) return `${PLACES[field]} is empty: type at least one word.`;
+  if (item.type === "pair_needs_encoder") return "A second text (a sentence pair) is for encoders only: put the whole text in Text.";
+  if (item.type !== "limit_exceeded") return null;
+  if (c.prompt_tokens !== undefined) {
+    const room = c.limit - c.prompt_tokens;
+    return room > 0
+      ? `The prompt is ${n(c.prompt_tokens)} tokens and this model reads at most ${n(c.limit)}, so it can write at most ${n(room)} more (not ${n(c.max_new_tokens)}).`
+      : `The prompt already fills this model's ${n(c.limit)} positions: shorten it.`;
+  }
+  if (field === "max_new_tokens") {
+    return `Max new tokens: ${n(c.found)} is more than this server writes at once (at most ${n(c.limit)}; ${c.setting}).`;
+  }
+  if (["text", "text_b", "prompt"].includes(field) && c.setting !== "MAX_JSON_WEIGHTS") {
+    const unit = c.unit || "tokens long";
+    return `${PLACES[field]} is ${n(c.found)} ${unit}; this model reads at most ${n(c.limit)} (${why(c.setting)}). Shorten it.`;
+  }
+  return null;
+}
 
 function plainItem(item) {
-  const msg = String(item.msg || "");
-  for (const [pattern, say] of RULES) {
-    const m = msg.match(pattern);
-    if (m) return { ...item, msg: say(m, item) };
-  }
-  return item;
+  const msg = sayModelError(item);
+  return msg === null ? item : { ...item, msg, worded: true };
 }
 
 /** The same error with the model routes' messages in plain words (feedback.js does pydantic's). */

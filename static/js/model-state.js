@@ -28,6 +28,7 @@ export function defaultState(init) {
     seed: null,
     hide: false,
     scale: "map",
+    measure: "weights", // "weights" | "value_norm" (the maps' values)
     layer: 1,
     head: "1", // "1".."H", "mean" or "rollout"
     token: null, // the chosen token (index among the tokens shown), or null
@@ -53,6 +54,7 @@ export function readModelState(defaults, search = window.location.search) {
   if (p.has("seed")) s.seed = int(p.get("seed"), 0);
   s.hide = p.get("hide") === "1";
   if (p.get("scale") === "fixed") s.scale = "fixed";
+  if (p.get("measure") === "value_norm") s.measure = "value_norm";
   s.layer = int(p.get("layer"), 1) ?? s.layer;
   const head = p.get("head");
   if (head && (EXTRA_MAPS.includes(head) || /^\d+$/.test(head))) s.head = head;
@@ -88,6 +90,7 @@ export function modelStatePairs(s, d) {
   }
   if (s.hide) pairs.push(["hide", "1"]);
   add("scale", s.scale, d.scale);
+  add("measure", s.measure, d.measure);
   add("layer", String(s.layer), String(d.layer));
   add("head", s.head, d.head);
   add("tok", s.token === null ? null : String(s.token), null);
@@ -102,8 +105,9 @@ export function modelStatePairs(s, d) {
 /** Write the state into the address bar (replaceState); returns the query's length. */
 export function writeModelState(s, d) {
   const query = buildQuery(modelStatePairs(s, d));
-  const url = query ? `${window.location.pathname}?${query}` : window.location.pathname;
-  if (url !== `${window.location.pathname}${window.location.search}`) window.history.replaceState(null, "", url);
+  // The hash is model-stacks.js' (an encoder-decoder's target, tab and word): kept.
+  const url = (query ? `${window.location.pathname}?${query}` : window.location.pathname) + window.location.hash;
+  if (url !== `${window.location.pathname}${window.location.search}${window.location.hash}`) window.history.replaceState(null, "", url);
   return query.length;
 }
 

@@ -12,7 +12,9 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
+import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
+import { setupHeadAnalysis } from "./model-heads.js";
 import { drawTokenView } from "./model-token-view.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
 
@@ -36,6 +38,8 @@ function defaultsFor(entry) {
 }
 const urlModel = new URLSearchParams(window.location.search).get("model");
 const state = readModelState(defaultsFor(MODELS.find((m) => m.name === urlModel && m.supported)));
+// Encoder-decoders: the three stacks and the alignment view (model-stacks.js).
+const stacks = initStacks({ models: MODELS, defaultModel: DEFAULT_MODEL, limits: LIMITS, form, sourceText: () => $("model-text").value, modelName: () => state.model });
 
 let info = null; // GET /api/model?model=… of the maps shown
 let meta = null; // the answer shown, without its maps: tokens, positions, generated…
@@ -45,9 +49,18 @@ let buttons = new Map(); // "L-head" -> button
 let seq = 0;
 let headViewMode = "lines";
 let modelNote = null; // a problem with the URL's model, shown beside the picker
+// Head scores, ablation and the logit lens (model-heads.js); a head there opens its map here.
+const analysis = setupHeadAnalysis({
+  container: $("head-analysis"),
+  openHead: (layer, head) => {
+    select(layer, String(head));
+    $("zoom-card").scrollIntoView({ block: "nearest" });
+  },
+});
 
 // ---------- models ----------
 
+const isPlainEncoder = (entry) => Boolean(entry && !entry.causal && entry.kind !== ENCODER_DECODER);
 const entryOf = (name) => MODELS.find((m) => m.name === (name || DEFAULT_MODEL)) || null;
 const current = () => entryOf(state.model);
 
@@ -87,6 +100,7 @@ function explainNoAttention(entry) {
 function applyKind() {
   const entry = current();
   const causal = Boolean(entry && entry.causal);
+  const pairs = isPlainEncoder(entry); // an encoder-decoder's second text is its target (model-stacks.js)
   if (!causal) state.task = "read";
   if (hasNoLayers(entry)) state.task = "generate";
   explainNoAttention(entry);
@@ -94,11 +108,11 @@ function applyKind() {
   $("task").hidden = !causal;
   for (const radio of form.querySelectorAll("input[name='task']")) radio.checked = radio.value === state.task;
   $("text-field").hidden = generating;
-  $("text-b-field").hidden = causal;
+  $("text-b-field").hidden = !pairs;
   $("generate-fields").hidden = !generating;
   $("model-run").textContent = generating ? "Generate" : "Show attention";
   $("masked-hint").hidden = !causal;
-  $("compare-word-card").hidden = causal;
+  $("compare-word-card").hidden = !pairs;
   $("tokens-kind").textContent = entry && entry.family === "bert" ? "WordPiece tokens" : "Tokens";
   if (entry) {
     $("model-pick").value = entry.name;
@@ -146,6 +160,7 @@ function fillForm() {
   $("gen-seed").value = state.seed ?? "";
   $("hide-special").checked = state.hide;
   $("colour-scale").value = state.scale;
+  $("map-measure").value = state.measure;
   $("cw-text-a").value = state.cw.text_a || "";
   $("cw-text-b").value = state.cw.text_b || "";
   $("cw-word").value = state.cw.word || "";
@@ -471,7 +486,7 @@ async function run() {
   grid.dataset.drawn = "0";
   const started = performance.now();
   writeUrl();
-  const asked = { task: state.task, text: state.text, textB: entry.causal ? "" : state.textB, prompt: state.prompt };
+  const asked = { task: state.task, text: state.text, textB: isPlainEncoder(entry) ? state.textB : "", prompt: state.prompt };
   const fresh = new Map();
   let drawn = 0;
   let answerInfo = null;
@@ -514,7 +529,7 @@ async function run() {
         ...callbacks,
       });
     } else {
-      await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, ...callbacks });
+      await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, measure: state.measure, ...callbacks });
     }
     if (mine !== seq) return;
     shown = asked;
@@ -531,6 +546,8 @@ async function run() {
     // The large Plotly map after the canvases: it costs more than all of them.
     drawSelected();
     drawTokens();
+    if (generating || asked.textB) analysis.clear();
+    else analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads });
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
     const sizes = info.layers ? `${countOf(info.layers, "layer")} × ${countOf(info.heads, "head")}` : "no attention layers";
     setStatus(`${meta.tokens.length} tokens (${what}${sizes}) in ${Math.round(performance.now() - started)} ms`);
@@ -541,7 +558,7 @@ async function run() {
       modelName: info.name.split("/").pop(),
       limits: LIMITS,
       isCurrent: () => mine === seq,
-      lookup: !info.causal, // /api/model/embeddings lists an encoder's word pieces
+      lookup: isPlainEncoder(current()), // /api/model/embeddings lists an encoder's word pieces
     });
   } catch (err) {
     if (mine !== seq) return;
@@ -581,6 +598,7 @@ $("model-pick").addEventListener("change", (ev) => {
   state.tokenLayer = null;
   applyKind();
   run();
+  stacks.update();
 });
 
 for (const radio of form.querySelectorAll("input[name='task']")) {
@@ -600,6 +618,11 @@ $("gen-sampling").addEventListener("change", (ev) => {
 
 $("hide-special").addEventListener("change", (ev) => {
   state.hide = ev.target.checked;
+  form.requestSubmit();
+});
+
+$("map-measure").addEventListener("change", (ev) => {
+  state.measure = ev.target.value;
   form.requestSubmit();
 });
 
@@ -643,9 +666,10 @@ function start() {
   checkUrlModel();
   fillForm();
   applyKind();
+  stacks.update();
   run().then(() => {
     const entry = current();
-    if (entry && !entry.causal && state.cw.text_a && state.cw.text_b && state.cw.word) runCompare();
+    if (isPlainEncoder(entry) && state.cw.text_a && state.cw.text_b && state.cw.word) runCompare();
   });
 }
 

@@ -1,24 +1,14 @@
 // The pipeline: one labelled heatmap per step of the trace, for one head or
 // the heads' average. explorer.html holds the panels (so their space is there
-// before any data); STEPS says what each one shows.
+// before any data); STEPS (the server's, app/steps.py) says what each one shows.
 
-import { el } from "./dom.js";
+import { el, initialData } from "./dom.js";
 import { drawHeatmap, plotInView, plotWidth } from "./heatmap.js";
 import { yieldToMain } from "./plotly-loader.js";
 import { dimLabels, tokenLabels } from "./labels.js";
 
-export const STEPS = [
-  { key: "x", title: "x", text: "Each token's input embedding, one row per token.", rows: "q", cols: "dim", shared: true },
-  { key: "q", title: "q = x @ W_query", text: "Queries: what each token is looking for.", rows: "q", cols: "dim" },
-  { key: "k", title: "k = x @ W_key", text: "Keys: what each token offers to be matched against.", rows: "k", cols: "dim" },
-  { key: "v", title: "v = x @ W_value", text: "Values: what each token passes on when attended to.", rows: "k", cols: "dim" },
-  { key: "attn_scores", title: "attn_scores = q @ k.T", text: "How well each token's query (row) matches each token's key (column).", rows: "q", cols: "k" },
-  { key: "scaled_scores", title: "scaled_scores", text: "The scores times the scale (1/sqrt(d_k) by default), so they do not grow with the width.", rows: "q", cols: "k" },
-  { key: "masked_scores", title: "masked_scores", text: "With the causal mask, a token may not look ahead: those cells become −∞ (blank).", rows: "q", cols: "k" },
-  { key: "attn_weights", title: "attn_weights = softmax(masked_scores)", text: "Each row turned into weights that sum to 1: how much each token (row) takes from each token (column).", rows: "q", cols: "k", weights: true },
-  { key: "context_vec", title: "context_vec = attn_weights @ v", text: "Each token's new vector: the weighted average of the values.", rows: "q", cols: "dim" },
-  { key: "output", title: "output", text: "The heads' context vectors joined side by side (times W_out when given).", rows: "q", cols: "dim", shared: true },
-];
+// The steps, their titles and words: the server's list (app/steps.py), in the page's data.
+export const STEPS = initialData().steps || [];
 
 function average(matrices) {
   const [first] = matrices;
@@ -56,6 +46,21 @@ function panelFor(container, step) {
     container.append(panel);
   }
   return panel;
+}
+
+/**
+ * Title the panels for self- or cross-attention: with a source, the keys and values
+ * are the source's (k = source @ W_key) and there is no causal mask.
+ */
+export function captionPipeline(container, cross) {
+  for (const step of STEPS) {
+    const panel = container.querySelector(`[data-step="${step.key}"]`);
+    if (!panel) continue;
+    const title = (cross && step.cross_title) || step.title;
+    panel.querySelector(".step-title").textContent = title;
+    panel.querySelector(".step-text").textContent = ` ${(cross && step.cross_text) || step.text}`;
+    panel.querySelector(".plot").setAttribute("aria-label", `${title} heatmap`);
+  }
 }
 
 /**

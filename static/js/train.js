@@ -3,8 +3,10 @@
 // attention form; scrub back through the snapshots; open the result on /model.
 
 import { ApiError, clearErrors, showErrors } from "./api.js";
+import { plainMessage } from "./feedback.js";
 import { byTestId, el, initialData } from "./dom.js";
 import { decodeCompact } from "./model-data.js";
+import { heatGrid } from "./score-grid.js";
 import { buildGrid, drawGrid, drawLoss, drawZoom, markPicked } from "./train-plots.js";
 import { showRuns } from "./train-runs.js";
 import { streamTraining } from "./train-stream.js";
@@ -22,14 +24,8 @@ const STEP_TITLES = {
   multi_head: "4 · Several heads",
   gpt: "5 · GPT blocks",
 };
-// What a rung fixes, whatever the inputs say (the server builds the same).
-const FIXED = {
-  bigram: { n_layer: 0, n_head: 1 },
-  average: { n_layer: 1, n_head: 1 },
-  single_head: { n_layer: 1, n_head: 1 },
-  multi_head: { n_layer: 1 },
-  gpt: {},
-};
+// What a rung fixes, whatever the inputs say: the server's table (FIXED_SETTINGS).
+const FIXED = init.fixed;
 // Which error box shows a server error about a field.
 const ERROR_BOXES = Object.fromEntries([...SIZES.map((f) => [f, "sizes"]), ["file", "text"], ["architecture", "general"]]);
 // The server's limit (GET /api/train/presets) behind each input's max.
@@ -42,6 +38,9 @@ const LIMITS = {
   max_steps: "train_max_steps",
 };
 const REDRAW_MS = 200;
+// An error in words, from its type and ctx (feedback.js), named by its field.
+const wordError = (item, field) =>
+  plainMessage(item, field || "This value", { maxHeads: init.limits.max_heads, widthName: "n_embd" });
 
 const state = { architecture: "gpt", values: {}, source: "corpus", probe: "" };
 let run = null;
@@ -189,6 +188,26 @@ function showSnapshot(r, index) {
   $("zoom-title").textContent = `Layer ${layer + 1}, head ${head + 1} after step ${snapshot.step}`;
   $("zoom-plot").hidden = false;
   drawZoom($("zoom-plot"), snapshot, layer, head, r.tokens);
+  drawSnapshotScores(snapshot);
+}
+
+/** The chosen head-type score of every head at this snapshot (a layer × head grid). */
+function drawSnapshotScores(snapshot) {
+  const names = Object.keys(snapshot.scores);
+  const box = $("train-scores");
+  box.hidden = names.length === 0;
+  if (!names.length) return;
+  const select = $("train-score");
+  if (select.options.length !== names.length) {
+    const chosen = select.value;
+    select.replaceChildren(...names.map((n) => el("option", { value: n, text: n.replace(/_/g, " ") })));
+    if (names.includes(chosen)) select.value = chosen;
+  }
+  const name = select.value;
+  $("train-score-grid").replaceChildren(
+    heatGrid({ values: snapshot.scores[name], testid: "train-score-cells", label: name.replace(/_/g, " "), click: (l, h) => pick(l - 1, h - 1) }),
+  );
+  $("train-score-grid").dataset.step = String(snapshot.step);
 }
 
 function pick(layer, head) {
@@ -247,7 +266,7 @@ const handlers = {
   },
   snapshot(data) {
     if (!data.attention) return;
-    run.snapshots.push({ step: data.step, ...decodeCompact(data.attention), shape: data.attention.shape });
+    run.snapshots.push({ step: data.step, ...decodeCompact(data.attention), shape: data.attention.shape, scores: data.scores || {} });
     const slider = $("snapshot-slider");
     slider.max = String(run.snapshots.length - 1);
     slider.disabled = run.snapshots.length < 2;
@@ -278,7 +297,7 @@ const handlers = {
     // would abort a run that is still pruning old runs.
   },
   error(data) {
-    showErrors(form, new ApiError(422, data.detail), ERROR_BOXES);
+    showErrors(form, new ApiError(422, data.detail), ERROR_BOXES, wordError);
     $("train-status").textContent = "The run stopped with an error.";
   },
 };
@@ -295,7 +314,7 @@ async function start() {
   try {
     body = requestBody();
   } catch (err) {
-    showErrors(form, err, ERROR_BOXES);
+    showErrors(form, err, ERROR_BOXES, wordError);
     return;
   }
   if (run && run.timer) clearTimeout(run.timer);
@@ -332,7 +351,7 @@ async function start() {
       $("train-status").textContent = `Stopped at step ${current.step} (nothing saved).`;
       if (current.name) $("progress-text").textContent = progressLine(current, " · stopped");
     } else {
-      showErrors(form, err, ERROR_BOXES);
+      showErrors(form, err, ERROR_BOXES, wordError);
       $("train-status").textContent = err.status === 429 ? "The server is busy." : "Not started.";
       if (!current.name) $("progress-text").textContent = "Not started.";
     }
@@ -378,6 +397,9 @@ function setup() {
     const slider = $("snapshot-slider");
     run.follow = slider.value === slider.max;
     showSnapshot(run, Number(slider.value));
+  });
+  $("train-score").addEventListener("change", () => {
+    if (run) showSnapshot(run, Number($("snapshot-slider").value));
   });
   drawLoss($("loss-plot"), { batch: [], train: [], val: [] }, null, Number($("max_steps").value) || 1);
   showRuns($("runs-card"), STEP_TITLES).then((refresh) => {

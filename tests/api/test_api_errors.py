@@ -23,9 +23,26 @@ def errors_of(response, status: int) -> list[dict]:
     body = response.json()
     assert set(body) == {"detail"} and body["detail"]
     for error in body["detail"]:
-        assert set(error) == {"loc", "msg", "type"}
+        assert {"loc", "msg", "type"} <= set(error) <= {"loc", "msg", "type", "ctx"}
         assert isinstance(error["msg"], str) and error["msg"]
+        assert_limit_contract(error)
     return body["detail"]
+
+
+def assert_limit_contract(error: dict) -> None:
+    """A size over a limit says so in fields, not only in its sentence."""
+    if "the limit is" in error["msg"] or "reads at most" in error["msg"]:
+        assert error["type"] in ("limit_exceeded", "body_too_large"), error
+        ctx = error["ctx"]
+        assert {"limit", "found", "setting"} <= set(ctx), error
+        assert isinstance(ctx["limit"], int) and isinstance(ctx["found"], int)
+        assert ctx["found"] > ctx["limit"], error
+        assert str(ctx["limit"]) in error["msg"].replace(",", ""), error
+        assert (
+            ctx["setting"] == "model_context"
+            or ctx["setting"] in error["msg"]
+            or (ctx["setting"].startswith("ATTENTION_VIZ_"))
+        ), error
 
 
 def error_of(response, status: int) -> dict:

@@ -120,8 +120,35 @@ def test_a_run_streams_into_the_page_and_the_slider_scrubs(page: Page, runs_dir:
     assert "␣·" in " ".join(labels) and " ·" not in " ".join(labels), labels
     # Untrained: every row nearly uniform over the past (row 3 ≈ 1/4 each), future masked.
     assert early[3][4] is None and abs(early[3][0] - 0.25) < 0.05
+    # That snapshot's head scores: a layer × head grid; a head there opens its map.
+    expect(page.get_by_test_id("train-score-grid")).to_have_attribute("data-step", "0")
+    cells = page.locator("[data-testid='train-score-grid'] .hg-cell")
+    expect(cells).to_have_count(2)
+    page.get_by_test_id("train-score").select_option("entropy")
+    uniform = sum(__import__("math").log(i + 1) for i in range(16)) / 16  # rows over the past
+    assert abs(float(cells.first.get_attribute("data-value") or "nan") - uniform) < 0.1
+    page.get_by_test_id("train-score-cells-L1-H2").click()
+    expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 1, head 2 after step 0")
+    page.get_by_test_id("map-1-1").click()
     page.get_by_test_id("map-1-2").click()
     expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 1, head 2 after step 0")
+    # On a phone the probe's map fits its panel, every drawn label inside it (issue 24.6).
+    page.set_viewport_size({"width": 390, "height": 844})
+    zoom = page.get_by_test_id("zoom-plot")
+    page.wait_for_function(
+        "() => { const d = document.querySelector(\"[data-testid='zoom-plot']\");"
+        " const f = d.querySelector('.quick-svg, .main-svg');"
+        " return f && f.getBoundingClientRect().width <= d.clientWidth + 1; }"
+    )
+    assert zoom.evaluate("d => d.scrollWidth <= d.clientWidth + 1")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    clipped = zoom.evaluate(
+        "d => { const b = d.getBoundingClientRect(); return [...d.querySelectorAll('text')]"
+        ".filter(t => { const r = t.getBoundingClientRect();"
+        " return r.width && (r.left < b.left - 1 || r.right > b.right + 1); }).length; }"
+    )
+    assert clipped == 0
+    page.set_viewport_size({"width": 1280, "height": 900})
     # The loss curve has the val points and the bigram line.
     names = page.evaluate(
         "() => document.querySelector(\"[data-testid='loss-plot']\").data.map(t => t.name)"
@@ -184,7 +211,9 @@ def test_errors_show_beside_their_field(page: Page) -> None:
     page.get_by_test_id("n_embd").fill("30")
     page.get_by_test_id("n_head").fill("4")
     page.get_by_test_id("train-start").click()
-    expect(page.get_by_test_id("error-sizes")).to_contain_text(
-        "n_embd (30) is not a multiple of n_head (4)"
+    # Worded from the error's type and ctx ({width, heads}), never from its sentence.
+    expect(page.get_by_test_id("error-sizes")).to_have_text(
+        "4 heads cannot split n_embd of 30 evenly: choose 1, 2, 3, 5, 6, 10 or 15 heads, "
+        "or change n_embd."
     )
     expect(page.get_by_test_id("train-status")).to_have_text("Not started.")

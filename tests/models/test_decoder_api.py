@@ -107,7 +107,8 @@ def test_models_lists_every_model_with_its_sizes(
     assert broken["supported"] is False and broken["family"] == "gpt2"
     assert broken["reason"].startswith("model.safetensors: the file is truncated")
     t5 = models["tiny-t5"]
-    assert t5["supported"] is False and "encoder-decoder" in t5["reason"]
+    assert t5["supported"] is False and "no model.safetensors" in t5["reason"]
+    assert t5["kind"] == "encoder-decoder"
     assert t5["layers"] is None
     assert (t5["backend"], t5["kind"]) == ("transformers", "encoder-decoder")
 
@@ -320,7 +321,7 @@ def test_default_model_requests_keep_working(client: TestClient) -> None:
             {"model": "tiny-t5", "text": "hi", "layer": 1, "head": 1},
             422,
             ["body", "model"],
-            "is an encoder-decoder model",
+            "'tiny-t5' is not supported: tiny-t5: no model.safetensors",
         ),
         (
             "/api/model/generate",

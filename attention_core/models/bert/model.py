@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from ...attention import AttentionSteps, attention_with_steps
-from ...errors import SpecError
+from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
+from ..device import CPU, move, running_on, to_cpu
 from ..maps import TokenizedMaps
 from ..outputs import LayerTrace
 from ..protocols import model_info
@@ -114,6 +115,13 @@ class Encoder:
         self.model_dir = model_dir
         self._act = _activation(config.hidden_act)
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
+        self.device = CPU
+
+    def to_device(self, device: torch.device) -> None:
+        """Weights onto ``device``; passes then run there, results come back to the CPU."""
+        self.embeddings = move(self.embeddings, device)
+        self.layers = move(self.layers, device)
+        self.device = device
 
     family = "bert"
     causal = False
@@ -141,15 +149,16 @@ class Encoder:
         if name is None:
             name = DEFAULT_MODEL_NAME if model_dir is None else path.name
         config = EncoderConfig.from_file(path / CONFIG_FILE, name)
-        limit = config.max_position_embeddings
+        limit, setting = config.max_position_embeddings, MODEL_CONTEXT
         if max_tokens is not None:
             if max_tokens < 3:
                 raise SpecError(
                     f"max_tokens ({max_tokens}) must be at least 3 ([CLS], a token, [SEP])",
                     field="model_max_tokens",
                 )
-            limit = min(limit, max_tokens)
-        tokenizer = WordPieceTokenizer(path / TOKENIZER_FILE, limit)
+            if max_tokens < limit:
+                limit, setting = max_tokens, MODEL_MAX_TOKENS
+        tokenizer = WordPieceTokenizer(path / TOKENIZER_FILE, limit, setting)
         embeddings, layers = load_weights(path, config)
         return cls(config, tokenizer, embeddings, layers, path, cache_bytes)
 
@@ -175,9 +184,12 @@ class Encoder:
         if cached is not None:
             return cached
         tokenized = self.tokenize(text, text_b)
-        attentions, hidden = self.forward(
-            torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
-        )
+        with running_on(self.device):
+            attentions, hidden = to_cpu(
+                self.forward(
+                    torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
+                )
+            )
         output = EncoderOutput(tokenized, attentions, hidden)
         self._cache.put(key, output)
         return output
@@ -197,14 +209,15 @@ class Encoder:
                 field="layer",
             )
         tokenized = self.tokenize(text, text_b)
-        ids = torch.tensor(tokenized.input_ids)
-        types = torch.tensor(tokenized.token_type_ids)
-        self._check_length(ids)
-        with torch.inference_mode():
-            _, _, trace = self._forward(ids, types, trace_layer=layer)
+        with running_on(self.device):
+            ids = torch.tensor(tokenized.input_ids)
+            types = torch.tensor(tokenized.token_type_ids)
+            self._check_length(ids)
+            with torch.inference_mode():
+                _, _, trace = self._forward(ids, types, trace_layer=layer)
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
-        return tokenized, trace
+        return tokenized, to_cpu(trace)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
@@ -226,17 +239,30 @@ class Encoder:
         if T == 0:
             raise SpecError("input_ids is empty; give at least one token", field="text")
         if T > self.config.max_position_embeddings:
-            raise SpecError(
+            raise LimitExceeded(
                 f"{T} tokens exceed the position-embedding size "
                 f"({self.config.max_position_embeddings})",
                 field="text",
+                limit=self.config.max_position_embeddings,
+                found=T,
+                setting=MODEL_CONTEXT,
             )
 
     def _forward(
-        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, trace_layer: int | None = None
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        trace_layer: int | None = None,
+        edit_context: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], LayerTrace | None]:
+        """ids (T,), or (B, T) for a batch (then every shape below gains B in front).
+
+        ``edit_context(layer, context (…, T, C))`` may replace each layer's
+        concatenated head outputs before the output projection (head ablation).
+        """
         c, e = self.config, self.embeddings
-        T, H, D, C = input_ids.shape[0], c.num_attention_heads, c.head_dim, c.hidden_size
+        H, D, C = c.num_attention_heads, c.head_dim, c.hidden_size
+        *lead, T = input_ids.shape
         eps = c.layer_norm_eps
         x = e.word[input_ids] + e.token_type[token_type_ids]  # (T, C)
         x += e.position[:T]
@@ -247,13 +273,15 @@ class Encoder:
         for index, w in enumerate(self.layers):
             qkv = F.linear(x, w.W_qkv, w.b_qkv)  # (T, 3C)
             # (T, 3C) -> (T, 3, H, D) -> (3, H, T, D): query, key, value per head
-            query, key, value = qkv.view(T, 3, H, D).permute(1, 2, 0, 3)  # 3 x (H, T, D)
+            query, key, value = qkv.view(*lead, T, 3, H, D).movedim(-3, 0).transpose(-3, -2)
             steps = attention_with_steps(query, key, value)  # weights (H, T, T)
             attentions.append(steps.attn_weights)
             if index == trace_layer:
                 trace = _layer_trace(index, x, query, key, value, steps)
             # (H, T, D) -> (T, H, D) -> (T, C): heads side by side again
-            context_vec = steps.context_vec.transpose(0, 1).reshape(T, C)
+            context_vec = steps.context_vec.transpose(-3, -2).reshape(*lead, T, C)
+            if edit_context is not None:
+                context_vec = edit_context(index, context_vec)
             del steps, qkv, query, key, value  # free the (H, T, T) scores before the MLP
             attn_out = F.linear(context_vec, w.W_out, w.b_out)  # (T, C)
             attn_out += x
@@ -277,7 +305,7 @@ class Encoder:
             raise SpecError("words is empty; give at least one word", field="words")
         pieces = self.tokenizer.pieces_batch(list(words))
         table = self.embeddings.word
-        return torch.stack([table[list(ids)].mean(dim=0) for _, ids in pieces])
+        return torch.stack([table[list(ids)].mean(dim=0) for _, ids in pieces]).cpu()
 
     def word_pieces(self, words: Sequence[str]) -> list[tuple[str, ...]]:
         """How each word splits into WordPieces (e.g. 'unbelievable' -> 'un', '##bel…')."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import SpecError
+from ...errors import EMPTY_INPUT, MODEL_CONTEXT, LimitExceeded, SpecError
 from ..text_tokenizer import read_tokenizer
 
 if TYPE_CHECKING:
@@ -36,19 +36,29 @@ class Tokenized:
 class WordPieceTokenizer:
     """A thin wrapper over ``tokenizers.Tokenizer`` with limits and clear errors."""
 
-    def __init__(self, path: Path, max_tokens: int) -> None:
+    def __init__(self, path: Path, max_tokens: int, limit_setting: str = MODEL_CONTEXT) -> None:
         self._tokenizer = read_tokenizer(
             path,
             lambda exc: SpecError(f"cannot read tokenizer {str(path)!r}: {exc}", field="model_dir"),
         )
         self.max_tokens = max_tokens
+        self.limit_setting = limit_setting
+        self.special_ids = frozenset(
+            i for i, added in self._tokenizer.get_added_tokens_decoder().items() if added.special
+        )
+
+    def id_pieces(self, ids: list[int]) -> list[str]:
+        """The vocabulary strings of ``ids`` (WordPieces: ``##`` marks a word's inside)."""
+        return [self._tokenizer.id_to_token(i) or "" for i in ids]
 
     def tokenize(self, text: str, text_b: str | None = None) -> Tokenized:
         """``[CLS] text [SEP]`` or ``[CLS] text [SEP] text_b [SEP]`` as WordPieces."""
         if not text.strip():
-            raise SpecError("text is empty; give at least one word", field="text")
+            raise SpecError("text is empty; give at least one word", field="text", kind=EMPTY_INPUT)
         if text_b is not None and not text_b.strip():
-            raise SpecError("text_b is empty; give at least one word", field="text_b")
+            raise SpecError(
+                "text_b is empty; give at least one word", field="text_b", kind=EMPTY_INPUT
+            )
         encoding: Encoding = self._tokenizer.encode(text, text_b, add_special_tokens=True)
         sequences = [
             s
@@ -64,10 +74,14 @@ class WordPieceTokenizer:
         count = len(encoding.ids)
         if count > self.max_tokens:
             what = "text and text_b are" if text_b is not None else "text is"
-            raise SpecError(
+            raise LimitExceeded(
                 f"{what} {count} WordPiece tokens including [CLS] and [SEP]; "
                 f"the limit is {self.max_tokens}",
                 field="text",
+                limit=self.max_tokens,
+                found=count,
+                setting=self.limit_setting,
+                extra={"unit": "WordPiece tokens (with [CLS] and [SEP])"},
             )
         return Tokenized(
             tokens=tuple(encoding.tokens),

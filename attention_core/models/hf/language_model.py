@@ -157,6 +157,11 @@ class TransformersLM:
     def load(cls, directory: Path, kind: Kind) -> TransformersLM:
         return cls(load_model(directory, kind), kind, directory.name)
 
+    def to(self, device: torch.device) -> TransformersLM:
+        """Weights onto ``device`` (``Decoder.to_device`` calls this as on an ``nn.Module``)."""
+        self.model.to(device)
+        return self
+
     def _find_attention(self, name: str) -> dict[int, str]:
         """Layer -> the path of its attention module, from one short forward pass."""
         with torch.inference_mode(), capturing(self.sites, keep=lambda site: False) as capture:

@@ -15,12 +15,14 @@ import torch
 
 from ...errors import SpecError
 from ..decoder import TOKENIZER_FILE, Decoder, DecoderMaps
+from ..device import CPU, running_on, to_cpu
 from ..outputs import LayerTrace
 from ..protocols import TextModel, model_info
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ..text_tokenizer import TextTokenizer, TokenizedText
 from .capture import Kind
 from .language_model import TransformersLM, TransformersSizes
+from .seq2seq import EncoderDecoder
 
 BACKEND = "transformers"
 
@@ -46,6 +48,12 @@ class TransformersEncoder:
         self.model = model
         self.tokenizer = tokenizer
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
+        self.device = CPU
+
+    def to_device(self, device: torch.device) -> None:
+        """Weights onto ``device``; passes then run there, results come back to the CPU."""
+        self.model.to(device)
+        self.device = device
 
     @property
     def config(self) -> TransformersSizes:
@@ -81,17 +89,17 @@ class TransformersEncoder:
         cached = self._cache.get(text)
         if cached is not None:
             return cached
-        with torch.inference_mode():
+        with torch.inference_mode(), running_on(self.device):
             out = self.model(
                 torch.tensor([tokenized.input_ids]),
                 output_attentions=True,
                 output_hidden_states=True,
             )
-        maps = DecoderMaps(
-            tokenized,
-            tuple(a[0] for a in out.attentions),  # (H, T, T) each
-            tuple(h[0] for h in out.hidden_states),  # (T, C) each
-        )
+            maps = DecoderMaps(
+                tokenized,
+                to_cpu(tuple(a[0] for a in out.attentions)),  # (H, T, T) each
+                to_cpu(tuple(h[0] for h in out.hidden_states)),  # (T, C) each
+            )
         self._cache.put(text, maps)
         return maps
 
@@ -106,17 +114,20 @@ class TransformersEncoder:
                 f"{self.config.num_layers}",
                 field="layer",
             )
-        with torch.inference_mode():
+        with torch.inference_mode(), running_on(self.device):
             out = self.model(torch.tensor([tokenized.input_ids]), trace_layer=layer)
         if out.trace is None:
             raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
-        return tokenized, out.trace
+        return tokenized, to_cpu(out.trace)
 
 
 def load_transformers(
     directory: Path, name: str, max_tokens: int, cache_bytes: int, *, kind: Kind, family: str
 ) -> TextModel:
-    """A decoder or encoder checkpoint through transformers (see ``language_model``)."""
+    """A decoder, encoder or encoder-decoder checkpoint through transformers (see
+    ``language_model``; encoder-decoders: ``seq2seq``)."""
+    if kind == "encoder-decoder":
+        return EncoderDecoder.from_dir(directory, name, max_tokens, cache_bytes)
     if kind == "decoder":
         return Decoder.from_dir(
             directory,

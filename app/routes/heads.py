@@ -1,0 +1,157 @@
+"""Which heads matter: head-type scores, ablation and the logit lens of a real model.
+
+Thin routes over ``attention_core.analysis``; layers and heads are numbered
+from 1 here as in the rest of the model API, from 0 in the core.  Plain
+``def`` handlers: FastAPI runs them in its thread pool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from fastapi import APIRouter, Response
+
+from attention_core.analysis import (
+    Predictions,
+    ablate,
+    ablation_cost,
+    check_heads,
+    each_head_effects,
+    head_model,
+    logit_lens,
+    score_heads,
+)
+from attention_core.analysis.access import HeadModel
+
+from ..limits import over_limit
+from ..model_registry import RegistryDep, load
+from ..schemas.heads import (
+    SCORE_LABELS,
+    AblateRequest,
+    AblateResponse,
+    HeadScoresRequest,
+    HeadScoresResponse,
+    LogitLensRequest,
+    LogitLensResponse,
+)
+from .common import ERRORS, SettingsDep, json_response
+
+router = APIRouter(prefix="/api/model", tags=["model"])
+
+
+def _grid(tensor: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
+
+
+@router.post("/head-scores", response_model=HeadScoresResponse, responses=ERRORS)
+def head_scores(body: HeadScoresRequest, registry: RegistryDep) -> Response:
+    """Every head's previous-token, duplicate-token, first-token, entropy and induction scores.
+
+    The first four on the text's own maps; induction on a seeded random block
+    of ordinary tokens repeated twice (``induction_ids``).
+    """
+    entry, model = load(registry, body.model)
+    result = score_heads(model, body.text, body.seed, body.induction_length)
+    heads = head_model(model)
+    grids = {name: _grid(value) for name, value in result.scores.as_dict().items()}
+    return json_response(
+        {
+            "model": entry.name,
+            "family": model.family,
+            "causal": model.causal,
+            "layers": heads.num_layers,
+            "heads": heads.num_heads,
+            "tokens": list(result.tokens),
+            "labels": SCORE_LABELS,
+            **grids,
+            "induction_ids": list(result.induction_ids),
+            "induction_tokens": heads.token_texts(result.induction_ids),
+            "induction_start": result.induction_start,
+            "induction_length": result.induction_length,
+        }
+    )
+
+
+def _positions(heads: HeadModel, predictions: Predictions | None) -> list[dict[str, Any]] | None:
+    if predictions is None:
+        return None
+    return [
+        {"top_tokens": heads.token_texts(ids), "top_ids": ids, "top_probs": probs}
+        for ids, probs in zip(
+            predictions.top_ids.tolist(), predictions.top_probs.tolist(), strict=True
+        )
+    ]
+
+
+@router.post("/ablate", response_model=AblateResponse, responses=ERRORS)
+def ablate_heads(body: AblateRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+    """The text with some heads' context vectors zeroed (or set to their mean) just before
+    the output projection: loss and next-token predictions before and after (decoders), or
+    the sentence embedding's cosine (encoders).  ``each_head``: every head alone, as a grid."""
+    entry, model = load(registry, body.model)
+    heads = head_model(model)
+    chosen = [(layer - 1, head - 1) for layer, head in body.heads or []]
+    if not body.each_head or chosen:
+        check_heads(chosen, heads.num_layers, heads.num_heads)
+    ids = heads.tokenize(body.text).ids
+    if body.each_head:
+        cost = ablation_cost(heads.num_layers, heads.num_heads, len(ids))
+        if cost > settings.max_ablation_cells:
+            raise over_limit(
+                ["body", "each_head"],
+                f"each_head costs layers × heads × T² = {heads.num_layers} × {heads.num_heads} "
+                f"× {len(ids)}² = {cost}; the limit is {settings.max_ablation_cells} "
+                "(ATTENTION_VIZ_MAX_ABLATION_CELLS): use a shorter text",
+                limit=settings.max_ablation_cells,
+                found=cost,
+                setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
+            )
+    with torch.inference_mode():
+        result = ablate(heads, ids, chosen, body.mode) if chosen else None
+        grid = each_head_effects(heads, ids, body.mode) if body.each_head else None
+    before = result.before if result else None
+    after = result.after if result else None
+    return json_response(
+        {
+            "model": entry.name,
+            "family": model.family,
+            "causal": model.causal,
+            "tokens": list(heads.tokenize(body.text).tokens),
+            "heads": [[layer + 1, head + 1] for layer, head in chosen],
+            "mode": body.mode,
+            "loss_before": before.loss if before else None,
+            "loss_after": after.loss if after else None,
+            "logprobs_before": _grid(before.next_logprobs) if before else None,
+            "logprobs_after": _grid(after.next_logprobs) if after else None,
+            "predictions_before": _positions(heads, before),
+            "predictions_after": _positions(heads, after),
+            "embedding_cosine": result.embedding_cosine if result else None,
+            "each_head": _grid(grid) if grid is not None else None,
+            "each_head_measure": (
+                None if grid is None else "delta_loss" if model.causal else "embedding_cosine"
+            ),
+        }
+    )
+
+
+@router.post("/logit-lens", response_model=LogitLensResponse, responses=ERRORS)
+def lens(body: LogitLensRequest, registry: RegistryDep) -> Response:
+    """Decoders: after each layer, each position's top five next tokens (final norm + LM head
+    on the residual stream); the last layer's are the model's own predictions."""
+    entry, model = load(registry, body.model)
+    heads = head_model(model)
+    result = logit_lens(model, body.text)
+    ids = result.top_ids.tolist()
+    return json_response(
+        {
+            "model": entry.name,
+            "family": model.family,
+            "tokens": list(result.tokens),
+            "layers": len(ids),
+            "top_tokens": [[heads.token_texts(row) for row in layer] for layer in ids],
+            "top_ids": ids,
+            "top_probs": _grid(result.top_probs),
+        }
+    )

@@ -1,0 +1,139 @@
+"""Request and response bodies of the head-analysis API (``/api/model/head-scores``,
+``/api/model/ablate``, ``/api/model/logit-lens``).  Layers and heads from 1, as in
+the rest of the model API; grids are layers × heads."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, StrictBool, StrictInt
+
+from .model import MAX_TEXT_CHARS, ModelName, Strict
+
+Grid = list[list[float]]
+
+# What each score means, written once: the page's labels come from here (``labels``).
+SCORE_LABELS: dict[str, str] = {
+    "previous_token": "previous token: share of attention on the token just before",
+    "duplicate_token": "duplicate token: share on earlier copies of the same token",
+    "first_token": "first token: mean weight on position 0 (the attention sink)",
+    "entropy": "entropy: mean row entropy in nats (low = sharp, high = spread)",
+    "induction": "induction: on a random block seen twice, weight on the token after the "
+    "earlier copy of the current one",
+}
+
+TextField = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank approved it."])
+
+
+class HeadScoresRequest(Strict):
+    model: ModelName | None = None
+    text: str = TextField
+    seed: StrictInt = Field(
+        0, ge=0, le=2**63 - 1, description="seeds the random block induction is measured on"
+    )
+    induction_length: StrictInt | None = Field(
+        None,
+        ge=2,
+        description="R, the random block's length (default 32, or what fits the model twice)",
+    )
+
+
+class HeadScoresResponse(BaseModel):
+    """Each score as layers × heads (TransformerLens' head_detector definitions, "mul")."""
+
+    model: str
+    family: str
+    causal: bool
+    layers: int
+    heads: int
+    tokens: list[str]
+    labels: dict[str, str] = Field(description="what each score measures")
+    previous_token: Grid = Field(description="Σ_i A[i, i-1] / Σ A")
+    duplicate_token: Grid = Field(description="Σ A[i, j] over j < i with token j = token i, / Σ A")
+    first_token: Grid = Field(description="mean over rows of A[i, 0]")
+    entropy: Grid = Field(description="mean over rows of -Σ_j A[i, j] log A[i, j], nats")
+    induction: Grid = Field(description="mean over the second copy of A[i, i - R + 1]")
+    induction_ids: list[int] = Field(
+        description="the sequence induction was measured on: special tokens, R random "
+        "ordinary tokens, the same R again (then an encoder's closing special token)"
+    )
+    induction_tokens: list[str]
+    induction_start: int = Field(description="index of the block's first copy")
+    induction_length: int = Field(description="R")
+
+
+HeadPair = tuple[StrictInt, StrictInt]
+
+
+class AblateRequest(Strict):
+    model: ModelName | None = None
+    text: str = TextField
+    heads: list[HeadPair] | None = Field(
+        None,
+        max_length=4096,
+        examples=[[[1, 2]]],
+        description="[layer, head] pairs (from 1) to ablate together; needed unless each_head",
+    )
+    mode: Literal["zero", "mean"] = Field(
+        "zero",
+        description="replace the heads' context vectors (just before the output projection) "
+        "by 0, or by their mean over the text's positions",
+    )
+    each_head: StrictBool = Field(
+        False,
+        description="also ablate every head on its own (batched), as a layers × heads grid; "
+        "costs layers × heads × T² (limit: ATTENTION_VIZ_MAX_ABLATION_CELLS)",
+    )
+
+
+class Position(BaseModel):
+    """One position's prediction of the next token (decoders)."""
+
+    top_tokens: list[str]
+    top_ids: list[int]
+    top_probs: list[float]
+
+
+class AblateResponse(BaseModel):
+    model: str
+    family: str
+    causal: bool
+    tokens: list[str]
+    heads: list[list[int]] = Field(description="the [layer, head] pairs ablated (from 1)")
+    mode: Literal["zero", "mean"]
+    loss_before: float | None = Field(description="decoders: mean -log p(next token), nats")
+    loss_after: float | None
+    logprobs_before: list[float] | None = Field(
+        description="decoders: per position i < T-1, log p(token i+1 | tokens ..i)"
+    )
+    logprobs_after: list[float] | None
+    predictions_before: list[Position] | None = Field(
+        description="decoders: per position, the top next tokens"
+    )
+    predictions_after: list[Position] | None
+    embedding_cosine: float | None = Field(
+        description="encoders: cosine of the sentence embedding (mean of the last layer's "
+        "states) with the heads ablated to the one without"
+    )
+    each_head: Grid | None = Field(
+        description="with each_head: per [layer][head], decoders Δloss (loss without that "
+        "head − loss_before), encoders the embedding cosine without that head"
+    )
+    each_head_measure: Literal["delta_loss", "embedding_cosine"] | None
+
+
+class LogitLensRequest(Strict):
+    model: ModelName | None = None
+    text: str = TextField
+
+
+class LogitLensResponse(BaseModel):
+    """After each layer l (1..L), each position's top next tokens: softmax(lm_head(norm(h_l)))."""
+
+    model: str
+    family: str
+    tokens: list[str]
+    layers: int
+    top_tokens: list[list[list[str]]] = Field(description="(layers, T, k)")
+    top_ids: list[list[list[int]]]
+    top_probs: list[list[list[float]]]

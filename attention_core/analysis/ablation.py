@@ -1,0 +1,219 @@
+"""Head ablation: a head's context vector zeroed (or set to its mean over positions) just
+before the output projection, and what that does to the model's predictions.
+
+Decoders: each position's log-probability of the token that actually follows
+it, and the text's loss (their negative mean), before and after.  Encoders:
+the sentence embedding (the mean of the last layer's states, as
+sentence-transformers pools MiniLM) before and after, compared by cosine.
+
+``each_head_effects`` ablates every head on its own, the ablations as the
+batch dimension of a few forward passes (not one pass per head); a decoder's
+batch grows layer by layer, so the layers below an ablated head run once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import SpecError
+from .access import ContextEdit, DecoderHeadModel, HeadModel
+
+AblationMode = Literal["zero", "mean"]
+ABLATION_MODES: tuple[str, ...] = ("zero", "mean")
+# Attention cells (rows x H x T^2) one batched forward pass may hold per step tensor.
+BATCH_CELLS = 1 << 22
+# Logits (rows x T x vocab) unembedded at once.
+BATCH_LOGITS = 1 << 23
+TOP_K = 5
+
+
+def ablation_cost(num_layers: int, num_heads: int, length: int) -> int:
+    """What ``each_head`` costs, the number its limit bounds: layers × heads × T²."""
+    return num_layers * num_heads * length * length
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Per position: log-probability of the actual next token (T - 1,), the top tokens
+    (T, k) and their probabilities (T, k)."""
+
+    next_logprobs: torch.Tensor
+    top_ids: torch.Tensor
+    top_probs: torch.Tensor
+
+    @property
+    def loss(self) -> float:
+        return float(-self.next_logprobs.mean())
+
+
+@dataclass(frozen=True)
+class Ablation:
+    heads: tuple[tuple[int, int], ...]  # (layer, head), 0-based
+    mode: str
+    before: Predictions | None  # decoders
+    after: Predictions | None
+    embedding_cosine: float | None  # encoders: cosine(sentence embedding after, before)
+
+
+def check_heads(heads: Sequence[Sequence[int]], num_layers: int, num_heads: int) -> None:
+    """0-based (layer, head) pairs: a ``SpecError`` naming the first that does not exist."""
+    if not heads:
+        raise SpecError("heads is empty; name at least one [layer, head]", field="heads")
+    for i, pair in enumerate(heads):
+        layer, head = pair
+        if not (0 <= layer < num_layers and 0 <= head < num_heads):
+            raise SpecError(
+                f"heads[{i}] is [{layer + 1}, {head + 1}]; this model has layers 1 to "
+                f"{num_layers} and heads 1 to {num_heads}",
+                field="heads",
+            )
+
+
+def check_length(heads: HeadModel, length: int) -> None:
+    """A decoder's loss needs a next token: at least two tokens."""
+    if heads.causal and length < 2:
+        raise SpecError(
+            f"text is {length} token; a loss needs at least 2 (a token and the one after it)",
+            field="text",
+        )
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in ABLATION_MODES:
+        raise SpecError(f"mode {mode!r} is not one of {', '.join(ABLATION_MODES)}", field="mode")
+
+
+def masked_edit(masks: dict[int, torch.Tensor], num_heads: int, mode: str) -> ContextEdit:
+    """An edit that replaces, in batch row b, the heads ``masks[layer][b]`` flags (B, H)."""
+
+    def edit(layer: int, context: torch.Tensor) -> torch.Tensor:
+        mask = masks.get(layer)
+        if mask is None:
+            return context
+        *lead, T, width = context.shape
+        per_head = context.view(*lead, T, num_heads, width // num_heads)  # (B, T, H, D)
+        if mode == "zero":
+            replacement = torch.zeros((), dtype=context.dtype)
+        else:
+            replacement = per_head.mean(dim=-3, keepdim=True)  # (B, 1, H, D)
+        kept = torch.where(mask[..., None, :, None], replacement, per_head)
+        return kept.reshape(context.shape)
+
+    return edit
+
+
+def _predictions(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> Predictions:
+    """final (T, C) final-normed states, ids (T,) -> ``Predictions``."""
+    logprobs = F.log_softmax(heads.unembed(final).float(), dim=-1)  # (T, vocab)
+    top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
+    nxt = logprobs[:-1].gather(-1, ids[1:, None])[:, 0]  # (T - 1,)
+    return Predictions(nxt, top.indices, top.values.exp())
+
+
+def _sentence(final: torch.Tensor) -> torch.Tensor:
+    return final.mean(dim=-2)  # (..., T, C) -> (..., C)
+
+
+def ablate(
+    heads: HeadModel, ids: Sequence[int], chosen: Sequence[Sequence[int]], mode: str = "zero"
+) -> Ablation:
+    """The text ``ids`` with the ``chosen`` (layer, head) pairs (0-based) ablated together."""
+    _check_mode(mode)
+    check_heads(chosen, heads.num_layers, heads.num_heads)
+    check_length(heads, len(ids))
+    batch = torch.tensor([list(ids)] * 2)  # row 0 unablated, row 1 ablated
+    masks: dict[int, torch.Tensor] = {}
+    for layer, head in chosen:
+        mask = masks.setdefault(layer, torch.zeros(2, heads.num_heads, dtype=torch.bool))
+        mask[1, head] = True
+    final = heads.run(batch, edit=masked_edit(masks, heads.num_heads, mode)).hidden[-1]
+    pairs = tuple((int(layer), int(head)) for layer, head in chosen)
+    if isinstance(heads, DecoderHeadModel):
+        return Ablation(
+            pairs,
+            mode,
+            _predictions(heads, final[0], batch[0]),
+            _predictions(heads, final[1], batch[1]),
+            None,
+        )
+    sentence = _sentence(final)
+    cosine = float(F.cosine_similarity(sentence[1], sentence[0], dim=-1))
+    return Ablation(pairs, mode, None, None, cosine)
+
+
+def each_head_effects(heads: HeadModel, ids: Sequence[int], mode: str = "zero") -> torch.Tensor:
+    """(L, H): a decoder's Δloss (loss without that head − loss with all), or an encoder's
+    cosine of the sentence embedding without that head to the one with all."""
+    _check_mode(mode)
+    check_length(heads, len(ids))
+    if isinstance(heads, DecoderHeadModel):
+        return _decoder_effects(heads, ids, mode)
+    L, H, T = heads.num_layers, heads.num_heads, len(ids)
+    rows = 1 + L * H
+    per_pass = max(1, BATCH_CELLS // (H * T * T))
+    text = torch.tensor(list(ids))
+    results: list[torch.Tensor] = []
+    for first in range(0, rows, per_pass):
+        count = min(per_pass, rows - first)
+        masks: dict[int, torch.Tensor] = {}
+        for b, row in enumerate(range(first, first + count)):
+            if row == 0:
+                continue
+            layer, head = divmod(row - 1, H)
+            mask = masks.setdefault(layer, torch.zeros(count, H, dtype=torch.bool))
+            mask[b, head] = True
+        batch = text.expand(count, T)
+        final = heads.run(batch, edit=masked_edit(masks, H, mode)).hidden[-1]  # (B, T, C)
+        results.append(_sentence(final))
+    out = torch.cat(results)  # (rows, C) sentence embeddings
+    return F.cosine_similarity(out[1:], out[:1], dim=-1).view(L, H)
+
+
+def _decoder_effects(heads: DecoderHeadModel, ids: Sequence[int], mode: str) -> torch.Tensor:
+    """Decoders share the layers below an ablation: one pass starts with the text alone
+    (batch 1) and, entering each layer l of its group, grows the batch by H copies of row 0,
+    row 1 + (l − first)·H + h ablating head h of layer l.  So a head of layer l costs the
+    layers from l up, not the whole model."""
+    L, H, T = heads.num_layers, heads.num_heads, len(ids)
+    group_size = max(1, BATCH_CELLS // (H * T * T) // H)  # layers whose ablations share a pass
+    text = torch.tensor([list(ids)])  # (1, T)
+    clean: torch.Tensor | None = None
+    deltas: list[torch.Tensor] = []
+    for first in range(0, L, group_size):
+        group = range(first, min(L, first + group_size))
+        masks: dict[int, torch.Tensor] = {}
+        for layer in group:
+            rows = 1 + (layer - first + 1) * H  # the batch at this layer's projection
+            mask = torch.zeros(rows, H, dtype=torch.bool)
+            mask[rows - H :] = torch.eye(H, dtype=torch.bool)
+            masks[layer] = mask
+
+        def grow(layer: int, x: torch.Tensor, group: range = group) -> torch.Tensor:
+            if layer not in group:
+                return x
+            return torch.cat([x, x[:1].expand(H, *x.shape[1:])])  # (B + H, T, C)
+
+        final = heads.run(text, edit=masked_edit(masks, H, mode), grow=grow).hidden[-1]
+        losses = _losses(heads, final, text[0])  # (1 + len(group) * H,)
+        clean = losses[0] if clean is None else clean
+        deltas.append(losses[1:] - clean)
+    return torch.cat(deltas).view(L, H)
+
+
+def _losses(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """(B,) mean negative log-likelihood of ``ids`` (T,) under each row's final states."""
+    B, T, _ = final.shape
+    step = max(1, BATCH_LOGITS // (T * heads.vocabulary_size))
+    losses = []
+    for first in range(0, B, step):
+        logits = heads.unembed(final[first : first + step, :-1]).float()  # (b, T-1, vocab)
+        b = logits.shape[0]
+        targets = ids[1:].expand(b, T - 1).reshape(-1)  # (b*(T-1),)
+        nll = F.cross_entropy(logits.reshape(b * (T - 1), -1), targets, reduction="none")
+        losses.append(nll.view(b, T - 1).mean(-1))
+    return torch.cat(losses)

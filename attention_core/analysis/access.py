@@ -1,0 +1,330 @@
+"""What head analysis needs of a model, for every family: ids in, maps and final states out.
+
+``HeadModel`` is the small surface the analysis functions use: tokenize a
+text into ids, run a batch of id sequences (with an optional ``ContextEdit``
+applied to each layer's concatenated head outputs just before the output
+projection), each head's slice of the output projection, and for decoders
+the final norm and the unembedding.  ``head_model(model)`` gives one for any
+loaded ``TextModel``:
+
+- decoders (``Decoder``: GPT-2, Llama family) by forward pre-hooks on the
+  output projection modules (``attn.c_proj``, ``self_attn.o_proj``) and on the
+  blocks (``transformer.h.N``, ``model.layers.N``: a ``grow`` edit may change a
+  block's input, e.g. add batch rows there), found by their names, which are
+  transformers' names too;
+- BERT encoders by the ``edit_context`` argument of their forward pass.
+
+The hooks are installed once per model and do nothing unless the calling
+thread has set an edit (a context variable), so other requests running the
+same model at the same time are not affected.  A model of transformers'
+(issue 19's backend) needs only a ``HeadModel`` whose ``run`` calls it: the
+names above, ``head_slices`` and the hooks apply to it unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from ..errors import SpecError
+from ..models.bert import Encoder
+from ..models.decoder import Decoder
+from ..models.protocols import TextModel
+
+ContextEdit = Callable[[int, torch.Tensor], torch.Tensor]
+"""(layer (0-based), context (B, T, H*D): the heads side by side) -> the context to use."""
+
+# Module names (suffixes) of the attention output projection, ours and transformers'.
+OUT_PROJECTION_SUFFIXES = (
+    ".attn.c_proj",  # GPT-2
+    ".self_attn.o_proj",  # Llama, Mistral, Qwen2, Gemma, Phi-3, OLMo 2...
+    ".attention.dense",  # GPT-NeoX
+    ".attention.output.dense",  # BERT, RoBERTa (transformers)
+    ".self_attn.out_proj",  # BART, OPT, Whisper
+)
+BLOCK_LISTS = ("transformer.h", "model.layers", "gpt_neox.layers")
+FINAL_NORM_NAMES = ("transformer.ln_f", "model.norm", "gpt_neox.final_layer_norm")
+
+
+@dataclass(frozen=True)
+class Tokens:
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    special: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """One batch through the model: ``attentions`` L tensors (B, H, T, T) when asked for;
+    ``hidden`` L + 1 tensors (B, T, C) as transformers gives them (a decoder's last after
+    its final norm)."""
+
+    attentions: tuple[torch.Tensor, ...]
+    hidden: tuple[torch.Tensor, ...]
+
+
+class HeadModel(Protocol):
+    """What the analysis functions use of a model (see the module doc)."""
+
+    @property
+    def num_layers(self) -> int: ...
+    @property
+    def num_heads(self) -> int: ...
+    @property
+    def causal(self) -> bool: ...
+    @property
+    def max_tokens(self) -> int: ...
+
+    def tokenize(self, text: str) -> Tokens: ...
+
+    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
+        """``block`` wrapped in the special tokens every text gets; and where it starts."""
+        ...
+
+    def ordinary_ids(self) -> torch.Tensor:
+        """(n,) every token id that is not a special token."""
+        ...
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        """How each id reads on its own (a decoder's decoded text, an encoder's WordPiece)."""
+        ...
+
+    def run(
+        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+    ) -> RunOutput:
+        """``ids`` (B, T) through the model (inference mode is the caller's)."""
+        ...
+
+    def out_weights(self, layer: int) -> torch.Tensor:
+        """(H, D, C): head h's slice of layer ``layer``'s output projection, as ``x @ W``."""
+        ...
+
+
+class DecoderHeadModel:
+    """``HeadModel`` of a loaded ``Decoder`` (see the module doc)."""
+
+    causal = True
+
+    def __init__(self, decoder: Decoder) -> None:
+        self.decoder = decoder
+        self.module: nn.Module = decoder.model  # type: ignore[assignment]
+        config = decoder.config
+        self.num_layers = config.num_layers
+        self.num_heads = config.num_heads
+        self.head_dim = config.head_dim
+        self.vocabulary_size = config.vocabulary_size
+        self.projections = output_projections(self.module, self.num_layers)
+        self.blocks = layer_blocks(self.module, self.num_layers)
+        self.final_norm: nn.Module = _submodule(self.module, FINAL_NORM_NAMES, "final norm")
+        self.lm_head: nn.Module = self.module.get_submodule("lm_head")
+        install_edit_hooks(self.projections, self.blocks)
+
+    @property
+    def max_tokens(self) -> int:
+        return self.decoder.max_tokens
+
+    def tokenize(self, text: str) -> Tokens:
+        t = self.decoder.tokenize(text)
+        return Tokens(t.input_ids, t.tokens, t.special)
+
+    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
+        prefix, suffix = _framing(self.tokenize("a"))
+        return [*prefix, *block, *suffix], len(prefix)
+
+    def ordinary_ids(self) -> torch.Tensor:
+        count = min(self.decoder.tokenizer.vocab_size, self.decoder.config.vocabulary_size)
+        return _without(count, self.decoder.tokenizer.special_ids)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        return [self.decoder.tokenizer.decode([i]) for i in ids]
+
+    def run(
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        grow: ContextEdit | None = None,
+    ) -> RunOutput:
+        """``grow(layer, x (B, T, C))`` may replace each block's input (e.g. a bigger batch)."""
+        with editing(edit, grow):
+            out = self.decoder.model(
+                ids, num_logits=0, output_attentions=attentions, output_hidden_states=True
+            )
+        return RunOutput(out.attentions, out.hidden_states)
+
+    def out_weights(self, layer: int) -> torch.Tensor:
+        return head_slices(self.projections[layer], self.num_heads, self.head_dim)
+
+    def unembed(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., C) final-normed states -> (..., vocab) logits."""
+        out: torch.Tensor = self.lm_head(hidden)
+        return out
+
+
+class EncoderHeadModel:
+    """``HeadModel`` of a BERT-family ``Encoder`` (single texts, no sentence pairs)."""
+
+    causal = False
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+        c = encoder.config
+        self.num_layers = c.num_hidden_layers
+        self.num_heads = c.num_attention_heads
+        self.head_dim = c.head_dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self.encoder.max_tokens
+
+    def tokenize(self, text: str) -> Tokens:
+        t = self.encoder.tokenize(text)
+        return Tokens(t.input_ids, t.tokens, t.special)
+
+    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
+        prefix, suffix = _framing(self.tokenize("a"))
+        return [*prefix, *block, *suffix], len(prefix)
+
+    def ordinary_ids(self) -> torch.Tensor:
+        return _without(self.encoder.config.vocab_size, self.encoder.tokenizer.special_ids)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        return self.encoder.tokenizer.id_pieces(list(ids))
+
+    def run(
+        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+    ) -> RunOutput:
+        maps, hidden, _ = self.encoder._forward(ids, torch.zeros_like(ids), edit_context=edit)
+        return RunOutput(maps if attentions else (), hidden)
+
+    def out_weights(self, layer: int) -> torch.Tensor:
+        W = self.encoder.layers[layer].W_out  # (C, H*D), nn.Linear layout
+        return W.T.reshape(self.num_heads, self.head_dim, -1)  # (H, D, C)
+
+
+def head_model(model: TextModel) -> DecoderHeadModel | EncoderHeadModel:
+    """The ``HeadModel`` of a loaded model (kept while the model lives: hooks go in once)."""
+    with _install_lock:
+        cached = _head_models.get(model)
+        if cached is None:
+            if isinstance(model, Decoder):
+                cached = DecoderHeadModel(model)
+            elif isinstance(model, Encoder):
+                cached = EncoderHeadModel(model)
+            else:
+                raise SpecError(
+                    f"head analysis does not know the {model.family} family yet", field="model"
+                )
+            _head_models[model] = cached
+    return cached
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def output_projections(module: nn.Module, num_layers: int) -> list[nn.Module]:
+    """Each layer's attention output projection, in layer order, found by name."""
+    found = [m for name, m in module.named_modules() if name.endswith(OUT_PROJECTION_SUFFIXES)]
+    if len(found) != num_layers:
+        raise SpecError(
+            f"found {len(found)} attention output projections for {num_layers} layers",
+            field="model",
+        )
+    return found
+
+
+def layer_blocks(module: nn.Module, num_layers: int) -> list[nn.Module]:
+    """The transformer blocks, in order: the entries of the model's ``ModuleList`` of layers
+    (``transformer.h``, ``model.layers``; transformers' names too)."""
+    for name in BLOCK_LISTS:
+        try:
+            blocks = module.get_submodule(name)
+        except AttributeError:
+            continue
+        if isinstance(blocks, nn.ModuleList) and len(blocks) == num_layers:
+            return list(blocks)
+    raise SpecError(
+        f"found no list of {num_layers} blocks ({', '.join(BLOCK_LISTS)})", field="model"
+    )
+
+
+def head_slices(projection: nn.Module, num_heads: int, head_dim: int) -> torch.Tensor:
+    """(H, D, C) from a projection's weight: GPT-2's ``Conv1D`` stores (in, out) and is
+    applied as ``x @ W``; ``nn.Linear`` stores (out, in)."""
+    weight = projection.weight
+    assert isinstance(weight, torch.Tensor)
+    W = weight if type(projection).__name__ == "Conv1D" else weight.T  # (H*D, C)
+    return W.reshape(num_heads, head_dim, -1)
+
+
+def _submodule(module: nn.Module, names: Sequence[str], what: str) -> nn.Module:
+    for name in names:
+        try:
+            return module.get_submodule(name)
+        except AttributeError:
+            continue
+    raise SpecError(f"this model has no {what} ({', '.join(names)})", field="model")
+
+
+def _framing(probe: Tokens) -> tuple[list[int], list[int]]:
+    """The special ids a text gets before (BOS, [CLS]) and after ([SEP]) its own tokens."""
+    first = probe.special.index(False) if False in probe.special else len(probe.ids)
+    last = len(probe.ids) - probe.special[::-1].index(False) if False in probe.special else first
+    return list(probe.ids[:first]), list(probe.ids[last:])
+
+
+def _without(count: int, special: frozenset[int]) -> torch.Tensor:
+    keep = torch.ones(count, dtype=torch.bool)
+    keep[[i for i in special if i < count]] = False
+    return keep.nonzero().squeeze(-1)
+
+
+# --- edits through forward pre-hooks -------------------------------------------------------
+
+_current_edit: ContextVar[ContextEdit | None] = ContextVar("attention_viz_edit", default=None)
+_current_grow: ContextVar[ContextEdit | None] = ContextVar("attention_viz_grow", default=None)
+_install_lock = threading.Lock()
+_head_models: weakref.WeakKeyDictionary[TextModel, DecoderHeadModel | EncoderHeadModel] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@contextmanager
+def editing(edit: ContextEdit | None, grow: ContextEdit | None = None) -> Iterator[None]:
+    """Within the block, this thread's forward passes apply ``edit`` to each output
+    projection's input and ``grow`` to each block's input (None: no change)."""
+    tokens = (_current_edit.set(edit), _current_grow.set(grow))
+    try:
+        yield
+    finally:
+        _current_edit.reset(tokens[0])
+        _current_grow.reset(tokens[1])
+
+
+def _hook(current: ContextVar[ContextEdit | None], layer: int) -> Callable[..., object]:
+    def hook(_module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+        change = current.get()
+        if change is None:
+            return None
+        return (change(layer, args[0]), *args[1:])
+
+    return hook
+
+
+def install_edit_hooks(projections: Sequence[nn.Module], blocks: Sequence[nn.Module]) -> None:
+    """Pre-hooks that apply the current thread's edits (once per module): on each output
+    projection (``editing``'s ``edit``) and on each block (its ``grow``)."""
+    for current, modules in ((_current_edit, projections), (_current_grow, blocks)):
+        for layer, module in enumerate(modules):
+            if not getattr(module, "_attention_viz_hooked", False):
+                module.register_forward_pre_hook(_hook(current, layer))
+                module._attention_viz_hooked = True  # type: ignore[assignment]

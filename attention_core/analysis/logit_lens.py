@@ -1,0 +1,60 @@
+"""The logit lens (nostalgebraist 2020) for decoders: what the residual stream after each
+layer would predict if the model stopped there.
+
+After layer l the stream h_l goes through the final norm and the LM head, as
+the last layer's does: ``softmax(lm_head(final_norm(h_l)))``.  The last
+layer's row is the model's own prediction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import SpecError
+from ..models.protocols import TextModel
+from .access import DecoderHeadModel, head_model
+
+LENS_TOP_K = 5
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    """``top_ids`` and ``top_probs`` (L, T, k): after layer l + 1, position i's top k."""
+
+    tokens: tuple[str, ...]
+    top_ids: torch.Tensor
+    top_probs: torch.Tensor
+
+
+def lens_logits(
+    heads: DecoderHeadModel, hidden: Sequence[torch.Tensor], layer: int
+) -> torch.Tensor:
+    """Logits (..., vocab) after layer ``layer`` (1-based) from transformers-style hidden
+    states (L + 1 of them, the last already final-normed)."""
+    state = hidden[layer]
+    if layer < len(hidden) - 1:
+        state = heads.final_norm(state)
+    return heads.unembed(state)
+
+
+def logit_lens(model: TextModel, text: str, k: int = LENS_TOP_K) -> LogitLens:
+    heads = head_model(model)
+    if not isinstance(heads, DecoderHeadModel):
+        raise SpecError(
+            f"the logit lens is for decoders (a language-modelling head); {model.name} is "
+            f"a {model.family} encoder",
+            field="model",
+        )
+    tokens = heads.tokenize(text)
+    with torch.inference_mode():
+        hidden = heads.run(torch.tensor([tokens.ids])).hidden  # L + 1 x (1, T, C)
+        ids, probs = [], []
+        for layer in range(1, len(hidden)):
+            p = torch.softmax(lens_logits(heads, hidden, layer)[0].float(), dim=-1)  # (T, V)
+            top = p.topk(min(k, p.shape[-1]), dim=-1)
+            ids.append(top.indices)
+            probs.append(top.values)
+    return LogitLens(tokens.tokens, torch.stack(ids), torch.stack(probs))

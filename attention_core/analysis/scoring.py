@@ -1,0 +1,79 @@
+"""Every head's scores for one text (see ``scores``), on a loaded model of any family.
+
+The text's own maps give the previous-token, duplicate-token, first-token and
+entropy scores (``TextModel.encode``, so a page that already drew them reuses
+the forward pass); induction is measured on a second, made-up sequence: a
+seeded block of R random ordinary (non-special) tokens, twice, inside the
+special tokens every text gets (a decoder's BOS if it has one; an encoder's
+[CLS] … [SEP]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import SpecError
+from ..models.protocols import TextModel
+from .access import HeadModel, head_model
+from .scores import HeadScores, induction_score, text_scores
+
+DEFAULT_INDUCTION_LENGTH = 32  # R: short, so the second forward pass costs little
+
+
+@dataclass(frozen=True)
+class ScoredHeads:
+    tokens: tuple[str, ...]
+    scores: HeadScores  # each (L, H)
+    induction_ids: tuple[int, ...]  # the whole sequence induction was measured on
+    induction_start: int  # where the first copy of the block starts in it
+    induction_length: int  # R
+
+
+def induction_ids(
+    heads: HeadModel, seed: int, length: int | None = None
+) -> tuple[list[int], int, int]:
+    """(ids, start, R): a seeded block of R ordinary tokens, twice, framed as every text is.
+
+    Tokens are drawn without replacement when the vocabulary allows, so the
+    only repeats are the block's second copy.
+    """
+    probe, start = heads.frame([])
+    room = (heads.max_tokens - len(probe)) // 2
+    R = min(DEFAULT_INDUCTION_LENGTH, room) if length is None else length
+    if R > room or R < 2:
+        raise SpecError(
+            f"induction_length is {R}; twice that plus {len(probe)} special tokens must fit "
+            f"the model's {heads.max_tokens} tokens, so it may be 2 to {room}",
+            field="induction_length",
+        )
+    ordinary = heads.ordinary_ids()
+    generator = torch.Generator().manual_seed(seed)
+    if len(ordinary) >= R:
+        block = ordinary[torch.randperm(len(ordinary), generator=generator)[:R]]
+    else:
+        block = ordinary[torch.randint(len(ordinary), (R,), generator=generator)]
+    ids, start = heads.frame([*block.tolist(), *block.tolist()])
+    return ids, start, R
+
+
+def score_heads(
+    model: TextModel, text: str, seed: int = 0, induction_length: int | None = None
+) -> ScoredHeads:
+    """Every score of every head, each (L, H); see ``scores`` for the definitions."""
+    heads = head_model(model)
+    tokens = heads.tokenize(text)
+    with torch.inference_mode():
+        maps = model.encode(text).layer_attentions  # L x (H, T, T)
+        measured = text_scores(maps, tokens.ids)
+        ids, start, R = induction_ids(heads, seed, induction_length)
+        repeated = heads.run(torch.tensor([ids]), attentions=True).attentions
+        induction = induction_score(torch.stack([a[0] for a in repeated]), start, R)
+    return ScoredHeads(
+        tokens=tokens.tokens,
+        scores=HeadScores(**measured, induction=induction),
+        induction_ids=tuple(ids),
+        induction_start=start,
+        induction_length=R,
+    )

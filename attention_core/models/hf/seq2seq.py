@@ -1,0 +1,479 @@
+"""Encoder-decoders (T5, BART, Marian...) through transformers, every attention by the core.
+
+Three stacks of maps: the encoder's self-attention over the source (S, S), the
+decoder's causal self-attention over the target (T, T) and the cross-attention
+(T, S): target rows, source columns, what each target position read of the
+source.  The decoder reads the target as transformers feeds ``labels``: the
+target's tokens (the tokenizer's ``text_target``, its end token included)
+shifted right behind the decoder start token, so row i is the position that
+predicts target token i.
+
+Generation is greedy (or sampled) one token at a time through transformers'
+encoder-decoder KV cache, with the checkpoint's ``generation_config.json``
+rules (``seq2seq_rules``); the maps cover the whole target, the last written
+token included (it is fed once more, its logits unused).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ...errors import SpecError
+from ..generation import StopReason, sample
+from ..maps import MapFeatures
+from ..outputs import LayerTrace
+from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from ..text_tokenizer import TextTokenizer, TokenizedText
+from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
+from .seq2seq_rules import apply_rules, generation_rules
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class TargetText:
+    """What the decoder reads: the start token, then the target's tokens but the last.
+
+    ``labels`` are the target's own ids (what each position should predict).
+    """
+
+    input_ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    special: tuple[bool, ...]
+    labels: tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+@dataclass(frozen=True)
+class Seq2SeqMaps(MapFeatures):
+    """One source and target through an encoder-decoder.
+
+    ``layer_attentions`` (H, S, S) and ``layer_hidden_states`` (S, C) are the
+    encoder's (so ``tokens``, head averages and rollout are the source's);
+    ``decoder_attentions`` (H, T, T) and ``cross_attentions`` (H, T, S) per
+    decoder layer.
+    """
+
+    source: TokenizedText
+    target: TargetText
+    layer_attentions: tuple[torch.Tensor, ...]
+    layer_hidden_states: tuple[torch.Tensor, ...]
+    decoder_attentions: tuple[torch.Tensor, ...]
+    cross_attentions: tuple[torch.Tensor, ...]
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.source.tokens
+
+    @property
+    def special(self) -> tuple[bool, ...]:
+        return self.source.special
+
+    @property
+    def token_type_ids(self) -> tuple[int, ...]:
+        return (0,) * len(self.source)
+
+    @property
+    def encoder_attentions(self) -> tuple[torch.Tensor, ...]:
+        return self.layer_attentions
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held, the decoder's and cross maps included (for the result cache)."""
+        extra = [*self.decoder_attentions, *self.cross_attentions]
+        return super().nbytes + sum(t.numel() * t.element_size() for t in extra)
+
+
+@dataclass(frozen=True)
+class GeneratedTarget(Seq2SeqMaps):
+    """A source, the target the model wrote for it, and the three stacks over all of it.
+
+    ``target`` is the start token and every written token (the last included).
+    """
+
+    new_ids: tuple[int, ...] = ()
+    new_tokens: tuple[str, ...] = ()  # the text each written token adds
+    text: str = ""
+    stop_reason: StopReason = "max_new_tokens"
+    seed: int = 0
+
+
+class EncoderDecoder:
+    """A transformers encoder-decoder checkpoint whose every attention is the core's.
+
+    ``encode_pair`` gives the three stacks' maps; ``trace_stack`` one layer's
+    every tensor in one stack; ``generate`` writes a target.  The model is in
+    eval mode and each call makes its own cache and capture, so threads may
+    share it.
+    """
+
+    causal = False  # the encoder's maps (``attentions``) are bidirectional
+    kind = "encoder-decoder"
+
+    def __init__(
+        self,
+        name: str,
+        model: Any,
+        tokenizer: TextTokenizer,
+        directory: Path,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.tokenizer = tokenizer
+        self.directory = directory
+        config = model.config
+        self.family = str(config.model_type)
+        self.sites: dict[int, Site] = attention_sites(model, "encoder-decoder")
+        modules = dict(model.named_modules())
+        # (stack, layer) -> (module path, module), for hooking one layer's input
+        self.layer_modules: dict[tuple[Stack, int], tuple[str, torch.nn.Module]] = {}
+        for path, module in modules.items():
+            site = self.sites.get(id(module))
+            if site is not None and path.endswith(_ATTENTION_SUFFIXES):
+                self.layer_modules.setdefault((site.stack, site.layer), (path, module))
+        generation = model.generation_config
+        start = generation.decoder_start_token_id
+        if start is None:
+            start = config.decoder_start_token_id
+        if start is None:
+            raise SpecError(
+                f"{name}: the config has no decoder_start_token_id: the decoder cannot start",
+                field="model",
+            )
+        self.start_id = int(start)
+        eos = (
+            generation.eos_token_id if generation.eos_token_id is not None else config.eos_token_id
+        )
+        self.eos_ids = frozenset(
+            int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None
+        )
+        self._cache: ResultCache[tuple[str, str | None], Seq2SeqMaps] = ResultCache(cache_bytes)
+
+    @classmethod
+    def from_dir(
+        cls,
+        directory: Path,
+        name: str | None = None,
+        max_tokens: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> EncoderDecoder:
+        """Load with transformers, offline, every attention registered as the core's.
+
+        Weights stored in 16 bits run in float32.  ``max_tokens`` bounds the
+        tokens of a source and of a target (and the model's positions, if it has
+        a fixed number, bound them too).
+        """
+        from transformers import AutoModelForSeq2SeqLM
+
+        tokenizer_path = directory / TOKENIZER_FILE
+        if not tokenizer_path.is_file():
+            raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
+        register()
+        model = AutoModelForSeq2SeqLM.from_pretrained(
+            directory,
+            attn_implementation=ATTENTION_NAME,
+            local_files_only=True,
+            dtype=torch.float32,
+        ).eval()
+        context = getattr(model.config, "max_position_embeddings", None)
+        limit, source = max_tokens or 512, "the server's token limit per model input"
+        if isinstance(context, int) and context <= limit:
+            limit, source = context, "the model's context"
+        tokenizer = TextTokenizer(tokenizer_path, limit, source)
+        return cls(name or directory.name, model, tokenizer, directory, cache_bytes)
+
+    # --- what it is -----------------------------------------------------------------------
+
+    @property
+    def max_tokens(self) -> int:
+        return self.tokenizer.max_tokens
+
+    def to_device(self, device: torch.device) -> None:
+        """Encoder-decoders run on the CPU only, for now: refused, with the reason, elsewhere."""
+        if device.type != "cpu":
+            raise SpecError(
+                f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
+                f"{device.type!r}); set ATTENTION_VIZ_DEVICE=cpu to open this model",
+                field="model",
+            )
+
+    @property
+    def num_layers(self) -> int:
+        return sum(1 for stack, _ in self.layer_modules if stack == "encoder")
+
+    @property
+    def num_decoder_layers(self) -> int:
+        return sum(1 for stack, _ in self.layer_modules if stack == "decoder")
+
+    def layers_of(self, stack: Stack) -> int:
+        return sum(1 for s, _ in self.layer_modules if s == stack)
+
+    def info(self) -> dict[str, object]:
+        c = self.model.config
+        heads = int(c.num_attention_heads)
+        head_dim = int(getattr(c, "d_kv", None) or c.hidden_size // heads)
+        return {
+            "name": self.name,
+            "family": self.family,
+            "causal": self.causal,
+            "kind": self.kind,
+            "layers": self.num_layers,
+            "decoder_layers": self.num_decoder_layers,
+            "heads": heads,
+            "kv_heads": heads,
+            "hidden": int(c.hidden_size),
+            "head_dim": head_dim,
+            "vocab_size": int(c.vocab_size),
+            "max_positions": int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
+            "max_tokens": self.max_tokens,
+        }
+
+    # --- text in --------------------------------------------------------------------------
+
+    def tokenize(self, text: str, field: str = "text") -> TokenizedText:
+        tokenized = self.tokenizer.encode(text, field=field)
+        biggest = max(tokenized.input_ids)
+        if biggest >= int(self.model.config.vocab_size):
+            raise SpecError(
+                f"{self.name}: tokenizer.json gives token id {biggest}, beyond the model's "
+                f"vocabulary of {self.model.config.vocab_size}: the files do not belong together",
+                field="model",
+            )
+        return tokenized
+
+    def start_token(self) -> tuple[str, bool]:
+        """The start token's spelling; it is always flagged special (a marker, not text)."""
+        return self.tokenizer.pieces([self.start_id])[0], True
+
+    def target_text(self, target: str | None) -> TargetText:
+        """The decoder's input for ``target``: shifted right behind the start token."""
+        start, start_special = self.start_token()
+        if target is None:
+            return TargetText((self.start_id,), (start,), (start_special,))
+        labels = self.tokenize(target, field="target")
+        return TargetText(
+            (self.start_id, *labels.input_ids[:-1]),
+            (start, *labels.tokens[:-1]),
+            (start_special, *labels.special[:-1]),
+            labels.input_ids,
+        )
+
+    def refuse_pair(self, text_b: str | None) -> None:
+        if text_b is not None:
+            raise SpecError(
+                f"text_b (a sentence pair) is for encoders; {self.name} is an encoder-decoder: "
+                "put the source in text and the decoder's text in target",
+                field="text_b",
+            )
+
+    # --- the forward pass -----------------------------------------------------------------
+
+    def encode(self, text: str, text_b: str | None = None) -> Seq2SeqMaps:
+        """The three stacks for ``text`` with the decoder at its start token alone."""
+        self.refuse_pair(text_b)
+        return self.encode_pair(text, None)
+
+    def encode_pair(self, text: str, target: str | None) -> Seq2SeqMaps:
+        """Every layer's maps of the three stacks for ``text`` and ``target`` (or recent ones)."""
+        cached = self._cache.get((text, target))
+        if cached is not None:
+            return cached
+        source = self.tokenize(text)
+        decoder_input = self.target_text(target)
+        with torch.inference_mode(), self._capture(lambda site: False) as capture:
+            out = self.model(
+                input_ids=torch.tensor([source.input_ids]),
+                decoder_input_ids=torch.tensor([decoder_input.input_ids]),
+                output_hidden_states=True,
+                use_cache=False,
+            )
+        maps = Seq2SeqMaps(
+            source,
+            decoder_input,
+            _first(capture.weights("encoder")),  # (H, S, S) each
+            tuple(h[0] for h in out.encoder_hidden_states),  # (S, C) each
+            _first(capture.weights("decoder")),  # (H, T, T) each
+            _first(capture.weights("cross")),  # (H, T, S) each
+        )
+        self._cache.put((text, target), maps)
+        return maps
+
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[TokenizedText, LayerTrace]:
+        """The encoder's layer ``layer`` (0-based) for ``text``; see ``trace_stack``."""
+        self.refuse_pair(text_b)
+        tokens, trace, _ = self.trace_stack(text, None, "encoder", layer)
+        assert isinstance(tokens, TokenizedText)  # the encoder's rows are the source
+        return tokens, trace
+
+    def trace_stack(
+        self, text: str, target: str | None, stack: Stack, layer: int
+    ) -> tuple[TokenizedText | TargetText, LayerTrace, torch.Tensor | None]:
+        """Every tensor of one attention layer (0-based) of ``stack``.
+
+        Returns the tokens of its rows (the source for the encoder, else the
+        target), the ``LayerTrace`` (x: that attention's input, after its norm),
+        and for ``cross`` the encoder's output (1, S, C) its keys and values
+        come from (None otherwise).
+        """
+        count = self.layers_of(stack)
+        if not 0 <= layer < count:
+            raise SpecError(
+                f"layer {layer + 1} does not exist; the {stack} stack of this model has "
+                f"layers 1 to {count}",
+                field="layer",
+            )
+        source = self.tokenize(text)
+        decoder_input = self.target_text(target)
+        path, module = self.layer_modules[(stack, layer)]
+
+        def wanted(site: Site) -> bool:
+            return site.stack == stack and site.layer == layer
+
+        with (
+            torch.inference_mode(),
+            self._capture(wanted, {path: module}) as capture,
+        ):
+            out = self.model(
+                input_ids=torch.tensor([source.input_ids]),
+                decoder_input_ids=torch.tensor([decoder_input.input_ids]),
+                use_cache=False,
+            )
+        call = capture.call(stack, layer)
+        if call.x is None:
+            raise RuntimeError(f"{self.name}: the input of {path} was not captured")
+        trace = LayerTrace(layer, call.x, call.query, call.key, call.value, call.steps)
+        rows = source if stack == "encoder" else decoder_input
+        return rows, trace, out.encoder_last_hidden_state if stack == "cross" else None
+
+    @contextmanager
+    def _capture(
+        self, keep: Callable[[Site], bool], hooks: dict[str, torch.nn.Module] | None = None
+    ) -> Iterator[Capture]:
+        with capturing(self.sites, keep, hooks) as capture:
+            yield capture
+
+    # --- generation -----------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt: str,
+        max_new_tokens: int,
+        *,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+    ) -> GeneratedTarget:
+        """Write a target for ``prompt`` (the source): greedy with ``temperature`` 0.
+
+        Stops after an end-of-sequence token or ``max_new_tokens``.  Greedy
+        decoding gives transformers' ``generate(do_sample=False)`` ids.
+        """
+        from transformers import DynamicCache, EncoderDecoderCache
+
+        if max_new_tokens < 1:
+            raise SpecError(
+                f"max_new_tokens is {max_new_tokens}; it must be at least 1",
+                field="max_new_tokens",
+            )
+        if 1 + max_new_tokens > self.max_tokens:
+            raise SpecError(
+                f"the start token and max_new_tokens ({max_new_tokens}) make "
+                f"{1 + max_new_tokens} target positions; the limit is {self.max_tokens} "
+                f"({self.tokenizer.limit_source})",
+                field="max_new_tokens",
+            )
+        source = self.tokenize(prompt, field="prompt")
+        seed = secrets.randbits(31) if seed is None else seed
+        generator = torch.Generator().manual_seed(seed)
+        rules = generation_rules(self.model.generation_config, max_new_tokens)
+        config = self.model.config
+        length, width = 1 + max_new_tokens, len(source)
+        decoder_maps: list[torch.Tensor] = []  # per layer (H, N, N), N = 1 + max_new_tokens
+        cross_maps: list[torch.Tensor] = []  # per layer (H, N, S)
+        ids = [self.start_id]
+        stop: StopReason = "max_new_tokens"
+        done = False
+        with torch.inference_mode():
+            with self._capture(lambda site: False) as capture:
+                encoded = self.model.get_encoder()(
+                    input_ids=torch.tensor([source.input_ids]), output_hidden_states=True
+                )
+            encoder_weights = _first(capture.weights("encoder"))
+            cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
+            while True:
+                position = len(ids) - 1
+                with self._capture(lambda site: False) as capture:
+                    out = self.model(
+                        encoder_outputs=encoded,
+                        decoder_input_ids=torch.tensor([[ids[-1]]]),  # (1, 1)
+                        past_key_values=cache,
+                        use_cache=True,
+                    )
+                for layer, weights in enumerate(capture.weights("decoder")):
+                    if layer == len(decoder_maps):
+                        heads = weights.shape[1]
+                        decoder_maps.append(torch.zeros(heads, length, length))
+                        cross_maps.append(torch.zeros(heads, length, width))
+                    decoder_maps[layer][:, position, : position + 1] = weights[0, :, -1]
+                for layer, weights in enumerate(capture.weights("cross")):
+                    cross_maps[layer][:, position] = weights[0, :, -1]
+                if done:  # the last written token's own row is recorded
+                    break
+                logits = apply_rules(rules, ids, out.logits[0, -1])
+                token = sample(logits, temperature, top_k, generator)
+                ids.append(token)
+                if token in self.eos_ids:
+                    stop = "eos"
+                done = stop == "eos" or len(ids) - 1 == max_new_tokens
+        new_ids = tuple(ids[1:])
+        rows = len(ids)
+        start, start_special = self.start_token()
+        special_ids = self.tokenizer.special_ids
+        new_tokens = tuple(self.tokenizer.continuation([], new_ids))
+        target = TargetText(
+            tuple(ids),
+            (start, *new_tokens),
+            (start_special, *(i in special_ids for i in new_ids)),
+        )
+        return GeneratedTarget(
+            source,
+            target,
+            encoder_weights,
+            tuple(h[0] for h in encoded.hidden_states),
+            tuple(m[:, :rows, :rows].contiguous() for m in decoder_maps),
+            tuple(m[:, :rows].contiguous() for m in cross_maps),
+            new_ids=new_ids,
+            new_tokens=new_tokens,
+            text=self.tokenizer.decode(new_ids),
+            stop_reason=stop,
+            seed=seed,
+        )
+
+
+# Attention modules' names (BART/Marian: self_attn, encoder_attn; T5: SelfAttention,
+# EncDecAttention): the modules whose input is the attention's x.
+_ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
+
+
+def _first(weights: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """The first sequence of each layer's (B, H, T, S) weights: (H, T, S)."""
+    return tuple(w[0] for w in weights)
+
+
+def load_encoder_decoder(
+    directory: Path, name: str, max_tokens: int, cache_bytes: int
+) -> EncoderDecoder:
+    """``(directory, name, max_tokens, cache_bytes) -> EncoderDecoder`` (a registry loader)."""
+    return EncoderDecoder.from_dir(directory, name, max_tokens, cache_bytes)

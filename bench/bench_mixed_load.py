@@ -1,0 +1,309 @@
+"""Cheap requests under expensive load, and memory over repeated load (issue 20, items 9-10).
+
+    .venv/bin/python bench/bench_mixed_load.py --part latency [--rounds 2] [--duration 20]
+    .venv/bin/python bench/bench_mixed_load.py --part soak [--rounds 4] [--duration 30]
+
+``latency``: ``--rounds`` rounds; in each, for each server configuration
+(``--servers``: ``after``, the app as shipped; ``before``, the model work on as
+many threads as CPUs, as it was), in alternating order, a fresh server and two
+phases of ``--duration`` s against it:
+
+- **idle**: only the probes;
+- **loaded**: the probes while ``wrk`` sends the whole mix of bench_load.py
+  (toy, multihead, compare, the scaling lesson, a unique real-model request) over
+  ``--connections`` connections, and one training run (the default ``gpt``
+  preset, at its lower CPU priority) streams.
+
+The probes are two clients of their own, one request at a time every 50 ms:
+``POST /api/attention`` (the flagship) and ``GET /healthz``; their p50/p99 are
+the figures (goal under load: attention p99 ≤ 250 ms, healthz p99 ≤ 50 ms).  Also
+reported: wrk's throughput, the training run's longest silence between two
+events, and the load average.
+
+``soak``: ``--rounds`` rounds of ``--duration`` s of the loaded mix (without the
+training run) against each server (``tuned``: as shipped; ``untuned``:
+``ATTENTION_VIZ_MALLOC_ARENA_MAX=0`` and ``..._MALLOC_TRIM_SECONDS=0``, glibc's
+defaults), alternating; the RSS of each after every round (and 3 s later).  A
+plateau: the last rounds within 10 % of each other.
+
+Needs ``wrk``.  Linux only (``/proc``).  Loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_load import TOY, check_alone, has_model, loadavg, rss_mb, run_wrk, write_requests  # noqa: E402
+
+from devtools.server import start_server, stop_server  # noqa: E402
+
+CPUS = len(os.sched_getaffinity(0))
+SERVERS = {
+    "after": {},
+    "before": {"ATTENTION_VIZ_MODEL_THREADS": str(CPUS)},
+    "tuned": {},
+    "untuned": {"ATTENTION_VIZ_MALLOC_ARENA_MAX": "0", "ATTENTION_VIZ_MALLOC_TRIM_SECONDS": "0"},
+}
+TRAIN = {"architecture": "gpt", "max_steps": 5000}  # the limit: it outlasts the phase
+
+
+def host_port(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+class Probe(threading.Thread):
+    """One request at a time every ``interval`` s on a keep-alive connection; latencies in ms."""
+
+    def __init__(self, url: str, method: str, path: str, body: dict | None, interval: float = 0.05):
+        super().__init__(daemon=True)
+        self.url, self.method, self.path, self.interval = url, method, path, interval
+        self.body = orjson.dumps(body) if body is not None else None
+        self.ms: list[float] = []
+        self.failures = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        connection = http.client.HTTPConnection(*host_port(self.url), timeout=30)
+        headers = {"content-type": "application/json"} if self.body else {}
+        while not self._halt.is_set():
+            start = time.perf_counter()
+            try:
+                connection.request(self.method, self.path, body=self.body, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    self.failures += 1
+                self.ms.append((time.perf_counter() - start) * 1e3)
+            except (OSError, http.client.HTTPException):
+                self.failures += 1
+                connection.close()
+                connection = http.client.HTTPConnection(*host_port(self.url), timeout=30)
+            self._halt.wait(max(0.0, self.interval - (time.perf_counter() - start)))
+        connection.close()
+
+    def stop(self) -> dict[str, float]:
+        self._halt.set()
+        self.join()
+        ordered = sorted(self.ms)
+        p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else float("nan")
+        return {
+            "n": len(ordered),
+            "p50": statistics.median(ordered) if ordered else float("nan"),
+            "p99": p99,
+            "max": ordered[-1] if ordered else float("nan"),
+            "failures": self.failures,
+        }
+
+
+class TrainingRun(threading.Thread):
+    """Streams one POST /api/train; records when each event arrived."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.times: list[float] = []
+        self.events = 0
+        self.status = 0
+        self.connection = http.client.HTTPConnection(*host_port(url), timeout=120)
+
+    def run(self) -> None:
+        try:
+            self.connection.request(
+                "POST",
+                "/api/train",
+                body=orjson.dumps(TRAIN),
+                headers={"content-type": "application/json"},
+            )
+            response = self.connection.getresponse()
+            self.status = response.status
+            for line in response:
+                if line.startswith(b"event: "):
+                    self.events += 1
+                    self.times.append(time.monotonic())
+        except (OSError, http.client.HTTPException, ValueError, AttributeError):
+            pass  # closed by stop()
+
+    def stop(self) -> dict[str, float]:
+        end = time.monotonic()
+        try:
+            self.connection.sock.shutdown(2)  # type: ignore[union-attr]
+        except (OSError, AttributeError):
+            pass
+        self.connection.close()
+        self.join(timeout=10)
+        marks = self.times[1:] + [end]  # from the first event (start) to the end
+        gaps = (
+            [b - a for a, b in zip(self.times, marks, strict=False)]
+            if self.times
+            else [float("nan")]
+        )
+        return {"status": self.status, "events": self.events, "longest_silence_s": max(gaps)}
+
+
+def probes(url: str) -> list[Probe]:
+    return [Probe(url, "POST", "/api/attention", TOY), Probe(url, "GET", "/healthz", None)]
+
+
+def latency_phase(url: str, duration: int, tsv: Path | None, connections: int) -> dict[str, object]:
+    running = probes(url)
+    for probe in running:
+        probe.start()
+    train = wrk = None
+    if tsv is not None:
+        train = TrainingRun(url)
+        train.start()
+        time.sleep(3)  # the run's process starts (imports torch)
+        wrk = run_wrk(url, tsv, duration=duration, connections=connections)
+    else:
+        time.sleep(duration)
+    result: dict[str, object] = {
+        "attention": running[0].stop(),
+        "healthz": running[1].stop(),
+        "load": loadavg(),
+    }
+    if train is not None and wrk is not None:
+        result["training"] = train.stop()
+        result["wrk_rps"] = wrk.requests_per_s
+        result["wrk_errors"] = wrk.errors
+    return result
+
+
+def fmt(p: dict[str, float]) -> str:
+    return (
+        f"p50 {p['p50']:7.1f}  p99 {p['p99']:7.1f}  max {p['max']:7.1f} ms  "
+        f"(n {p['n']:.0f}, failed {p['failures']:.0f})"
+    )
+
+
+def part_latency(args: argparse.Namespace) -> int:
+    results: dict[tuple[str, str], list[dict[str, object]]] = {}
+    names = args.servers.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(args.rounds):
+            for name in names[:: -1 if round_ % 2 else 1]:  # alternate which goes first
+                url, process = start_server({**SERVERS[name], "ATTENTION_VIZ_RUNS_DIR": tmp})
+                try:
+                    mix = ["toy", "multihead", "compare", "lesson"]
+                    mix += ["model"] if has_model(url) else []
+                    if round_ == 0:
+                        check_alone(url, mix)
+                    tsv = write_requests(mix, Path(tmp))
+                    for phase, load in (("idle", None), ("loaded", tsv)):
+                        r = latency_phase(url, args.duration, load, args.connections)
+                        results.setdefault((name, phase), []).append(r)
+                        print(f"round {round_ + 1} {name:7} {phase:7} {summary(r)}", flush=True)
+                finally:
+                    stop_server(process)
+    print(
+        f"\n{args.rounds} round(s), {args.duration} s per phase, {args.connections} wrk "
+        f"connections, {CPUS} CPUs; medians over rounds"
+    )
+    for (name, phase), runs in results.items():
+        med = {
+            probe: {
+                key: statistics.median(r[probe][key] for r in runs)  # type: ignore[index]
+                for key in ("p50", "p99", "max")
+            }
+            for probe in ("attention", "healthz")
+        }
+        line = (
+            f"{name:7} {phase:7} /api/attention p50 {med['attention']['p50']:6.1f} p99 "
+            f"{med['attention']['p99']:6.1f} ms; /healthz p50 {med['healthz']['p50']:6.1f} "
+            f"p99 {med['healthz']['p99']:6.1f} ms"
+        )
+        if phase == "loaded":
+            rps = statistics.median(float(r["wrk_rps"]) for r in runs)  # type: ignore[arg-type]
+            events = [r["training"]["events"] for r in runs]  # type: ignore[index]
+            line += f"; wrk {rps:.1f} req/s; training events per phase {events}"
+        print(line)
+    return 0
+
+
+def summary(r: dict[str, object]) -> str:
+    text = (
+        f"load {r['load']}\n   /api/attention {fmt(r['attention'])}\n"  # type: ignore[arg-type]
+        f"   /healthz       {fmt(r['healthz'])}"  # type: ignore[arg-type]
+    )
+    if "training" in r:
+        t = r["training"]
+        text += (
+            f"\n   wrk {r['wrk_rps']:.1f} req/s ({r['wrk_errors']} errors); training "
+            f"(HTTP {t['status']:.0f}): {t['events']:.0f} events, longest silence "  # type: ignore[index]
+            f"{t['longest_silence_s']:.1f} s"  # type: ignore[index]
+        )
+    return text
+
+
+def part_soak(args: argparse.Namespace) -> int:
+    names = args.servers.split(",")
+    servers = {n: start_server(SERVERS[n]) for n in names}
+    rss: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    try:
+        url0 = next(iter(servers.values()))[0]
+        mix = ["toy", "multihead", "compare", "lesson"] + (["model"] if has_model(url0) else [])
+        with tempfile.TemporaryDirectory() as tmp:
+            tsv = write_requests(mix, Path(tmp))
+            for name, (url, process) in servers.items():
+                check_alone(url, mix)
+                print(f"{name}: {rss_mb(process.pid):.0f} MiB after warm-up requests")
+            print(f"load average before: {loadavg()}")
+            for round_ in range(args.rounds):
+                order = list(servers.items())[:: -1 if round_ % 2 else 1]
+                for name, (url, process) in order:
+                    result = run_wrk(url, tsv, duration=args.duration, connections=args.connections)
+                    after = rss_mb(process.pid)
+                    time.sleep(3)
+                    rss[name].append((after, rss_mb(process.pid)))
+                    print(
+                        f"round {round_ + 1} {name:8} {result.requests_per_s:7.1f} req/s  "
+                        f"RSS {after:7.0f} MiB, 3 s later {rss[name][-1][1]:7.0f} MiB  "
+                        f"(load {loadavg()})"
+                    )
+    finally:
+        for _, process in servers.values():
+            stop_server(process)
+    print(
+        f"\n{args.rounds} rounds × {args.duration} s, {args.connections} connections, alternating"
+    )
+    for name, values in rss.items():
+        series = " → ".join(f"{a:.0f}" for a, _ in values)
+        last = [a for a, _ in values[-2:]]
+        print(
+            f"  {name:8} RSS after each round: {series} MiB; last two differ by "
+            f"{100 * (last[-1] - last[0]) / last[0]:+.1f} %"
+        )
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", choices=["latency", "soak"], default="latency")
+    parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--rounds", type=int, help="default: 2 (latency), 4 (soak)")
+    parser.add_argument(
+        "--servers", help="comma-separated: after,before (latency), tuned,untuned (soak)"
+    )
+    args = parser.parse_args()
+    args.rounds = args.rounds or (2 if args.part == "latency" else 4)
+    args.servers = args.servers or ("after,before" if args.part == "latency" else "tuned,untuned")
+    return part_latency(args) if args.part == "latency" else part_soak(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,54 @@
+// A layer × head grid of numbers as coloured buttons (Viridis, lowest to highest value),
+// for the head scores on /model and /train and the ablation grids (model-heads.js).
+
+import { el } from "./dom.js";
+import { VIRIDIS } from "./model-canvas.js";
+
+const hex = (s) => [1, 3, 5].map((i) => Number.parseInt(s.slice(i, i + 2), 16));
+const STOPS = VIRIDIS.map(([t, c]) => [t, hex(c)]);
+
+/** Viridis colour of t in [0, 1], and a text colour that reads on it. */
+export function colour(t) {
+  const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0));
+  let k = 0;
+  while (k < STOPS.length - 2 && x > STOPS[k + 1][0]) k++;
+  const [t0, c0] = STOPS[k];
+  const [t1, c1] = STOPS[k + 1];
+  const f = (x - t0) / (t1 - t0);
+  const rgb = c0.map((v, j) => Math.round(v + f * (c1[j] - v)));
+  return { background: `rgb(${rgb.join(",")})`, color: x > 0.55 ? "#111" : "#fff" };
+}
+
+/** A layer × head grid of buttons coloured by `values` (L × H); click(l, h) from 1. */
+export function heatGrid({ values, testid, label, click, pressed = () => false, digits = 2 }) {
+  const L = values.length;
+  const H = values[0].length;
+  const flat = values.flat();
+  const lo = Math.min(...flat);
+  const hi = Math.max(...flat);
+  const span = hi - lo || 1;
+  const cells = [el("span", { class: "hg-corner", "aria-hidden": "true" })];
+  for (let h = 1; h <= H; h++) cells.push(el("span", { class: "hg-col", text: `H${h}` }));
+  for (let l = 1; l <= L; l++) {
+    cells.push(el("span", { class: "hg-row", text: `L${l}` }));
+    for (let h = 1; h <= H; h++) {
+      const v = values[l - 1][h - 1];
+      const c = colour((v - lo) / span);
+      cells.push(
+        el("button", {
+          type: "button",
+          class: "hg-cell",
+          style: `background:${c.background};color:${c.color}`,
+          "data-testid": `${testid}-L${l}-H${h}`,
+          "data-value": String(v),
+          "aria-pressed": pressed(l, h) ? "true" : "false",
+          "aria-label": `Layer ${l}, head ${h}: ${label} ${v.toFixed(digits)}`,
+          title: `Layer ${l}, head ${h}: ${label} ${v.toFixed(digits)}`,
+          text: v.toFixed(digits).replace(/^(-?)0\./, "$1."),
+          onclick: () => click(l, h),
+        }),
+      );
+    }
+  }
+  return el("div", { class: "heat-grid", "data-testid": testid, style: `grid-template-columns: 2.2rem repeat(${H}, 2.4rem)` }, cells);
+}

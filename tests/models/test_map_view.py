@@ -1,0 +1,156 @@
+"""Long-text maps through the API: ``heads``, ``pool`` (max over blocks) and ``rows``/``cols``
+on a ~300-token random GPT-2, against the full maps of the same request and transformers'."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from tests.models.checkpoints import make_gpt2
+from tests.requires import require
+
+NAME = "long-gpt2"
+TEXT = " ".join(["the river bank was muddy and the money was in the bank"] * 17)
+POOL = 32
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require("transformers")
+    return make_gpt2(tmp_path_factory.mktemp("long") / NAME, n_positions=400, seed=7)
+
+
+@pytest.fixture(scope="module")
+def client(model_dir: Path) -> Iterator[TestClient]:
+    settings = Settings(models=str(model_dir), hf_cache=False)
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+def post(client: TestClient, **body: Any) -> dict[str, Any]:
+    response = client.post("/api/model/attention", json={"model": NAME, "text": TEXT, **body})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def max_pool(maps: np.ndarray, block: tuple[int, int]) -> np.ndarray:
+    """The reference: each block's maximum, blocks starting every ``block`` cells."""
+    rows = np.arange(0, maps.shape[-2], block[0])
+    cols = np.arange(0, maps.shape[-1], block[1])
+    return np.maximum.reduceat(np.maximum.reduceat(maps, rows, axis=-2), cols, axis=-1)
+
+
+@pytest.fixture(scope="module")
+def full(client: TestClient) -> dict[str, Any]:
+    return post(client)
+
+
+def test_the_text_is_about_300_tokens(full: dict[str, Any]) -> None:
+    assert 280 <= len(full["tokens"]) <= 340
+    assert full["head_numbers"] == [1, 2, 3, 4]
+    assert full["region"] is None and full["pooled"] is None
+
+
+def test_pooled_overview_equals_pooling_the_full_maps(
+    client: TestClient, full: dict[str, Any], model_dir: Path
+) -> None:
+    T = len(full["tokens"])
+    block = -(-T // POOL)
+    pooled = post(client, pool=POOL, heads=[4, 2])
+    assert pooled["head_numbers"] == [4, 2]
+    side = -(-T // block)
+    assert side <= POOL
+    assert pooled["pooled"] == {"block": [block, block], "shape": [side, side], "reduce": "maximum"}
+    for layer in range(2):
+        maps = np.array(full["attentions"][layer])[[3, 1]]
+        got = np.array(pooled["attentions"][layer])
+        assert got.shape == (2, side, side)
+        np.testing.assert_array_equal(got, max_pool(maps, (block, block)))
+        for key in ("head_average", "rollout"):
+            want = max_pool(np.array(full[key][layer]), (block, block))
+            np.testing.assert_array_equal(np.array(pooled[key][layer]), want)
+    # And against transformers' own eager attention, pooled the same way.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    transformers = require("transformers")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        model_dir, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    ids = torch.tensor([decoder.tokenize(TEXT).input_ids])
+    with torch.inference_mode():
+        theirs = hf(ids, output_attentions=True).attentions
+    for layer in range(2):
+        want = max_pool(theirs[layer][0, [3, 1]].numpy(), (block, block))
+        np.testing.assert_allclose(np.array(pooled["attentions"][layer]), want, atol=1e-5)
+
+
+def test_a_region_equals_the_same_cells_of_the_full_map(
+    client: TestClient, full: dict[str, Any]
+) -> None:
+    T = len(full["tokens"])
+    rows, cols = [100, 181], [7, T]
+    region = post(client, rows=rows, cols=cols, heads=[3], layers=[2])
+    assert region["region"] == {"rows": rows, "cols": cols} and region["pooled"] is None
+    assert region["tokens"] == full["tokens"]  # the axes stay the whole text's
+    got = np.array(region["attentions"][0])
+    np.testing.assert_array_equal(got, np.array(full["attentions"][1])[[2], 100:181, 7:])
+    np.testing.assert_array_equal(
+        np.array(region["rollout"][0]), np.array(full["rollout"][1])[100:181, 7:]
+    )
+    # A region pooled: the same blocks as pooling the crop.
+    zoomed = post(client, rows=rows, cols=cols, pool=20, layers=[1], format="compact")
+    assert zoomed["pooled"]["block"] == [5, -(-(T - 7) // 20)]
+    assert zoomed["attentions"][0]["shape"] == [4, *zoomed["pooled"]["shape"]]
+
+
+def test_a_region_of_the_maps_without_special_tokens(client: TestClient) -> None:
+    hidden = post(client, hide_special=True, layers=[1])
+    region = post(client, hide_special=True, layers=[1], rows=[0, 50], cols=[10, 60], pool=10)
+    want = max_pool(np.array(hidden["attentions"][0])[:, 0:50, 10:60], (5, 5))
+    np.testing.assert_array_equal(np.array(region["attentions"][0]), want)
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({"pool": 0}, "pool", "greater than or equal to 1"),
+        ({"pool": 1025}, "pool", "less than or equal to 1024"),
+        ({"heads": [5]}, "heads", "heads [5] do not exist; this model has heads 1 to 4"),
+        ({"heads": [0, 2]}, "heads", "heads 1 to 4"),
+        ({"rows": [0, 10_000]}, "rows", "0 <= start < stop <="),
+        ({"rows": [5, 5]}, "rows", "0 <= start < stop <="),
+        ({"cols": [-1, 3]}, "cols", "0 <= start < stop <="),
+        ({"cols": [3]}, "cols", "at least 2 items"),
+    ],
+)
+def test_bad_map_options_are_422_naming_the_field(
+    client: TestClient, full: dict[str, Any], body: dict[str, Any], field: str, words: str
+) -> None:
+    response = client.post("/api/model/attention", json={"model": NAME, "text": TEXT, **body})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"] == ["body", field]
+    assert words in detail["msg"]
+    if field in ("rows", "cols") and "start" in words:
+        assert f"<= {len(full['tokens'])}" in detail["msg"]
+
+
+def test_generation_takes_the_same_options(client: TestClient) -> None:
+    body = {"model": NAME, "prompt": "the river bank", "max_new_tokens": 6, "layers": [2]}
+    full = client.post("/api/model/generate", json=body).json()
+    pooled = client.post("/api/model/generate", json={**body, "heads": [2], "pool": 4}).json()
+    assert pooled["generated_ids"] == full["generated_ids"]
+    T = len(full["tokens"])
+    block = -(-T // 4)
+    assert pooled["pooled"]["block"] == [block, block] and pooled["head_numbers"] == [2]
+    want = max_pool(np.array(full["attentions"][0])[[1]], (block, block))
+    np.testing.assert_array_equal(np.array(pooled["attentions"][0]), want)
