@@ -190,11 +190,9 @@ def test_a_target_over_the_limit_is_said_beside_the_target(page: Page, server_ur
     page.get_by_test_id("s2s-target").fill(" ".join(["Katze"] * 80))
     page.get_by_test_id("s2s-read").click()
     error = page.get_by_test_id("error-s2s-target")
-    # Worded by the page from the error's ctx (type limit_exceeded, setting model_context).
-    expect(error).to_have_text(
-        re.compile(r"The target: \d+ is more than this model reads \(at most 64\)\."),
-        timeout=WAIT,
-    )
+    # Worded from the error's type and ctx (limit 64: the model's context), not its sentence.
+    expect(error).to_contain_text("The target", timeout=WAIT)
+    expect(error).to_contain_text("at most 64")
     expect(page.get_by_test_id("s2s-target")).to_have_attribute("aria-invalid", "true")
     # The maps of the last target that could be computed stay.
     expect(page.get_by_test_id("s2s-map")).to_have_attribute("data-stack", "encoder")
