@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from devtools.server import start_server, stop_server
+from tests.e2e.conftest import ARTIFACTS
 from tests.e2e.hostile_checkpoint import MARKUP, NAME, make_hostile_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -76,3 +77,5 @@ def test_markup_tokens_and_model_name_show_as_text(page: Page) -> None:
     ablate_text = page.get_by_test_id("ablate-card").inner_text()
     assert any(token in ablate_text for token in MARKUP), ablate_text
     nothing_ran(page, dialogs)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "model-hostile-text.png"), full_page=True)
