@@ -4,6 +4,7 @@
 // ...}; decoded maps are transferred, not copied.
 
 import { decodeCompact } from "./model-data.js";
+import { gridPool } from "./model-overview.js";
 
 const URL_ATTENTION = "/api/model/attention";
 const URL_GENERATE = "/api/model/generate";
@@ -57,9 +58,10 @@ function withoutMaps(answer) {
 }
 
 async function attention(id, body) {
-  const infoReady = modelInfo(body.model);
+  // The grid's maps pooled (model-overview.js): a short text with few heads comes whole.
+  const info = await modelInfo(body.model);
+  if (info.layers) body = { ...body, pool: gridPool(info.layers, info.heads) };
   const firstResponse = await send(URL_ATTENTION, { ...body, layers: [1] });
-  const info = await infoReady;
   self.postMessage({ id, type: "info", info });
   const rest = [];
   if (firstResponse.ok) {
