@@ -216,6 +216,14 @@ def head_model(model: TextModel) -> DecoderHeadModel | EncoderHeadModel:
     with _install_lock:
         cached = _head_models.get(model)
         if cached is None:
+            if isinstance(model, Decoder) and not isinstance(model.model, nn.Module):
+                # transformers-backed (TransformersLM): no hooks or run() for it yet
+                raise SpecError(
+                    f"head analysis (scores, ablation, logit lens, value-weighted maps) "
+                    f"runs on the hand-written families (GPT-2, Llama); this {model.family} "
+                    "model runs on the transformers backend",
+                    field="model",
+                )
             if isinstance(model, Decoder):
                 cached = DecoderHeadModel(model)
             elif isinstance(model, Encoder):
