@@ -60,7 +60,8 @@ function withoutMaps(answer) {
 async function attention(id, body) {
   // The grid's maps pooled (model-overview.js): a short text with few heads comes whole.
   const info = await modelInfo(body.model);
-  if (info.layers) body = { ...body, pool: gridPool(info.layers, info.heads) };
+  // (An encoder-decoder's three stacks come whole: the server refuses pool for them.)
+  if (info.layers && info.kind !== "encoder-decoder") body = { ...body, pool: gridPool(info.layers, info.heads) };
   const firstResponse = await send(URL_ATTENTION, { ...body, layers: [1] });
   self.postMessage({ id, type: "info", info });
   const first = await readJson(firstResponse);
