@@ -1,4 +1,5 @@
-"""The ``attention-viz`` command: serve the app, list the models, or print a trace as JSON."""
+"""The ``attention-viz`` command: serve the app, list the models, print a trace as JSON, train,
+or write a text's pooled maps (``maps``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from . import train_cli
+from . import maps_cli, train_cli
 from .settings import get_settings
 from .version import __version__
 
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets.set_defaults(func=_presets)
 
     train_cli.add_parser(sub)
+    maps_cli.add_parser(sub)
     return parser
 
 

@@ -16,7 +16,7 @@ export const VIRIDIS = [
 const hex = (s) => [1, 3, 5].map((i) => Number.parseInt(s.slice(i, i + 2), 16));
 
 /** 256 packed RGBA colours (little-endian Uint32: 0xAABBGGRR). */
-const LUT = (() => {
+export const LUT = (() => {
   const stops = VIRIDIS.map(([t, c]) => [t, hex(c)]);
   const lut = new Uint32Array(256);
   let k = 0;
@@ -46,7 +46,7 @@ const MAX_SIDE = 128;
 // Masked cells (a decoder's upper triangle): the grey of the page's lines, so an
 // empty cell never reads as a weight of 0 (Viridis' darkest purple).
 export const MASKED_COLOUR = "#d0d7de";
-const MASKED = (() => {
+export const MASKED = (() => {
   const [r, g, b] = hex(MASKED_COLOUR);
   return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
 })();

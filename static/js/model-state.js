@@ -27,7 +27,8 @@ export function defaultState(init) {
     topK: null,
     seed: null,
     hide: false,
-    scale: "map",
+    scale: "map", // "map" | "fixed" | "log"
+    sinkApart: false, // column 0 (the first token, an attention sink) left out of the colour range
     measure: "weights", // "weights" | "value_norm" (the maps' values)
     layer: 1,
     head: "1", // "1".."H", "mean" or "rollout"
@@ -53,7 +54,8 @@ export function readModelState(defaults, search = window.location.search) {
   if (p.has("topk")) s.topK = int(p.get("topk"), 1);
   if (p.has("seed")) s.seed = int(p.get("seed"), 0);
   s.hide = p.get("hide") === "1";
-  if (p.get("scale") === "fixed") s.scale = "fixed";
+  if (["fixed", "log"].includes(p.get("scale"))) s.scale = p.get("scale");
+  s.sinkApart = p.get("sink") === "apart";
   if (p.get("measure") === "value_norm") s.measure = "value_norm";
   s.layer = int(p.get("layer"), 1) ?? s.layer;
   const head = p.get("head");
@@ -90,6 +92,7 @@ export function modelStatePairs(s, d) {
   }
   if (s.hide) pairs.push(["hide", "1"]);
   add("scale", s.scale, d.scale);
+  if (s.sinkApart) pairs.push(["sink", "apart"]);
   add("measure", s.measure, d.measure);
   add("layer", String(s.layer), String(d.layer));
   add("head", s.head, d.head);

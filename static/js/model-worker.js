@@ -4,6 +4,7 @@
 // ...}; decoded maps are transferred, not copied.
 
 import { decodeCompact } from "./model-data.js";
+import { gridPool, isPooled } from "./model-overview.js";
 
 const URL_ATTENTION = "/api/model/attention";
 const URL_GENERATE = "/api/model/generate";
@@ -57,21 +58,26 @@ function withoutMaps(answer) {
 }
 
 async function attention(id, body) {
-  const infoReady = modelInfo(body.model);
+  // The grid's maps pooled (model-overview.js): a short text with few heads comes whole.
+  const info = await modelInfo(body.model);
+  // (An encoder-decoder's three stacks come whole: the server refuses pool for them.)
+  if (info.layers && info.kind !== "encoder-decoder") body = { ...body, pool: gridPool(info.layers, info.heads) };
   const firstResponse = await send(URL_ATTENTION, { ...body, layers: [1] });
-  const info = await infoReady;
   self.postMessage({ id, type: "info", info });
-  const rest = [];
-  if (firstResponse.ok) {
-    for (let n = 2; n <= info.layers; n++) {
-      rest.push(send(URL_ATTENTION, { ...body, layers: [n] }).then(readJson).then((answer) => ({ n, answer })));
-    }
-  }
-  for (const p of rest) p.catch(() => {});
   const first = await readJson(firstResponse);
+  const others = Array.from({ length: Math.max(0, info.layers - 1) }, (_, i) => i + 2);
+  // Whole maps: one request a layer, in parallel (the server keeps the forward pass).
+  // Pooled maps: one request for every other layer, since a forward too big for the
+  // server's cache of results would otherwise run again for each layer.
+  const rest = !others.length
+    ? []
+    : isPooled(first)
+    ? [send(URL_ATTENTION, { ...body, layers: others }).then(readJson).then((answer) => others.map((n, i) => ({ n, answer, i })))]
+    : others.map((n) => send(URL_ATTENTION, { ...body, layers: [n] }).then(readJson).then((answer) => [{ n, answer, i: 0 }]));
+  for (const p of rest) p.catch(() => {});
   self.postMessage({ id, type: "meta", meta: withoutMaps(first), t: now() });
   postLayer(id, 1, first);
-  await Promise.all(rest.map((p) => p.then(({ n, answer }) => postLayer(id, n, answer))));
+  await Promise.all(rest.map((p) => p.then((parts) => parts.forEach(({ n, answer, i }) => postLayer(id, n, answer, i)))));
   self.postMessage({ id, type: "done", t: now() });
 }
 

@@ -12,6 +12,7 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
+import { LONG_TEXT, canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
 import { setupHeadAnalysis } from "./model-heads.js";
@@ -49,6 +50,19 @@ let buttons = new Map(); // "L-head" -> button
 let seq = 0;
 let headViewMode = "lines";
 let modelNote = null; // a problem with the URL's model, shown beside the picker
+// Long texts, many heads (model-overview.js): the grid's maps pooled, the large map on canvas.
+let overview = false; // the grid holds pooled maps (the large map is fetched)
+let mapRequest = null; // the text and options the maps shown came from
+const overviewNote = el("p", { class: "hint", "data-testid": "overview-note", hidden: true });
+grid.before(overviewNote);
+const zoomCanvas = canvasZoom($("zoom-plot"), $("zoom-readout"));
+$("zoom-plot").after(zoomCanvas.element);
+const filter = layerFilter(grid, () => {
+  if (!filter.shows(state.layer)) {
+    const first = [...buttons.values()].find((b) => !b.hidden);
+    if (first) select(Number(first.dataset.layer), first.dataset.head);
+  }
+});
 // Head scores, ablation and the logit lens (model-heads.js); a head there opens its map here.
 const analysis = setupHeadAnalysis({
   container: $("head-analysis"),
@@ -160,6 +174,7 @@ function fillForm() {
   $("gen-seed").value = state.seed ?? "";
   $("hide-special").checked = state.hide;
   $("colour-scale").value = state.scale;
+  $("sink-apart").checked = state.sinkApart;
   $("map-measure").value = state.measure;
   $("cw-text-a").value = state.cw.text_a || "";
   $("cw-text-b").value = state.cw.text_b || "";
@@ -243,10 +258,45 @@ function drawRow(layer) {
     const button = buttons.get(key(layer, head));
     const flat = flatFor(layer, head);
     if (!button || !flat) continue;
-    drawMap(button.firstChild, flat, T, zmaxFor(flat), maskOf(layer, head));
+    if (overview || state.scale === "log" || state.sinkApart) drawThumb(button.firstChild, flat, layer, head);
+    else drawMap(button.firstChild, flat, T, zmaxFor(flat), maskOf(layer, head));
     button.classList.remove("pending");
     button.dataset.tokens = String(T);
   }
+}
+
+/** A thumbnail from a pooled map (or with the log scale or the sink apart): one pixel a cell. */
+function drawThumb(canvas, flat, layer, head) {
+  const T = meta.tokens.length;
+  const [rows, cols] = meta.pooled ? meta.pooled.shape : [T, T];
+  const block = meta.pooled ? meta.pooled.block : [1, 1];
+  const zmax = rangeTop(flat, cols, { fixed: state.scale === "fixed", sinkApart: state.sinkApart });
+  drawCells(canvas, flat, { rows, cols, block, T, zmax, log: state.scale === "log", ...maskOf(layer, head) });
+}
+
+/** The large map on canvas: long texts (fetched at full resolution), the log scale, the sink apart. */
+const canvasMode = () => overview || state.scale === "log" || state.sinkApart;
+
+function showCanvasZoom() {
+  const { layer, head } = state;
+  const T = meta.tokens.length;
+  const full = overview ? null : flatFor(layer, head);
+  const request = mapRequest;
+  zoomCanvas.show({
+    key: `${layer}-${head}`,
+    T,
+    tokens: tokenLabels(meta.tokens),
+    mask: maskOf(layer, head),
+    load: (rows, cols) => (full ? Promise.resolve(cropMap(full, T, rows, cols)) : fetchMap({ request, layer, head, rows, cols, T })),
+    colour: (map) => ({
+      zmax: rangeTop(map.values, map.cols, { fixed: state.scale === "fixed", sinkApart: state.sinkApart, firstCol: map.region.cols[0] }),
+      log: state.scale === "log",
+    }),
+  });
+  const zoom = $("zoom-plot");
+  zoom.dataset.layer = String(layer);
+  zoom.dataset.head = head;
+  zoom.dataset.tokens = String(T);
 }
 
 function redrawAll() {
@@ -280,6 +330,9 @@ function drawSelected() {
   $("zoom-title").textContent = mapName(state.layer, state.head);
   updateOpenHead();
   const zoom = $("zoom-plot");
+  const onCanvas = canvasMode();
+  zoom.hidden = onCanvas;
+  zoomCanvas.element.hidden = !onCanvas;
   if (!flat) return;
   const { layer, head } = state;
   const tokens = meta.tokens;
@@ -292,6 +345,7 @@ function drawSelected() {
   if (generated && generated.includes(true)) parts.push("▸ and the orange outline: tokens the model wrote.");
   legend.hidden = parts.length === 0;
   legend.textContent = parts.join(" ");
+  if (onCanvas) return showCanvasZoom();
   drawZoom(zoom, {
     flat,
     tokens,
@@ -338,7 +392,13 @@ grid.addEventListener("keydown", (ev) => {
   if (!move || !target || !info) return;
   ev.preventDefault();
   const cols = columns(info.heads);
-  const layer = Math.min(info.layers, Math.max(1, Number(target.dataset.layer) + move[0]));
+  let layer = Number(target.dataset.layer);
+  for (let l = layer + move[0]; move[0] && l >= 1 && l <= info.layers; l += move[0]) {
+    if (filter.shows(l)) {
+      layer = l;
+      break;
+    }
+  }
   const col = Math.min(cols.length - 1, Math.max(0, cols.indexOf(target.dataset.head) + move[1]));
   select(layer, cols[col], true);
 });
@@ -354,6 +414,8 @@ function renderTokens() {
 
 function drawTokens() {
   if (!meta || !info || !info.layers) return Promise.resolve(); // no layers: nothing a token reads
+  tokenView.hidden = overview;
+  if (overview) return Promise.resolve(); // the grid's maps are pooled: no token's own row
   const mine = seq;
   const done = drawTokenView(
     tokenView,
@@ -499,8 +561,19 @@ async function run() {
       performance.mark("model-first-layer");
       info = answerInfo;
       meta = body;
+      overview = isPooled(body);
+      mapRequest = generating ? null : { ...(state.model ? { model: state.model } : {}), text: state.text, ...(asked.textB ? { text_b: asked.textB } : {}), hide_special: state.hide, measure: state.measure };
       layers = fresh;
-      if (grid.dataset.model !== info.name || !buttons.size) buildGrid(info.layers, info.heads, info.name);
+      if (grid.dataset.model !== info.name || !buttons.size) {
+        buildGrid(info.layers, info.heads, info.name);
+        filter.refresh();
+      }
+      grid.dataset.overview = String(overview);
+      overviewNote.hidden = !overview;
+      if (overview) {
+        const [b] = body.pooled.block;
+        overviewNote.textContent = `${meta.tokens.length} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. One token's row in every head needs the full maps: texts of at most ${LONG_TEXT} tokens show it.`;
+      }
       if (state.layer > info.layers) state.layer = 1;
       if (/^\d+$/.test(state.head) && Number(state.head) > info.heads) state.head = "1";
       if (state.tokenLayer !== null && state.tokenLayer > info.layers) state.tokenLayer = null;
@@ -628,6 +701,12 @@ $("map-measure").addEventListener("change", (ev) => {
 
 $("colour-scale").addEventListener("change", (ev) => {
   state.scale = ev.target.value;
+  writeUrl();
+  if (meta) redrawAll();
+});
+
+$("sink-apart").addEventListener("change", (ev) => {
+  state.sinkApart = ev.target.checked;
   writeUrl();
   if (meta) redrawAll();
 });

@@ -191,8 +191,14 @@ def test_512_tokens(page: Page, server_url: str) -> None:
     page.get_by_test_id("model-text").fill(text)
     page.get_by_test_id("model-run").click()
     wait_for_grid(page, tokens=512, timeout=60_000)
-    z = plot_data(page, "zoom-plot")
-    assert len(z) == 512 and len(z[0]) == 512
+    # A long text: the grid is a pooled overview and the large map a canvas, fetched whole
+    # at full resolution, one pixel a cell (never 512 × 512 cells handed to Plotly).
+    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-overview", "true")
+    ready = page.get_by_test_id("canvas-zoom")
+    expect(ready).to_have_attribute("data-ready", "1-1:0,512:0,512", timeout=WAIT)
+    zoom = page.get_by_test_id("zoom-canvas")
+    assert zoom.evaluate("c => [c.width, c.height]") == [512, 512]
+    expect(page.get_by_test_id("zoom-plot")).to_be_hidden()
     expect(page.get_by_test_id("error-text")).to_be_empty()
     expect(page.get_by_test_id("token-count")).to_have_text("(512 shown)")
     sizes = page.eval_on_selector_all(
@@ -202,7 +208,7 @@ def test_512_tokens(page: Page, server_url: str) -> None:
     # Another map opens large without trouble.
     page.get_by_test_id("map-L5-H2").click()
     zoom_shows(page, 5, "2", tokens=512)
-    assert len(plot_data(page, "zoom-plot")) == 512
+    expect(ready).to_have_attribute("data-ready", "5-2:0,512:0,512", timeout=WAIT)
 
 
 @pytest.mark.allow_console(r"422")

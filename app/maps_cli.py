@@ -1,0 +1,159 @@
+"""``attention-viz maps``: one text through a checkpoint, every map pooled, written to a file.
+
+What /model's overview grid shows, for a notebook or a script: each layer's heads,
+head average and rollout, max-pooled (``attention_core.models.pooling``) to at most
+``--pool`` × ``--pool`` cells, as ``.npz`` (arrays) or ``.json`` (nested lists).  The
+forward pass runs once; the progress bar on stderr then counts the layers as each is
+pooled.  Errors (a missing directory, a text past the model's limits) exit with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+DEFAULT_POOL = 64
+BAR_WIDTH = 24
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from .schemas.model import MAX_POOL_CELLS
+
+    maps = sub.add_parser(
+        "maps",
+        help="write a text's attention maps, pooled, as .npz or .json",
+        description="Run a checkpoint on a text and write every layer's heads, head average "
+        "and rollout, each max-pooled to at most POOL x POOL cells (a cell is the largest "
+        "weight of its block).",
+    )
+    maps.add_argument("model", type=Path, help="a checkpoint directory")
+    text = maps.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="the text")
+    text.add_argument("--text-file", type=Path, help="a UTF-8 file holding the text")
+    maps.add_argument(
+        "--pool",
+        type=int,
+        default=DEFAULT_POOL,
+        help=f"cells a side, 1..{MAX_POOL_CELLS} (default {DEFAULT_POOL})",
+    )
+    maps.add_argument("--out", type=Path, required=True, help="a .npz or .json file to write")
+    maps.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    maps.set_defaults(func=run)
+
+
+class LayerBar:
+    """Layers pooled so far: one redrawn line on a terminal, a plain line each otherwise."""
+
+    def __init__(self, stream: TextIO, total: int, enabled: bool) -> None:
+        self.stream, self.total, self.enabled = stream, total, enabled
+        self.tty = stream.isatty()
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        if self.tty:
+            filled = round(BAR_WIDTH * done / max(self.total, 1))
+            end = "\n" if done == self.total else ""
+            bar = "#" * filled + "." * (BAR_WIDTH - filled)
+            self.stream.write(f"\r[{bar}] layer {done}/{self.total}{end}")
+        else:
+            self.stream.write(f"layer {done}/{self.total}\n")
+        self.stream.flush()
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"attention-viz maps: {message}\n")
+    return 2
+
+
+def pooled_maps(model: Any, text: str, cells: int, bar: LayerBar | None = None) -> dict[str, Any]:
+    """Every layer's maps of ``text`` pooled to at most ``cells`` a side (numpy arrays)."""
+    import numpy as np
+    import torch
+
+    from attention_core.models.pooling import POOL_REDUCE, pool_to
+
+    with torch.inference_mode():
+        maps = model.encode(text, None)
+        heads, averages, rollouts = [], [], []
+        block: tuple[int, int] = (1, 1)
+        total = len(maps.layer_attentions)
+        for n in range(total):
+            pooled, block = pool_to(maps.layer_attentions[n], cells)  # (H, r, c)
+            heads.append(pooled.float().numpy())
+            averages.append(pool_to(maps.head_averages[n], cells)[0].float().numpy())
+            rollouts.append(pool_to(maps.rollout[n], cells)[0].float().numpy())
+            if bar:
+                bar.update(n + 1)
+    shape = list(heads[0].shape[-2:]) if heads else [0, 0]
+    return {
+        "tokens": list(maps.tokens),
+        "pooled": {"block": list(block), "shape": shape, "reduce": POOL_REDUCE},
+        "attentions": np.stack(heads),  # (L, H, r, c)
+        "head_average": np.stack(averages),  # (L, r, c)
+        "rollout": np.stack(rollouts),  # (L, r, c)
+    }
+
+
+def write(path: Path, model_name: str, result: dict[str, Any]) -> None:
+    """``.npz``: the three arrays, ``tokens`` and ``meta`` (JSON); ``.json``: nested lists."""
+    import numpy as np
+    import orjson
+
+    meta = {"model": model_name, "tokens": result["tokens"], "pooled": result["pooled"]}
+    if path.suffix == ".npz":
+        np.savez_compressed(
+            path,
+            attentions=result["attentions"],
+            head_average=result["head_average"],
+            rollout=result["rollout"],
+            tokens=np.array(result["tokens"], dtype=str),
+            meta=np.array(orjson.dumps(meta).decode()),
+        )
+        return
+    payload = {**meta, **{k: result[k] for k in ("attentions", "head_average", "rollout")}}
+    path.write_bytes(orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY))
+
+
+def run(args: argparse.Namespace) -> int:
+    from attention_core import SpecError
+
+    from .model_registry import build_registry
+    from .schemas.model import MAX_POOL_CELLS
+    from .settings import get_settings
+
+    if args.out.suffix not in (".npz", ".json"):
+        return _fail(f"--out {args.out}: write a .npz or a .json file")
+    if not 1 <= args.pool <= MAX_POOL_CELLS:
+        return _fail(f"--pool {args.pool}: it needs 1 to {MAX_POOL_CELLS} cells a side")
+    directory = args.model.expanduser().resolve()
+    if not directory.is_dir():
+        return _fail(f"{args.model}: no such directory")
+    try:
+        text = args.text if args.text is not None else args.text_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return _fail(f"--text-file {args.text_file}: {exc}")
+    settings = get_settings().model_copy(update={"serve_models": str(directory)})
+    registry = build_registry(settings)
+    entry = next((e for e in registry.entries() if Path(e.path).resolve() == directory), None)
+    if entry is None or not entry.supported:
+        reason = entry.reason if entry is not None else "not a checkpoint this app can read"
+        return _fail(f"{args.model}: {reason}")
+    try:
+        model = registry.load(entry.name)
+        layers = model.info().get("layers")
+        if not isinstance(layers, int) or not layers:
+            return _fail(f"{entry.name} has no attention layers: there are no maps to write")
+        bar = LayerBar(sys.stderr, layers, enabled=not args.quiet)
+        result = pooled_maps(model, text, args.pool, bar)
+    except SpecError as exc:
+        return _fail(str(exc))
+    write(args.out, entry.name, result)
+    L, H, rows, cols = result["attentions"].shape
+    sys.stdout.write(
+        f"{args.out}: {len(result['tokens'])} tokens, {L} layers x {H} heads, "
+        f"maps pooled to {rows} x {cols}\n"
+    )
+    return 0

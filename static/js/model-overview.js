@@ -1,0 +1,293 @@
+// Long texts and many heads on /model: the grid shows a pooled overview (each map
+// max-pooled by the server to at most OVERVIEW_CELLS a side, `pool` on
+// /api/model/attention), and the large map is one head fetched at full resolution
+// (`layers` + `heads`), or one region of it (`rows`/`cols`), drawn on a canvas one
+// pixel per cell: never megabytes handed to Plotly.  Also here: the log colour
+// scale, the first-token (sink) column left out of the colour range, and the
+// layer filter of the grid.
+
+import { el } from "./dom.js";
+import { LUT, MASKED, maskedCell } from "./model-canvas.js";
+import { decodeCompact } from "./model-data.js";
+
+// Past this many tokens, or this many maps (layers × heads), the grid asks for pooled maps.
+export const LONG_TEXT = 128;
+export const MANY_MAPS = 100;
+// Each thumbnail is pooled to at most this many cells a side (a thumbnail is 38 px):
+// more for few maps (they are also the large map's source for short texts).
+const POOL_FEW = 128;
+const POOL_MANY = 48;
+// The large map is drawn a pixel per cell up to this side; past it the server pools it.
+export const ZOOM_MAX_SIDE = 1024;
+// The log scale spans this many powers of ten below the colour range's top.
+export const LOG_DECADES = 4;
+
+/** The `pool` the grid asks for: thumbnails are small, and many of them smaller. */
+export const gridPool = (L, H) => (L * H > MANY_MAPS ? POOL_MANY : POOL_FEW);
+
+/** Whether an answer's maps were pooled (a block larger than one cell). */
+export const isPooled = (answer) => Boolean(answer && answer.pooled && answer.pooled.block.some((b) => b > 1));
+
+/** A map's colour index (0..255) for value v under the range's top zmax, linear or log. */
+export function colourIndex(v, zmax, log) {
+  if (!(v > 0) || !(zmax > 0)) return 0;
+  const t = log ? 1 + Math.log10(v / zmax) / LOG_DECADES : v / zmax;
+  return t >= 1 ? 255 : t <= 0 ? 0 : (t * 255) | 0;
+}
+
+/** The top of a map's colour range: 1 (fixed), or its largest cell, column 0 left out
+ * when the sink is apart (column 0 then shows at the top colour wherever it is larger). */
+export function rangeTop(flat, cols, { fixed = false, sinkApart = false, firstCol = 0 } = {}) {
+  if (fixed) return 1;
+  const skip = sinkApart && firstCol === 0 ? 1 : 0;
+  let m = 0;
+  for (let p = 0; p < flat.length; p++) if (p % cols >= skip && flat[p] > m) m = flat[p];
+  return Math.max(m, 1e-6);
+}
+
+/**
+ * Draw rows × cols cells (Float32Array, row-major) one pixel each.  block: the token
+ * block each cell covers (pooled maps), offset: the first token row and column.  A cell
+ * is grey when every pair in it is masked (causal, beyond a sliding window).
+ */
+export function drawCells(canvas, flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
+  if (canvas.width !== cols) canvas.width = cols;
+  if (canvas.height !== rows) canvas.height = rows;
+  const ctx = canvas.getContext("2d");
+  const image = ctx.createImageData(cols, rows);
+  const pixels = new Uint32Array(image.data.buffer);
+  const [br, bc] = block;
+  const [r0, c0] = offset;
+  for (let i = 0; i < rows; i++) {
+    const first = r0 + i * br;
+    const last = Math.min(T - 1, first + br - 1);
+    for (let j = 0; j < cols; j++) {
+      const left = c0 + j * bc;
+      const right = Math.min(T - 1, left + bc - 1);
+      const masked = causal && (maskedCell(last, left, causal) || maskedCell(first, right, causal, slidingWindow, positions));
+      pixels[i * cols + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
+    }
+  }
+  ctx.putImageData(image, 0, 0);
+}
+
+// ---------- the layer filter ----------
+
+/** "1-3, 7" -> the set {1, 2, 3, 7} within 1..L; "" -> every layer; null when unreadable. */
+export function parseLayers(text, L) {
+  const all = new Set(Array.from({ length: L }, (_, i) => i + 1));
+  if (!text.trim()) return all;
+  const chosen = new Set();
+  for (const part of text.split(",")) {
+    const m = /^\s*(\d+)\s*(?:[-–]\s*(\d+)\s*)?$/.exec(part);
+    if (!m) return null;
+    const a = Number(m[1]);
+    const b = m[2] === undefined ? a : Number(m[2]);
+    if (a < 1 || b > L || a > b) return null;
+    for (let l = a; l <= b; l++) chosen.add(l);
+  }
+  return chosen;
+}
+
+/**
+ * A "Layers" field above the grid: rows of other layers are hidden (their label and
+ * buttons carry data-layer).  onChange(visible set) after each valid change.
+ */
+export function layerFilter(grid, onChange) {
+  const input = el("input", { id: "layer-filter", "data-testid": "layer-filter", type: "text", inputmode: "numeric", placeholder: "all", autocomplete: "off", "aria-describedby": "layer-filter-note" });
+  const note = el("span", { class: "hint", id: "layer-filter-note", "data-testid": "layer-filter-note", role: "status" });
+  const box = el("div", { class: "field layer-filter" }, [el("label", { for: "layer-filter", text: "Layers" }), input, note]);
+  grid.before(box);
+  let visible = null;
+  const apply = () => {
+    const L = Number(grid.dataset.layers || 0);
+    const chosen = parseLayers(input.value, L);
+    if (!chosen) {
+      note.textContent = `Write layers as 1-3, 7 (this model has layers 1 to ${L}).`;
+      input.setAttribute("aria-invalid", "true");
+      return;
+    }
+    input.removeAttribute("aria-invalid");
+    note.textContent = chosen.size === L ? "" : `${chosen.size} of ${L} layers shown`;
+    visible = chosen;
+    for (const cell of grid.querySelectorAll("[data-layer]")) cell.hidden = !chosen.has(Number(cell.dataset.layer));
+    onChange(chosen);
+  };
+  input.addEventListener("input", apply);
+  return {
+    /** Apply the filter again (after the grid is rebuilt). */
+    refresh: apply,
+    /** Whether layer l is shown. */
+    shows: (l) => !visible || visible.has(l),
+  };
+}
+
+// ---------- the large map on canvas ----------
+
+async function postJson(url, body) {
+  const response = await fetch(url, { method: "POST", headers: { accept: "application/json", "content-type": "application/json" }, body: JSON.stringify(body) });
+  const answer = await response.json().catch(() => null);
+  if (!response.ok) throw Object.assign(new Error("api"), { status: response.status, detail: answer && answer.detail });
+  return answer;
+}
+
+/** One map (a head, the layer's mean or its rollout) at full resolution, or a region of it. */
+export async function fetchMap({ request, layer, head, rows = null, cols = null, T }) {
+  const body = { ...request, format: "compact", dtype: "uint8", layers: [layer], heads: [/^\d+$/.test(head) ? Number(head) : 1] };
+  if (rows) body.rows = rows;
+  if (cols) body.cols = cols;
+  const side = Math.max(rows ? rows[1] - rows[0] : T, cols ? cols[1] - cols[0] : T);
+  if (side > ZOOM_MAX_SIDE) body.pool = ZOOM_MAX_SIDE;
+  const answer = await postJson("/api/model/attention", body);
+  const which = head === "mean" ? answer.head_average[0] : head === "rollout" ? answer.rollout[0] : answer.attentions[0];
+  const decoded = decodeCompact(which);
+  const shape = decoded.shape.slice(-2);
+  const region = answer.region || { rows: [0, T], cols: [0, T] };
+  const block = answer.pooled ? answer.pooled.block : [1, 1];
+  return { values: decoded.values, rows: shape[0], cols: shape[1], region, block };
+}
+
+const clampInt = (v, lo, hi) => Math.min(hi, Math.max(lo, Math.floor(v)));
+
+/**
+ * The canvas large map: box (the zoom card's plot div), readout (hover text).
+ * show(ctx) draws a map ctx = {key, T, tokens, load(rows, cols) -> map, colour(map) ->
+ * {zmax, log}, mask}; a drag (or the rows/cols fields) asks load() for that region.
+ */
+export function canvasZoom(box, readout) {
+  const canvas = el("canvas", { class: "zoom-canvas", "data-testid": "zoom-canvas", width: 1, height: 1, tabindex: "0", "aria-label": "The large map; drag to zoom into a region" });
+  const frame = el("div", { class: "zoom-frame" }, [canvas, el("div", { class: "zoom-box", hidden: true })]);
+  const rect = frame.lastChild;
+  const field = (name, label) => el("input", { type: "number", min: 0, step: 1, "data-testid": `zoom-${name}`, name, "aria-label": label });
+  const form = el("form", { class: "zoom-region", "data-testid": "zoom-region", novalidate: true }, [
+    el("span", { text: "Rows" }), field("row0", "first row"), el("span", { text: "to" }), field("row1", "row after the last"),
+    el("span", { text: "columns" }), field("col0", "first column"), el("span", { text: "to" }), field("col1", "column after the last"),
+    el("button", { type: "submit", "data-testid": "zoom-apply", text: "Zoom" }),
+    el("button", { type: "button", "data-testid": "zoom-whole", text: "Whole map" }),
+  ]);
+  const note = el("p", { class: "hint", "data-testid": "zoom-note", role: "status" });
+  const root = el("div", { class: "canvas-zoom", "data-testid": "canvas-zoom" }, [frame, form, note]);
+  let ctx = null; // what is shown
+  let map = null; // the loaded map
+  let seq = 0;
+  let drag = null;
+
+  const input = (name) => form.querySelector(`input[name='${name}']`);
+
+  function fillFields() {
+    const { rows, cols } = map.region;
+    input("row0").value = rows[0];
+    input("row1").value = rows[1];
+    input("col0").value = cols[0];
+    input("col1").value = cols[1];
+  }
+
+  function draw() {
+    if (!ctx || !map) return;
+    const { zmax, log } = ctx.colour(map);
+    drawCells(canvas, map.values, { rows: map.rows, cols: map.cols, block: map.block, offset: [map.region.rows[0], map.region.cols[0]], T: ctx.T, zmax, log, ...ctx.mask });
+    const { rows, cols } = map.region;
+    Object.assign(canvas.dataset, { rows: rows.join(","), cols: cols.join(","), block: map.block.join(","), key: ctx.key });
+    const whole = rows[0] === 0 && cols[0] === 0 && rows[1] === ctx.T && cols[1] === ctx.T;
+    const pooled = map.block.some((b) => b > 1);
+    note.textContent = `${whole ? "The whole map" : `Rows ${rows[0]}–${rows[1] - 1}, columns ${cols[0]}–${cols[1] - 1}`}: ${map.rows} × ${map.cols} cells, ${
+      pooled ? `each the largest weight of ${map.block[0]} × ${map.block[1]} (drag to zoom in for full resolution)` : "full resolution"
+    }${log ? `; log colour scale over ${LOG_DECADES} powers of ten` : ""}. Drag across the map to zoom into a region.`;
+    root.dataset.ready = `${ctx.key}:${rows.join(",")}:${cols.join(",")}`;
+  }
+
+  async function load(rows, cols) {
+    const mine = ++seq;
+    root.dataset.ready = "";
+    try {
+      const got = await ctx.load(rows, cols);
+      if (mine !== seq) return;
+      map = got;
+      fillFields();
+      draw();
+    } catch (err) {
+      if (mine !== seq) return;
+      note.textContent = `This map could not be loaded: ${err.detail ? JSON.stringify(err.detail) : err.message}`;
+    }
+  }
+
+  /** The cell (token row, token column) under a pointer event, or null. */
+  function cellAt(ev) {
+    if (!map) return null;
+    const b = canvas.getBoundingClientRect();
+    const x = (ev.clientX - b.left) / b.width;
+    const y = (ev.clientY - b.top) / b.height;
+    if (x < 0 || x >= 1 || y < 0 || y >= 1) return null;
+    const i = Math.floor(y * map.rows);
+    const j = Math.floor(x * map.cols);
+    return { i, j, row: map.region.rows[0] + i * map.block[0], col: map.region.cols[0] + j * map.block[1] };
+  }
+
+  canvas.addEventListener("pointermove", (ev) => {
+    const c = cellAt(ev);
+    if (drag && c) {
+      const b = canvas.getBoundingClientRect();
+      const x0 = Math.min(drag.x, ev.clientX) - b.left;
+      const y0 = Math.min(drag.y, ev.clientY) - b.top;
+      Object.assign(rect.style, { left: `${x0}px`, top: `${y0}px`, width: `${Math.abs(ev.clientX - drag.x)}px`, height: `${Math.abs(ev.clientY - drag.y)}px` });
+      rect.hidden = false;
+    }
+    if (!c) return;
+    const v = map.values[c.i * map.cols + c.j];
+    const names = ctx.tokens;
+    const cell = map.block.some((b) => b > 1) ? `rows ${c.row}+, columns ${c.col}+ (largest)` : `${names[c.row]} (row ${c.row}) → ${names[c.col]} (column ${c.col})`;
+    const masked = ctx.mask.causal && maskedCell(c.row, c.col, true, ctx.mask.slidingWindow, ctx.mask.positions) && !map.block.some((b) => b > 1);
+    readout.textContent = `${cell}: ${masked ? "masked" : v.toFixed(4)}`;
+  });
+  canvas.addEventListener("pointerleave", () => {
+    if (!drag) readout.textContent = "";
+  });
+  canvas.addEventListener("pointerdown", (ev) => {
+    const c = cellAt(ev);
+    if (!c) return;
+    drag = { ...c, x: ev.clientX, y: ev.clientY };
+    canvas.setPointerCapture(ev.pointerId);
+  });
+  canvas.addEventListener("pointerup", (ev) => {
+    if (!drag) return;
+    const start = drag;
+    drag = null;
+    rect.hidden = true;
+    const end = cellAt(ev) || start;
+    if (Math.abs(ev.clientX - start.x) < 4 && Math.abs(ev.clientY - start.y) < 4) return; // a click, not a drag
+    const [br, bc] = map.block;
+    const rows = [Math.min(start.row, end.row), Math.min(ctx.T, Math.max(start.row, end.row) + br)];
+    const cols = [Math.min(start.col, end.col), Math.min(ctx.T, Math.max(start.col, end.col) + bc)];
+    load(rows, cols);
+  });
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const T = ctx ? ctx.T : 0;
+    const read = (name, lo, hi) => clampInt(Number(input(name).value), lo, hi);
+    const r0 = read("row0", 0, T - 1);
+    const c0 = read("col0", 0, T - 1);
+    load([r0, read("row1", r0 + 1, T)], [c0, read("col1", c0 + 1, T)]);
+  });
+  form.querySelector("[data-testid='zoom-whole']").addEventListener("click", () => load(null, null));
+
+  return {
+    element: root,
+    /** Show a new map (whole). */
+    show(next) {
+      ctx = next;
+      map = null;
+      return load(null, null);
+    },
+    /** Colours changed (scale, sink): draw again what is loaded. */
+    redraw: draw,
+  };
+}
+
+/** A region of a whole map held on the page (a short text), as fetchMap answers. */
+export function cropMap(flat, T, rows = null, cols = null) {
+  const [r0, r1] = rows || [0, T];
+  const [c0, c1] = cols || [0, T];
+  const values = new Float32Array((r1 - r0) * (c1 - c0));
+  for (let i = r0; i < r1; i++) values.set(flat.subarray(i * T + c0, i * T + c1), (i - r0) * (c1 - c0));
+  return { values, rows: r1 - r0, cols: c1 - c0, region: { rows: [r0, r1], cols: [c0, c1] }, block: [1, 1] };
+}
