@@ -238,6 +238,12 @@ def refuse_seq2seq_fields(name: str, kind: str, target: str | None, stack: str |
 def seq2seq_attention(model: EncoderDecoder, body: ModelAttentionRequest, name: str) -> object:
     """The body of ``POST /api/model/attention`` for an encoder-decoder."""
     model.refuse_pair(body.text_b)
+    if body.measure != "weights":
+        raise SpecError(
+            f"measure {body.measure!r} (value-weighted maps) is for decoder-only and "
+            f"encoder-only models; {name!r} is an encoder-decoder: use measure 'weights'",
+            field="measure",
+        )
     with torch.inference_mode():
         maps = model.encode_pair(body.text, body.target)
         return seq2seq_payload(

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
-from .model import MAX_TEXT_CHARS, ModelName, Strict
+from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
 
 Grid = list[list[float]]
 
@@ -36,6 +36,13 @@ class HeadScoresRequest(Strict):
         ge=2,
         description="R, the random block's length (default 32, or what fits the model twice)",
     )
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the self-attention stack to score ('encoder', the "
+        "default, or 'decoder', which needs target); 'cross' is refused (422): its rows and "
+        "columns are different sequences",
+    )
 
 
 class HeadScoresResponse(BaseModel):
@@ -60,6 +67,7 @@ class HeadScoresResponse(BaseModel):
     induction_tokens: list[str]
     induction_start: int = Field(description="index of the block's first copy")
     induction_length: int = Field(description="R")
+    stack: str | None = Field(None, description="encoder-decoders: the stack scored")
 
 
 HeadPair = tuple[StrictInt, StrictInt]

@@ -225,6 +225,13 @@ def head_model(model: TextModel) -> HeadModel:
                 cached = DecoderHeadModel(model)
             elif cached is None and isinstance(model, Encoder):
                 cached = EncoderHeadModel(model)
+            elif cached is None and getattr(model, "kind", None) == "encoder-decoder":
+                raise SpecError(
+                    f"{model.name} is a {model.family} encoder-decoder: ablation, "
+                    "value-weighted maps and the logit lens are for decoder-only and "
+                    "encoder-only models; its head scores are (stack 'encoder' or 'decoder')",
+                    field="model",
+                )
             elif cached is None:
                 raise SpecError(
                     f"head analysis does not know the {model.family} family yet", field="model"
