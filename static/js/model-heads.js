@@ -6,8 +6,9 @@
 // lens (POST /api/model/logit-lens) as a layer × position table.
 //
 // setupHeadAnalysis({container, openHead}) builds the three cards in `container`
-// and returns {show(context), clear()}; context = {model, text, causal, layers, heads}
-// (model: null for the server's default).  Token text goes in through textContent.
+// and returns {show(context), clear()}; context = {model, text, causal, layers, heads,
+// ablation} (model: null for the server's default; ablation: false hides ablation and the
+// lens, for encoder-decoders, whose encoder's heads are scored).  Token text goes in through textContent.
 // The scores load by themselves once the card comes into view (IntersectionObserver),
 // so a page never scored by its reader asks nothing; requests still running when new
 // maps are shown, or the page is left, are aborted.
@@ -221,7 +222,8 @@ export function setupHeadAnalysis({ container, openHead }) {
       scores = answer;
       drawScores();
       scoresCard.dataset.drawn = "1";
-      scoresStatus.textContent = `${answer.layers} × ${answer.heads} heads scored in ${Math.round(performance.now() - started)} ms`;
+      const stack = answer.stack ? ` of the ${answer.stack}'s self-attention` : "";
+      scoresStatus.textContent = `${answer.layers} × ${answer.heads} heads${stack} scored in ${Math.round(performance.now() - started)} ms`;
       inductionNote.textContent = `Induction was measured on ${answer.induction_length} random tokens seen twice (seed 0, ${answer.induction_ids.length} tokens in all).`;
     } catch (err) {
       if (mine !== seq || aborted(err)) return;
@@ -397,7 +399,8 @@ export function setupHeadAnalysis({ container, openHead }) {
       ablateTableBox.replaceChildren();
       ablateEachBox.replaceChildren();
       lensBox.replaceChildren();
-      lensCard.hidden = !next.causal;
+      ablateCard.hidden = next.ablation === false; // encoder-decoders: the scores only
+      lensCard.hidden = !next.causal || next.ablation === false;
       container.hidden = false;
       drawAblateGrid();
       scoreGridBox.replaceChildren();
