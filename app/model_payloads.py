@@ -31,14 +31,16 @@ MAX_JSON_WEIGHTS = 2_000_000
 JSON_WEIGHTS_SETTING = "MAX_JSON_WEIGHTS"
 
 
-def _array(tensor: torch.Tensor) -> np.ndarray:
+def float_array(tensor: torch.Tensor) -> np.ndarray:
+    """A tensor as a contiguous float32 numpy array, which the responses write as numbers."""
     return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
 
 
-def _weights(tensor: torch.Tensor, options: MapOptions) -> object:
+def map_json(tensor: torch.Tensor, options: MapOptions) -> object:
+    """Weights in the request's ``format``: numbers, or a ``compact`` description."""
     if options.format == "compact":
         return encode_compact(tensor, options.dtype).describe()
-    return _array(tensor)
+    return float_array(tensor)
 
 
 def require_attention(model: str, info: dict[str, object]) -> None:
@@ -62,6 +64,21 @@ def select_layers(requested: list[int] | None, count: int) -> list[int]:
             f"layers {bad} do not exist; this model has layers 1 to {count}", field="layers"
         )
     return list(dict.fromkeys(requested))
+
+
+def check_json_maps(numbers: int, layers: int, tokens: str) -> None:
+    """A 413 on ``format`` when maps of ``layers`` layers of ``tokens`` (their count
+    in words) would carry more than ``MAX_JSON_WEIGHTS`` numbers as JSON."""
+    if numbers > MAX_JSON_WEIGHTS:
+        raise over_limit(
+            ["body", "format"],
+            f"format 'json' would carry {numbers} numbers for {layers} layers of "
+            f"{tokens}; the limit is {MAX_JSON_WEIGHTS}: use format 'compact' or ask for "
+            "fewer layers",
+            limit=MAX_JSON_WEIGHTS,
+            found=numbers,
+            setting=JSON_WEIGHTS_SETTING,
+        )
 
 
 def maps_payload(
@@ -95,16 +112,7 @@ def maps_payload(
     )
     if hidden_states:
         numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
-    if numbers > MAX_JSON_WEIGHTS:
-        raise over_limit(
-            ["body", "format"],
-            f"format 'json' would carry {numbers} numbers for {len(layers)} layers of "
-            f"{T} tokens; the limit is {MAX_JSON_WEIGHTS}: use format 'compact' or ask for "
-            "fewer layers",
-            limit=MAX_JSON_WEIGHTS,
-            found=numbers,
-            setting=JSON_WEIGHTS_SETTING,
-        )
+    check_json_maps(numbers, len(layers), f"{T} tokens")
 
     def shown(tensor: torch.Tensor) -> torch.Tensor:
         return view.apply(hide_special(tensor, hidden) if options.hide_special else tensor)
@@ -125,17 +133,17 @@ def maps_payload(
         "heads": H,
         "format": options.format,
         "attentions": [
-            _weights(shown(view.select_heads(maps.layer_attentions[n - 1])), options)
+            map_json(shown(view.select_heads(maps.layer_attentions[n - 1])), options)
             for n in layers
         ],
-        "head_average": [_weights(shown(averages[n - 1]), options) for n in layers],
-        "rollout": [_weights(shown(rollout[n - 1]), options) for n in layers],
+        "head_average": [map_json(shown(averages[n - 1]), options) for n in layers],
+        "rollout": [map_json(shown(rollout[n - 1]), options) for n in layers],
         **view.describe(),
     }
     if hidden_states:
         rows = torch.tensor(positions)
         payload["hidden_states"] = [
-            _array(maps.layer_hidden_states[n].index_select(0, rows)) for n in layers
+            float_array(maps.layer_hidden_states[n].index_select(0, rows)) for n in layers
         ]
     return payload
 
@@ -165,13 +173,13 @@ def head_payload(
         )
     rope = trace.q_unrotated is not None
     steps: dict[str, np.ndarray | None] = {
-        name: _array(getattr(trace, name)) for name in HEAD_STEPS
+        name: float_array(getattr(trace, name)) for name in HEAD_STEPS
     }
-    steps["q_unrotated"] = _array(trace.q_unrotated) if trace.q_unrotated is not None else None
-    steps["k_unrotated"] = _array(trace.k_unrotated) if trace.k_unrotated is not None else None
+    steps["q_unrotated"] = float_array(trace.q_unrotated) if trace.q_unrotated is not None else None
+    steps["k_unrotated"] = float_array(trace.k_unrotated) if trace.k_unrotated is not None else None
     for name in ("biased_scores", "capped_scores", "sink_weights"):
         value = getattr(trace, name)
-        steps[name] = None if value is None else _array(value)
+        steps[name] = None if value is None else float_array(value)
     return {
         "model": model,
         "family": family,
@@ -196,7 +204,7 @@ def head_payload(
             "attn_weights": list(trace.attn_weights.shape),
             "context_vec": list(trace.context_vec.shape),
         },
-        "x": _array(trace.x),
+        "x": float_array(trace.x),
         "source": None,
         "heads": [steps],
         "output": None,

@@ -14,14 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-import numpy as np
 import torch
 
 from attention_core import SpecError
-from attention_core.models import HeadTrace, TextModel, encode_compact, head_trace, hidden_tokens
+from attention_core.models import HeadTrace, TextModel, head_trace, hidden_tokens
 
-from .limits import over_limit
-from .model_payloads import JSON_WEIGHTS_SETTING, MAX_JSON_WEIGHTS, head_payload, select_layers
+from .model_payloads import check_json_maps, float_array, head_payload, map_json, select_layers
 from .schemas.model import MapOptions, ModelAttentionRequest, ModelHeadRequest, Stack
 
 if TYPE_CHECKING:  # importing them imports transformers (the optional extra)
@@ -39,16 +37,6 @@ def model_kind(model: TextModel) -> str:
     if is_encoder_decoder(model):
         return ENCODER_DECODER
     return "decoder" if model.causal else "encoder"
-
-
-def _array(tensor: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
-
-
-def _weights(tensor: torch.Tensor, options: MapOptions) -> object:
-    if options.format == "compact":
-        return encode_compact(tensor, options.dtype).describe()
-    return _array(tensor)
 
 
 def hide_rows_columns(
@@ -99,16 +87,7 @@ def seq2seq_payload(
         numbers = len(layers) * ((2 * H + 2) * S * S + H * T * T + H * T * S)
     if hidden_states:
         numbers += len(layers) * S * int(maps.layer_hidden_states[0].shape[-1])
-    if numbers > MAX_JSON_WEIGHTS:
-        raise over_limit(
-            ["body", "format"],
-            f"format 'json' would carry {numbers} numbers for {len(layers)} layers of "
-            f"{S} source and {T} target tokens; the limit is {MAX_JSON_WEIGHTS}: use format "
-            "'compact' or ask for fewer layers",
-            limit=MAX_JSON_WEIGHTS,
-            found=numbers,
-            setting=JSON_WEIGHTS_SETTING,
-        )
+    check_json_maps(numbers, len(layers), f"{S} source and {T} target tokens")
 
     def encoder_side(tensor: torch.Tensor) -> torch.Tensor:
         return hide_rows_columns(tensor, source_hidden, source_hidden)
@@ -117,7 +96,7 @@ def seq2seq_payload(
         tensors: Sequence[torch.Tensor], rows: Sequence[bool], columns: Sequence[bool]
     ) -> list[object]:
         return [
-            _weights(hide_rows_columns(tensors[n - 1], rows, columns), options)
+            map_json(hide_rows_columns(tensors[n - 1], rows, columns), options)
             for n in layers
             if n <= len(tensors)
         ]
@@ -139,12 +118,12 @@ def seq2seq_payload(
         "format": options.format,
         "attentions": encoder_attentions,
         "head_average": [
-            _weights(encoder_side(maps.head_averages[n - 1]), options)
+            map_json(encoder_side(maps.head_averages[n - 1]), options)
             for n in layers
             if n <= encoder_layers
         ],
         "rollout": [
-            _weights(encoder_side(maps.rollout[n - 1]), options)
+            map_json(encoder_side(maps.rollout[n - 1]), options)
             for n in layers
             if n <= encoder_layers
         ],
@@ -160,7 +139,7 @@ def seq2seq_payload(
     if hidden_states:
         rows = torch.tensor(source_kept)
         payload["hidden_states"] = [
-            _array(maps.layer_hidden_states[n].index_select(0, rows))
+            float_array(maps.layer_hidden_states[n].index_select(0, rows))
             for n in layers
             if n <= encoder_layers
         ]
@@ -211,7 +190,7 @@ def seq2seq_head_payload(
             {
                 "cross": True,
                 "source_tokens": list(source_tokens),
-                "source": _array(source[0]),  # (S, C)
+                "source": float_array(source[0]),  # (S, C)
             }
         )
         payload["shapes"]["source"] = list(source[0].shape)
@@ -235,15 +214,29 @@ def refuse_seq2seq_fields(name: str, kind: str, target: str | None, stack: str |
         )
 
 
+def refuse_one_stack_options(name: str, body: MapOptions) -> None:
+    """``heads``, ``rows``, ``cols``, ``pool`` and ``measure`` shape one stack's maps: an
+    encoder-decoder's three stacks do not take them yet (refused, never silently ignored)."""
+    asked = {
+        "heads": body.heads is not None,
+        "rows": body.rows is not None,
+        "cols": body.cols is not None,
+        "pool": body.pool is not None,
+        "measure": getattr(body, "measure", "weights") != "weights",
+    }
+    for field, given in asked.items():
+        if given:
+            raise SpecError(
+                f"{field} is for models with one stack; {name!r} is an encoder-decoder, "
+                f"whose maps come whole (leave {field} out)",
+                field=field,
+            )
+
+
 def seq2seq_attention(model: EncoderDecoder, body: ModelAttentionRequest, name: str) -> object:
     """The body of ``POST /api/model/attention`` for an encoder-decoder."""
     model.refuse_pair(body.text_b)
-    if body.measure != "weights":
-        raise SpecError(
-            f"measure {body.measure!r} (value-weighted maps) is for decoder-only and "
-            f"encoder-only models; {name!r} is an encoder-decoder: use measure 'weights'",
-            field="measure",
-        )
+    refuse_one_stack_options(name, body)
     with torch.inference_mode():
         maps = model.encode_pair(body.text, body.target)
         return seq2seq_payload(

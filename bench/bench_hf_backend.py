@@ -1,7 +1,7 @@
 """The transformers backend's forward pass with every map captured, side by side.
 
     .venv/bin/python bench/bench_hf_backend.py [--rounds 5] [--lengths 128 512 1024]
-        [--parts qwen3 llama] [--threads 1] [--clock wall|cpu]
+        [--parts qwen3 llama] [--threads 1] [--clock wall|cpu] [--keep-freed-memory]
 
 Two parts, each run alternately (A then B, then B then A, ...) so that drift in
 the machine's load hits both sides alike; medians over rounds (ms), the ratio
@@ -169,7 +169,17 @@ def main() -> None:
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="cpu: this process's CPU time"
     )
+    parser.add_argument(
+        "--keep-freed-memory",
+        action="store_true",
+        help="the allocator setting the app applies (app.model_registry.keep_freed_memory), "
+        "for both sides",
+    )
     args = parser.parse_args()
+    if args.keep_freed_memory:
+        from app.model_registry import keep_freed_memory
+
+        print(f"keep_freed_memory: {keep_freed_memory()}")
     global clock
     clock = CLOCKS[args.clock]
     torch.set_num_threads(args.threads)

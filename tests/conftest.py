@@ -1,4 +1,4 @@
-"""Fixtures shared by every test directory: a live uvicorn server.
+"""Fixtures shared by every test directory: a live uvicorn server, headless Chromium.
 
 ``live_server`` starts the app with ``devtools.server.start_server`` (uvicorn
 on a free port, ``/healthz`` polled) and yields the base URL, e.g.
@@ -8,10 +8,14 @@ on a free port, ``/healthz`` polled) and yields the base URL, e.g.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from devtools.server import start_server, stop_server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +26,16 @@ def live_server() -> Iterator[str]:
         yield url
     finally:
         stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium for the session (Playwright's sync API allows one per thread)."""
+    from playwright.sync_api import sync_playwright
+
+    from devtools.chromium import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

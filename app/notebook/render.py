@@ -31,9 +31,10 @@ INITIAL_HEIGHT = 640
 
 
 def data_block(payload: dict[str, Any]) -> str:
-    """The payload as JSON safe inside ``<script>``: every ``<`` escaped (``\\u003c``)."""
+    """The payload as JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` escaped
+    (``\\u003c``...), as Jinja's ``tojson`` does for the app's pages."""
     text = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    return text.replace("<", "\\u003c")
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _inline(text: str, tag: str) -> str:

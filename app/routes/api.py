@@ -94,20 +94,13 @@ async def expand_request(body: AttentionRequest, settings: SettingsDep) -> Respo
 
 def published_limits(settings: Settings) -> dict[str, Any]:
     """The limits a client needs to keep its requests legal (also in each page's initial data)."""
-    return Limits(
-        max_tokens=settings.max_tokens,
-        max_token_chars=settings.max_token_chars,
-        max_dim=settings.max_dim,
-        max_heads=settings.max_heads,
-        max_vocabulary_words=settings.max_vocabulary_words,
-        max_abs_value=MAX_ABS_VALUE,
-        max_body_bytes=settings.max_body_bytes,
-        max_lesson_dims=settings.max_lesson_dims,
-        max_lesson_dim=settings.max_lesson_dim,
-        max_lesson_trials=settings.max_lesson_trials,
-        max_lesson_samples=settings.max_lesson_samples,
-        max_lesson_scores=settings.max_tokens,  # check_lesson bounds scores by MAX_TOKENS
-    ).model_dump()
+    computed: dict[str, Any] = {
+        "max_abs_value": MAX_ABS_VALUE,
+        "max_lesson_scores": settings.max_tokens,  # check_lesson bounds scores by MAX_TOKENS
+    }
+    # Every other limit is the setting of the same name.
+    named = {name: getattr(settings, name) for name in Limits.model_fields if name not in computed}
+    return Limits(**named, **computed).model_dump()
 
 
 @router.get("/limits", response_model=Limits)

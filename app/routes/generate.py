@@ -3,6 +3,8 @@ tokens and the attention of the whole sequence, in /api/model/attention's format
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import torch
 from fastapi import APIRouter, Response
 
@@ -12,10 +14,26 @@ from ..limits import over_limit
 from ..model_payloads import maps_payload
 from ..model_registry import RegistryDep, load
 from ..schemas.model import GenerateRequest, GenerateResponse
-from ..seq2seq_payloads import is_encoder_decoder, seq2seq_generation_payload
+from ..seq2seq_payloads import (
+    is_encoder_decoder,
+    refuse_one_stack_options,
+    seq2seq_generation_payload,
+)
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
+
+
+class Sampling(TypedDict):
+    """How a request asks the model to pick each token (``generate``'s keywords)."""
+
+    temperature: float
+    top_k: int | None
+    seed: int | None
+
+
+def _sampling(body: GenerateRequest) -> Sampling:
+    return Sampling(temperature=float(body.temperature), top_k=body.top_k, seed=body.seed)
 
 
 @router.post("/generate", response_model=GenerateResponse, responses=ERRORS)
@@ -45,13 +63,8 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
         )
     entry, model = load(registry, body.model)
     if is_encoder_decoder(model):  # prompt: the source; the maps: the three stacks
-        written = model.generate(
-            body.prompt,
-            body.max_new_tokens,
-            temperature=float(body.temperature),
-            top_k=body.top_k,
-            seed=body.seed,
-        )
+        refuse_one_stack_options(entry.name, body)
+        written = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
         with torch.inference_mode():
             payload = seq2seq_generation_payload(
                 written, body, model=entry.name, family=model.family
@@ -64,13 +77,7 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
             "cannot write one; choose a decoder (GET /api/models lists causal ones)",
             field="model",
         )
-    result = model.generate(
-        body.prompt,
-        body.max_new_tokens,
-        temperature=float(body.temperature),
-        top_k=body.top_k,
-        seed=body.seed,
-    )
+    result = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
     with torch.inference_mode():
         payload = maps_payload(result, body, model=entry.name, family=model.family, causal=True)
     shown = payload["positions"]

@@ -82,7 +82,7 @@ class TransformersEncoderHeadModel:
         return self.encoder.max_tokens
 
     def tokenize(self, text: str) -> Tokens:
-        t = self.encoder._tokenize(text, None)
+        t = self.encoder.tokenize(text)
         return Tokens(t.input_ids, t.tokens, t.special)
 
     def frame(self, block: Sequence[int]) -> tuple[list[int], int]:

@@ -10,38 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 import torch
-from torch import nn
 
-from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, PAIR_NEEDS_ENCODER, SpecError
+from ..errors import PAIR_NEEDS_ENCODER, SpecError
 from .checkpoints import read_json
-from .device import CPU, running_on, to_cpu
+from .device import running_on, to_cpu
 from .generation import Generation, StopReason, generate
-from .maps import MapFeatures, TokenizedMaps
+from .maps import MapFeatures
 from .model_size import check_token_ids
-from .outputs import LayerTrace
-from .protocols import CausalLM, DecoderConfig, model_info
-from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from .protocols import CausalLM
+from .result_cache import DEFAULT_CACHE_BYTES
+from .text_model_base import TOKENIZER_FILE as TOKENIZER_FILE
+from .text_model_base import DecoderMaps as DecoderMaps
+from .text_model_base import TextModelBase, checkpoint_tokenizer, tokenizer_file
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 CONFIG_FILE = "config.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
-TOKENIZER_FILE = "tokenizer.json"
-
-
-@dataclass(frozen=True)
-class DecoderMaps(TokenizedMaps):
-    """One text through a decoder: per layer (H, T, T) weights, L + 1 (T, C) states."""
-
-    tokenized: TokenizedText
-    layer_attentions: tuple[torch.Tensor, ...]
-    layer_hidden_states: tuple[torch.Tensor, ...]
-
-    @property
-    def token_type_ids(self) -> tuple[int, ...]:
-        return (0,) * len(self.tokenized)
 
 
 @dataclass(frozen=True)
@@ -92,7 +78,7 @@ def eos_token_ids(directory: Path) -> frozenset[int]:
     return frozenset()
 
 
-class Decoder:
+class Decoder(TextModelBase[CausalLM]):
     """A decoder-only checkpoint ready to answer: ``encode``, ``trace``, ``generate``.
 
     Thread safety: the model is in eval mode with frozen weights and each call
@@ -111,19 +97,9 @@ class Decoder:
         eos_ids: frozenset[int] = frozenset(),
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
-        self.name = name
-        self.family = family
-        self.model = model
-        self.tokenizer = tokenizer
+        super().__init__(name, family, model, tokenizer, cache_bytes)
         self.directory = directory
         self.eos_ids = eos_ids
-        self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
-        self.device = CPU
-
-    def to_device(self, device: torch.device) -> None:
-        """Weights onto ``device``; passes then run there, results come back to the CPU."""
-        cast(nn.Module, self.model).to(device)
-        self.device = device
 
     @classmethod
     def from_dir(
@@ -140,17 +116,9 @@ class Decoder:
         ``max_tokens`` may lower the tokens a text may have below the model's
         context (``max_positions``), never raise it.
         """
-        tokenizer_path = directory / TOKENIZER_FILE
-        if not tokenizer_path.is_file():
-            raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
+        tokenizer_path = tokenizer_file(directory)
         model = load_model(directory)
-        context = model.config.max_positions
-        if max_tokens is None or max_tokens >= context:
-            limit, source, setting = context, "the model's context", MODEL_CONTEXT
-        else:
-            limit, source = max_tokens, "the server's token limit per model input"
-            setting = MODEL_MAX_TOKENS
-        tokenizer = TextTokenizer(tokenizer_path, limit, source, setting)
+        tokenizer = checkpoint_tokenizer(tokenizer_path, model.config.max_positions, max_tokens)
         return cls(
             name or directory.name,
             family,
@@ -161,30 +129,6 @@ class Decoder:
             cache_bytes,
         )
 
-    @property
-    def config(self) -> DecoderConfig:
-        return self.model.config
-
-    @property
-    def max_tokens(self) -> int:
-        return self.tokenizer.max_tokens
-
-    def info(self) -> dict[str, object]:
-        return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
-
-    # --- text in ------------------------------------------------------------------------
-
-    def tokenize(self, text: str, field: str = "text") -> TokenizedText:
-        tokenized = self.tokenizer.encode(text, field=field)
-        biggest = max(tokenized.input_ids)
-        if biggest >= self.config.vocabulary_size:
-            raise SpecError(
-                f"{self.name}: tokenizer.json gives token id {biggest}, beyond the model's "
-                f"vocabulary of {self.config.vocabulary_size}: the files do not belong together",
-                field="model",
-            )
-        return tokenized
-
     def _refuse_pair(self, text_b: str | None) -> None:
         if text_b is not None:
             raise SpecError(
@@ -193,48 +137,6 @@ class Decoder:
                 field="text_b",
                 kind=PAIR_NEEDS_ENCODER,
             )
-
-    # --- the forward pass ---------------------------------------------------------------
-
-    def encode(self, text: str, text_b: str | None = None) -> DecoderMaps:
-        """Every layer's attention and hidden states for ``text`` (or a recent result)."""
-        self._refuse_pair(text_b)
-        cached = self._cache.get(text)
-        if cached is not None:
-            return cached
-        tokenized = self.tokenize(text)
-        with torch.inference_mode(), running_on(self.device):
-            out = self.model(
-                torch.tensor([tokenized.input_ids]),
-                num_logits=0,
-                output_attentions=True,
-                output_hidden_states=True,
-            )
-            maps = DecoderMaps(
-                tokenized,
-                to_cpu(tuple(a[0] for a in out.attentions)),  # (H, T, T) each
-                to_cpu(tuple(h[0] for h in out.hidden_states)),  # (T, C) each
-            )
-        self._cache.put(text, maps)
-        return maps
-
-    def trace(
-        self, text: str, layer: int, text_b: str | None = None
-    ) -> tuple[TokenizedText, LayerTrace]:
-        """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``."""
-        self._refuse_pair(text_b)
-        if not 0 <= layer < self.config.num_layers:
-            raise SpecError(
-                f"layer {layer + 1} does not exist; this model has layers 1 to "
-                f"{self.config.num_layers}",
-                field="layer",
-            )
-        tokenized = self.tokenize(text)
-        with torch.inference_mode(), running_on(self.device):
-            out = self.model(torch.tensor([tokenized.input_ids]), num_logits=0, trace_layer=layer)
-        if out.trace is None:
-            raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
-        return tokenized, to_cpu(out.trace)
 
     # --- generation ---------------------------------------------------------------------
 

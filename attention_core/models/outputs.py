@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from ..attention import AttentionSteps
+from ..errors import SpecError
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,13 @@ class DecoderOutput:
     attentions: tuple[torch.Tensor, ...] = ()
     hidden_states: tuple[torch.Tensor, ...] = ()
     trace: LayerTrace | None = None
+
+
+def check_layer(layer: int, count: int, owner: str = "this model") -> None:
+    """A ``SpecError`` on ``layer`` unless 0 <= ``layer`` < ``count`` (said 1-based, as the
+    API counts); ``owner`` names what has the ``count`` layers."""
+    if not 0 <= layer < count:
+        raise SpecError(
+            f"layer {layer + 1} does not exist; {owner} has layers 1 to {count}",
+            field="layer",
+        )

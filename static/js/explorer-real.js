@@ -2,7 +2,9 @@
 // (linked from the large map on /model). The head's trace (POST /api/model/head) has
 // /api/attention's shape, so the pipeline panels draw it as they draw a toy example;
 // here they are captioned for a real layer (x after the layer's norm, RoPE's rotated
-// and unrotated q and k, the decoder's mask), and nothing is editable.
+// and unrotated q and k, the decoder's mask, a score bias or soft-cap when the model has
+// one), and nothing is editable.  An encoder-decoder's head names its `stack` (encoder,
+// decoder, cross) and the `target` text; a cross head's keys and values are the source's.
 
 import { byTestId, downloadJson, el, initialData } from "./dom.js";
 import { showFieldError, showFieldErrors } from "./feedback.js";
@@ -11,19 +13,34 @@ import { dimLabels, tokenLabels } from "./labels.js";
 import { modelApi } from "./model-data.js";
 import { plainModelError } from "./model-errors.js";
 import { modelPageLink, readRealHead } from "./model-state.js";
-import { drawPipeline } from "./pipeline.js";
+import { captionPipeline, drawPipeline } from "./pipeline.js";
 
 // What the pages call each family: the server's (app/family_labels.py).
 const FAMILIES = initialData().family_labels || {};
-const LABELS = { model: "Model", text: "Text", text_b: "Second text", layer: "Layer", head: "Head" };
+const LABELS = { model: "Model", text: "Text", text_b: "Second text", target: "Target", stack: "Stack", layer: "Layer", head: "Head" };
+// An encoder-decoder's stacks as the facts line says them.
+const STACK_WORDS = { encoder: "encoder self-attention", decoder: "decoder self-attention", cross: "cross-attention" };
 
-/** [title, text] of each panel for this head (the toy captions assume a toy spec). */
+/** The scale's words: 1/sqrt(d_k), or the model's own (T5 does not scale its scores). */
+function scaleWords(scale, d) {
+  const usual = 1 / Math.sqrt(d);
+  if (Math.abs(scale - usual) <= 1e-6 * usual) return `${scale.toPrecision(4)} (1/sqrt(d_k), d_k = ${d})`;
+  return `${scale.toPrecision(4)}, this model's scale (1/sqrt(d_k) would be ${usual.toPrecision(4)}, d_k = ${d})`;
+}
+
+/**
+ * [title, text] of each panel for this head (the toy captions assume a toy spec). For
+ * a cross head, k, v, the scores, the mask and the weights keep the server's
+ * cross-attention words (captionPipeline): keys and values are the source's.
+ */
 function captions(trace) {
   const d = trace.heads[0].q[0] ? trace.heads[0].q[0].length : 0;
   const shared = trace.kv_head !== trace.head ? ` (key/value head ${trace.kv_head}, shared with other query heads)` : "";
   const rotated = " after RoPE: each pair of dimensions turned by an angle that grows with the token's position.";
-  return {
-    x: ["x", " The layer's input after its norm (LayerNorm; RMSNorm in Llama-family models): one row per token."],
+  const shown = {
+    x: trace.cross
+      ? ["x", " The decoder's input to this layer after its norm: one row per target token."]
+      : ["x", " The layer's input after its norm (LayerNorm; RMSNorm in Llama-family models): one row per token."],
     q: trace.rope
       ? ["q = RoPE(x @ W_query)", ` This head's queries${rotated}`]
       : ["q = x @ W_query", " This head's queries: x times its slice of W_query, plus the bias if the model has one."],
@@ -31,7 +48,7 @@ function captions(trace) {
       ? ["k = RoPE(x @ W_key)", ` The keys${shared}${rotated}`]
       : ["k = x @ W_key", ` The keys this head matches against${shared}.`],
     v: ["v = x @ W_value", ` The values this head averages${shared}.`],
-    scaled_scores: ["scaled_scores", ` The scores times ${trace.scale.toPrecision(4)} (1/sqrt(d_k), d_k = ${d}).`],
+    scaled_scores: ["scaled_scores", ` The scores times ${scaleWords(trace.scale, d)}.`],
     attn_weights: [
       "attn_weights = softmax(masked_scores)",
       ` Each row turned into weights that sum to 1: how much each token (row) takes from each token (column)${
@@ -45,6 +62,63 @@ function captions(trace) {
         : " An encoder masks nothing: every token reads every token, so these are the scaled scores.",
     ],
   };
+  if (trace.cross) for (const key of ["k", "v", "masked_scores", "attn_weights"]) delete shown[key];
+  return shown;
+}
+
+/** The score bias adds nothing (T5's cross-attention passes zeros: its positions are the decoder's own). */
+function zeroBias(steps) {
+  return steps.biased_scores.every((row, i) => row.every((v, j) => v === steps.scaled_scores[i][j]));
+}
+
+/**
+ * The panels the toy pipeline has no place for, when the trace has them, each before
+ * the panel it feeds: RoPE's unrotated q and k, a cross head's source, the score bias
+ * (T5's relative positions) and the soft-capped scores (Gemma 2).
+ */
+function extraSteps(trace) {
+  const steps = trace.heads[0];
+  const queries = tokenLabels(trace.tokens);
+  const keys = tokenLabels(trace.source_tokens);
+  const vectors = (z, rows) => ({ z, rows, cols: dimLabels(z[0].length), rowTitle: "attends (query)", colTitle: "dimension", thinCols: true });
+  const scores = (z) => ({ z, rows: queries, cols: keys, rowTitle: "attends (query)", colTitle: "attended to (key)" });
+  const extra = [];
+  if (trace.cross && trace.source) {
+    extra.push([
+      "source",
+      "k",
+      "source",
+      " The encoder's output, one row per source token: the keys and values are computed from it.",
+      { ...vectors(trace.source, keys), rowTitle: "attended to (key)" },
+    ]);
+  }
+  if (trace.rope) {
+    extra.push(["q_unrotated", "q", "q before RoPE = x @ W_query", " The queries before the rotation.", vectors(steps.q_unrotated, queries)]);
+    extra.push(["k_unrotated", "k", "k before RoPE = x @ W_key", " The keys before the rotation.", vectors(steps.k_unrotated, keys)]);
+  }
+  if (steps.biased_scores) {
+    const zero = zeroBias(steps);
+    extra.push([
+      "biased_scores",
+      "masked_scores",
+      "biased_scores = scaled_scores + bias",
+      zero
+        ? " The model adds a score bias before the mask, but here it is 0 everywhere (T5's cross-attention has no relative positions): the same as scaled_scores."
+        : " The scaled scores plus the model's score bias, before the mask: T5's learned bias for each distance between query and key (ALiBi's penalty in ALiBi models).",
+      scores(steps.biased_scores),
+    ]);
+  }
+  if (steps.capped_scores) {
+    const c = trace.softcap;
+    extra.push([
+      "capped_scores",
+      "masked_scores",
+      `capped_scores = ${c} · tanh(scores / ${c})`,
+      ` Logit soft-capping (Gemma 2): every score squashed smoothly into (−${c}, ${c}) before the mask.`,
+      scores(steps.capped_scores),
+    ]);
+  }
+  return extra;
 }
 
 /**
@@ -64,7 +138,7 @@ function setCaption(panel, [title, text]) {
   panel.querySelector(".step-text").textContent = text;
 }
 
-/** A panel for a step the toy pipeline has no place for (RoPE's unrotated q and k), before `next`. */
+/** A panel for a step the toy pipeline has no place for (extraSteps), before `next`. */
 function extraPanel(next, key, title, text) {
   let panel = next.parentNode.querySelector(`[data-step="${key}"]`);
   if (!panel) {
@@ -79,15 +153,21 @@ function extraPanel(next, key, title, text) {
 
 function facts(trace) {
   const T = trace.tokens.length;
+  const family = FAMILIES[trace.family] || trace.family;
   const parts = [
-    `${trace.model}: ${FAMILIES[trace.family] || trace.family} ${trace.causal ? "decoder" : "encoder"}`,
-    `${T} token${T === 1 ? "" : "s"}`,
+    trace.stack
+      ? `${trace.model}: ${family} encoder-decoder, ${STACK_WORDS[trace.stack] || trace.stack}`
+      : `${trace.model}: ${family} ${trace.causal ? "decoder" : "encoder"}`,
+    trace.cross ? `${T} target and ${trace.source_tokens.length} source tokens` : "",
+    trace.cross ? "" : `${T} token${T === 1 ? "" : "s"}`,
     `layer ${trace.layer}, head ${trace.head}`,
     `d_k = ${trace.heads[0].q[0].length}`,
   ];
   if (trace.kv_head !== trace.head) parts.push(`reads key/value head ${trace.kv_head}`);
   if (trace.rope) parts.push("rotary positions (RoPE)");
-  return parts.join(" · ");
+  if (trace.heads[0].biased_scores && !zeroBias(trace.heads[0])) parts.push("a score bias");
+  if (trace.softcap !== null && trace.softcap !== undefined) parts.push(`soft-capped at ${trace.softcap}`);
+  return parts.filter(Boolean).join(" · ");
 }
 
 /** Problems of the link itself, before asking the model. */
@@ -119,6 +199,8 @@ export async function bootRealHead(root) {
   status.textContent = "Running the model…";
   const request = { model: asked.model, text: asked.text, layer: asked.layer, head: asked.head };
   if (asked.textB) request.text_b = asked.textB;
+  if (asked.target) request.target = asked.target;
+  if (asked.stack) request.stack = asked.stack;
   let trace;
   try {
     trace = await modelApi.head(request);
@@ -130,27 +212,12 @@ export async function bootRealHead(root) {
   }
   $("real-head-facts").textContent = facts(trace);
   root.dataset.model = trace.model;
+  captionPipeline(pipeline, trace.cross);
   for (const [key, caption] of Object.entries(captions(trace))) setCaption(pipeline.querySelector(`[data-step="${key}"]`), caption);
   const done = drawPipeline(pipeline, shownTrace(trace), "0");
-  const steps = trace.heads[0];
-  if (trace.rope) {
-    const labels = tokenLabels(trace.tokens);
-    const unrotated = [
-      ["q_unrotated", "q before RoPE = x @ W_query", " The queries before the rotation.", "q"],
-      ["k_unrotated", "k before RoPE = x @ W_key", " The keys before the rotation.", "k"],
-    ];
-    for (const [key, title, text, before] of unrotated) {
-      const plot = extraPanel(pipeline.querySelector(`[data-step="${before}"]`), key, title, text);
-      await drawHeatmap(plot, {
-        z: steps[key],
-        rows: labels,
-        cols: dimLabels(steps[key][0].length),
-        rowTitle: "attends (query)",
-        colTitle: "dimension",
-        thinCols: true,
-        filename: `attention-${key}`,
-      });
-    }
+  for (const [key, before, title, text, plot] of extraSteps(trace)) {
+    const div = extraPanel(pipeline.querySelector(`[data-step="${before}"]`), key, title, text);
+    await drawHeatmap(div, { ...plot, kind: "signed", filename: `attention-${key}` });
   }
   $("download-trace").addEventListener("click", () => downloadJson("real-head-trace.json", { request, response: trace }));
   $("copy-link").addEventListener("click", async () => {

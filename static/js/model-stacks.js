@@ -13,6 +13,7 @@ import { clearFieldErrors, showFieldErrors } from "./feedback.js";
 import { tokenLabels } from "./labels.js";
 import { MASKED_COLOUR, VIRIDIS } from "./model-canvas.js";
 import { decodeCompact } from "./model-data.js";
+import { URL_LIMIT, realHeadLink } from "./model-state.js";
 
 export const ENCODER_DECODER = "encoder-decoder";
 const STACKS = ["encoder", "decoder", "cross"];
@@ -179,6 +180,9 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
         throw new ApiError(422, [{ loc: ["model"], msg: `${answer.model} is not an encoder-decoder` }]);
       }
       data = {
+        model: answer.model,
+        text, // the source and target these maps are of (for the link to a head's steps)
+        targetText: writing ? answer.generated_text : target,
         source: answer.source_tokens,
         target: answer.target_tokens,
         layers: answer.layers.length,
@@ -224,6 +228,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     $("s2s-axes").textContent = AXES[view.stack];
     drawGrid();
     drawLarge();
+    updateOpenHead();
     const align = $("s2s-align");
     align.hidden = view.stack !== "cross";
     if (!align.hidden) drawAlignment();
@@ -310,6 +315,23 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
       ]),
     );
     table.replaceChildren(el("thead", {}, [head_]), el("tbody", {}, body));
+  }
+
+  /** The link from the large map's head to its steps in the explorer (or why there is none). */
+  function updateOpenHead() {
+    const { stack, layer, head } = view;
+    const link = $("s2s-open-head");
+    const note = $("s2s-open-head-note");
+    const target = realHeadLink({ model: data.model, text: data.text, target: data.targetText, stack, layer, head });
+    link.hidden = head === "mean" || !target.fits;
+    note.hidden = head === "mean" || target.fits;
+    if (!link.hidden) {
+      link.href = target.href;
+      link.textContent = `Layer ${layer}, head ${head} step by step →`;
+    }
+    note.textContent = target.fits
+      ? ""
+      : `These texts are too long for a link to this head's steps (${target.length.toLocaleString("en-US")} characters; links stay under ${URL_LIMIT.toLocaleString("en-US")}).`;
   }
 
   // ---- the alignment view (cross-attention) ----

@@ -114,19 +114,22 @@ export function writeModelState(s, d) {
 // ---------- links between /model and the explorer's real-head view ----------
 
 /**
- * The explorer's view of one real head: `/?real=<model>&text=…&layer=…&head=…`.
+ * The explorer's view of one real head: `/?real=<model>&text=…&layer=…&head=…`; an
+ * encoder-decoder's head adds its `stack` (encoder, decoder, cross) and `target`.
  * Returns {href, length, fits}; a link longer than URL_LIMIT does not fit (href null).
  */
-export function realHeadLink({ model, text, textB = "", layer, head }) {
+export function realHeadLink({ model, text, textB = "", target = "", stack = "", layer, head }) {
   const pairs = [["real", model], ["text", text]];
   if (textB) pairs.push(["text_b", textB]);
+  if (target) pairs.push(["target", target]);
+  if (stack) pairs.push(["stack", stack]);
   pairs.push(["layer", layer], ["head", head]);
   const query = buildQuery(pairs);
   const fits = query.length <= URL_LIMIT;
   return { href: fits ? `/?${query}` : null, length: query.length, fits };
 }
 
-/** What an explorer URL names for a real head: {model, text, textB, layer, head} or null. */
+/** What an explorer URL names for a real head: {model, text, textB, target, stack, layer, head} or null. */
 export function readRealHead(search = window.location.search) {
   const p = new URLSearchParams(search);
   if (!p.has("real")) return null;
@@ -134,6 +137,8 @@ export function readRealHead(search = window.location.search) {
     model: p.get("real") || "",
     text: p.get("text"),
     textB: p.get("text_b") || "",
+    target: p.get("target") || "",
+    stack: p.get("stack") || "",
     layer: int(p.get("layer"), 1),
     head: int(p.get("head"), 1),
     rawLayer: p.get("layer"),
@@ -141,11 +146,15 @@ export function readRealHead(search = window.location.search) {
   };
 }
 
-/** Back from a real head to the model page, on the same text, layer and head. */
-export function modelPageLink({ model, text, textB = "", layer, head }) {
+/**
+ * Back from a real head to the model page, on the same text, layer and head; an
+ * encoder-decoder's stack, target, layer and head go in the hash (model-stacks.js').
+ */
+export function modelPageLink({ model, text, textB = "", target = "", stack = "", layer, head }) {
   const pairs = [["model", model]];
   if (text) pairs.push(["text", text]);
   if (textB) pairs.push(["text_b", textB]);
+  if (stack) return `/model?${buildQuery(pairs)}#${buildQuery([["target", target], ["stack", stack], ["layer", layer], ["head", head]])}`;
   if (layer) pairs.push(["layer", layer]);
   if (head) pairs.push(["head", head]);
   return `/model?${buildQuery(pairs)}`;

@@ -16,9 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
-
-from devtools.chromium import CHROMIUM, CHROMIUM_ARGS
+from playwright.sync_api import Browser, Page
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -37,14 +35,6 @@ def pytest_configure(config: pytest.Config) -> None:
 def server_url(live_server: str) -> str:
     """The shared uvicorn (tests/conftest.py's ``live_server``: ``create_app()`` on a free port)."""
     return live_server
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def _same_origin(url: str, origin: str) -> bool:

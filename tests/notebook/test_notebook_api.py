@@ -231,7 +231,7 @@ def test_causal_detection():
 
 
 def test_the_data_block_is_json_that_cannot_close_its_script():
-    hostile = "</script><script>alert(1)</script><!--"
+    hostile = "</script><script>alert(1)</script><!-- &amp; -->"
     attention = (torch.softmax(torch.randn(1, 1, 3, 3), -1),)
     view = model_view(attention, ["a", hostile, "b"], html_action="return")
     match = re.search(
@@ -239,7 +239,7 @@ def test_the_data_block_is_json_that_cannot_close_its_script():
     )
     assert match is not None
     block = match.group(1)
-    assert "<" not in block
+    assert "<" not in block and ">" not in block and "&" not in block
     assert json.loads(block)["sections"][0]["queries"][1] == hostile
     # The page is whole inside the frame: srcdoc holds it escaped as an attribute.
     assert view.data.count("<iframe") == 1 and "</script" not in view.data.split("srcdoc=")[1]

@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
 
-from devtools.chromium import CHROMIUM, CHROMIUM_ARGS
 from devtools.wheel import clean_env
 from tests.requires import require
 
@@ -95,13 +93,11 @@ def test_the_kernel_ran_the_installed_wheel(exported, installed):
 
 
 @pytest.mark.parametrize("width", [1440, 390])
-def test_the_exported_notebook_draws_offline(exported, width):
+def test_the_exported_notebook_draws_offline(exported, width, browser):
     url = exported[1].resolve().as_uri()
     refused: list[str] = []
     problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": width, "height": 900})
+    with browser.new_page(viewport={"width": width, "height": 900}) as page:
 
         def route(r):
             if r.request.url == url:
@@ -165,7 +161,6 @@ def test_the_exported_notebook_draws_offline(exported, width):
         assert maps.locator("[data-testid='zoom-title']").text_content() == "Layer 2, head 2"
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"notebook-{width}.png"), full_page=True)
-        browser.close()
     assert not problems, problems
     ours = [r for r in refused if not r.startswith(url)]
     assert ours == [], ours  # every refused request came from nbconvert's page, none from a view

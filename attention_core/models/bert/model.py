@@ -24,7 +24,7 @@ from ...attention import AttentionSteps, attention_with_steps
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ..device import CPU, move, running_on, to_cpu
 from ..maps import TokenizedMaps
-from ..outputs import LayerTrace
+from ..outputs import LayerTrace, check_layer
 from ..protocols import model_info
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .config import (
@@ -202,12 +202,7 @@ class Encoder:
         Shapes: see ``LayerTrace`` (x is the layer's input: the previous
         layer's output, already LayerNormed, as BERT is post-norm).
         """
-        if not 0 <= layer < self.config.num_hidden_layers:
-            raise SpecError(
-                f"layer {layer + 1} does not exist; this model has layers 1 to "
-                f"{self.config.num_hidden_layers}",
-                field="layer",
-            )
+        check_layer(layer, self.config.num_hidden_layers)
         tokenized = self.tokenize(text, text_b)
         with running_on(self.device):
             ids = torch.tensor(tokenized.input_ids)

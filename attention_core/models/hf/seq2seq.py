@@ -28,13 +28,12 @@ import torch
 from ...errors import SpecError
 from ..generation import StopReason, sample
 from ..maps import MapFeatures
-from ..outputs import LayerTrace
+from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from ..text_model_base import tokenizer_file, within_vocabulary
 from ..text_tokenizer import TextTokenizer, TokenizedText
 from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
 from .seq2seq_rules import apply_rules, generation_rules
-
-TOKENIZER_FILE = "tokenizer.json"
 
 
 @dataclass(frozen=True)
@@ -175,16 +174,22 @@ class EncoderDecoder:
         """
         from transformers import AutoModelForSeq2SeqLM
 
-        tokenizer_path = directory / TOKENIZER_FILE
-        if not tokenizer_path.is_file():
-            raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
+        tokenizer_path = tokenizer_file(directory)
         register()
-        model = AutoModelForSeq2SeqLM.from_pretrained(
-            directory,
-            attn_implementation=ATTENTION_NAME,
-            local_files_only=True,
-            dtype=torch.float32,
-        ).eval()
+        try:  # offline, safetensors only (no pickle), never the checkpoint's own code
+            model = AutoModelForSeq2SeqLM.from_pretrained(
+                directory,
+                attn_implementation=ATTENTION_NAME,
+                local_files_only=True,
+                trust_remote_code=False,
+                use_safetensors=True,
+                dtype=torch.float32,
+            ).eval()
+        except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
+            raise SpecError(
+                f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
+                field="model",
+            ) from exc
         context = getattr(model.config, "max_position_embeddings", None)
         limit, source = max_tokens or 512, "the server's token limit per model input"
         if isinstance(context, int) and context <= limit:
@@ -242,14 +247,7 @@ class EncoderDecoder:
 
     def tokenize(self, text: str, field: str = "text") -> TokenizedText:
         tokenized = self.tokenizer.encode(text, field=field)
-        biggest = max(tokenized.input_ids)
-        if biggest >= int(self.model.config.vocab_size):
-            raise SpecError(
-                f"{self.name}: tokenizer.json gives token id {biggest}, beyond the model's "
-                f"vocabulary of {self.model.config.vocab_size}: the files do not belong together",
-                field="model",
-            )
-        return tokenized
+        return within_vocabulary(tokenized, int(self.model.config.vocab_size), self.name)
 
     def start_token(self) -> tuple[str, bool]:
         """The start token's spelling; it is always flagged special (a marker, not text)."""
@@ -327,13 +325,7 @@ class EncoderDecoder:
         and for ``cross`` the encoder's output (1, S, C) its keys and values
         come from (None otherwise).
         """
-        count = self.layers_of(stack)
-        if not 0 <= layer < count:
-            raise SpecError(
-                f"layer {layer + 1} does not exist; the {stack} stack of this model has "
-                f"layers 1 to {count}",
-                field="layer",
-            )
+        check_layer(layer, self.layers_of(stack), f"the {stack} stack of this model")
         source = self.tokenize(text)
         decoder_input = self.target_text(target)
         path, module = self.layer_modules[(stack, layer)]

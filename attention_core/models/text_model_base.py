@@ -1,0 +1,158 @@
+"""What a ``TextModel`` over a ``CausalLM``-shaped model does for one text, written once.
+
+``Decoder`` (any decoder family, hand-written or transformers) and
+``hf.text_models.TransformersEncoder`` differ in generation and in how they
+refuse a sentence pair; their maps and their one-layer trace are the same pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar, cast
+
+import torch
+from torch import nn
+
+from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from .device import CPU, running_on, to_cpu
+from .maps import TokenizedMaps
+from .outputs import LayerTrace, check_layer
+from .protocols import CausalLM, DecoderConfig, model_info
+from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from .text_tokenizer import TextTokenizer, TokenizedText
+
+TOKENIZER_FILE = "tokenizer.json"
+
+ModelT = TypeVar("ModelT", bound=CausalLM)
+
+
+@dataclass(frozen=True)
+class DecoderMaps(TokenizedMaps):
+    """One text through a decoder: per layer (H, T, T) weights, L + 1 (T, C) states."""
+
+    tokenized: TokenizedText
+    layer_attentions: tuple[torch.Tensor, ...]
+    layer_hidden_states: tuple[torch.Tensor, ...]
+
+    @property
+    def token_type_ids(self) -> tuple[int, ...]:
+        return (0,) * len(self.tokenized)
+
+
+def tokenizer_file(directory: Path) -> Path:
+    """``directory``'s ``tokenizer.json``; a ``SpecError`` naming the model when it is missing."""
+    path = directory / TOKENIZER_FILE
+    if not path.is_file():
+        raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
+    return path
+
+
+def checkpoint_tokenizer(path: Path, context: int, max_tokens: int | None) -> TextTokenizer:
+    """The tokenizer at ``path`` with a token limit: the model's ``context``, or the
+    server's ``max_tokens`` when that is lower (it never raises the limit)."""
+    if max_tokens is None or max_tokens >= context:
+        return TextTokenizer(path, context, "the model's context", MODEL_CONTEXT)
+    return TextTokenizer(
+        path, max_tokens, "the server's token limit per model input", MODEL_MAX_TOKENS
+    )
+
+
+def within_vocabulary(tokenized: TokenizedText, vocabulary: int, name: str) -> TokenizedText:
+    """``tokenized``, unless the tokenizer gave an id the model (``name``) has no row for."""
+    biggest = max(tokenized.input_ids)
+    if biggest >= vocabulary:
+        raise SpecError(
+            f"{name}: tokenizer.json gives token id {biggest}, beyond the model's "
+            f"vocabulary of {vocabulary}: the files do not belong together",
+            field="model",
+        )
+    return tokenized
+
+
+class TextModelBase(Generic[ModelT]):
+    """A model, its tokenizer and recent results: ``info``, ``encode``, ``trace``.
+
+    Thread safety: the model is in eval mode with frozen weights and no call
+    keeps state in it, so several threads may use one instance at once.
+    """
+
+    causal: bool
+
+    def __init__(
+        self,
+        name: str,
+        family: str,
+        model: ModelT,
+        tokenizer: TextTokenizer,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        self.name = name
+        self.family = family
+        self.model = model
+        self.tokenizer = tokenizer
+        self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
+        self.device = CPU
+
+    def to_device(self, device: torch.device) -> None:
+        """Weights onto ``device``; passes then run there, results come back to the CPU."""
+        cast(nn.Module, self.model).to(device)
+        self.device = device
+
+    @property
+    def config(self) -> DecoderConfig:
+        return self.model.config
+
+    @property
+    def max_tokens(self) -> int:
+        return self.tokenizer.max_tokens
+
+    def info(self) -> dict[str, object]:
+        return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
+
+    # --- text in ------------------------------------------------------------------------
+
+    def tokenize(self, text: str, field: str = "text") -> TokenizedText:
+        tokenized = self.tokenizer.encode(text, field=field)
+        return within_vocabulary(tokenized, self.config.vocabulary_size, self.name)
+
+    def _refuse_pair(self, text_b: str | None) -> None:
+        """A ``SpecError`` on ``text_b`` when it is given: these models read one text."""
+        raise NotImplementedError
+
+    # --- the forward pass ---------------------------------------------------------------
+
+    def encode(self, text: str, text_b: str | None = None) -> DecoderMaps:
+        """Every layer's attention and hidden states for ``text`` (or a recent result)."""
+        self._refuse_pair(text_b)
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        tokenized = self.tokenize(text)
+        with torch.inference_mode(), running_on(self.device):
+            out = self.model(
+                torch.tensor([tokenized.input_ids]),
+                num_logits=0,
+                output_attentions=True,
+                output_hidden_states=True,
+            )
+            maps = DecoderMaps(
+                tokenized,
+                to_cpu(tuple(a[0] for a in out.attentions)),  # (H, T, T) each
+                to_cpu(tuple(h[0] for h in out.hidden_states)),  # (T, C) each
+            )
+        self._cache.put(text, maps)
+        return maps
+
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[TokenizedText, LayerTrace]:
+        """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``."""
+        self._refuse_pair(text_b)
+        check_layer(layer, self.config.num_layers)
+        tokenized = self.tokenize(text)
+        with torch.inference_mode(), running_on(self.device):
+            out = self.model(torch.tensor([tokenized.input_ids]), num_logits=0, trace_layer=layer)
+        if out.trace is None:
+            raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
+        return tokenized, to_cpu(out.trace)
