@@ -1,7 +1,8 @@
 """Head analysis on the transformers backend (issue 19's ``TransformersLM`` and
 ``TransformersEncoder``) checked against transformers' own eager models: Qwen3 (GQA, q/k
 norms), Gemma 2 (soft-capped attention and logits, a sliding window), GPT-NeoX (partial
-rotary, fused qkv, ``attention.dense``) and RoBERTa (an encoder)."""
+rotary, fused qkv, ``attention.dense``), RoBERTa (an encoder), and the other decoders of
+``hf_checkpoints`` (Gemma 3, Phi-3 with its fused qkv, Mistral windowed, OLMo 2)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from attention_core.analysis import (
     value_norm_maps,
 )
 from attention_core.models.protocols import TextModel
+from tests.models.hf_checkpoints import HF_DECODERS
 from tests.models.test_head_analysis import detection_score, hf_maps, reference_patterns
 
 TEXT = "The bank approved the loan, and the river bank was muddy and the bank was closed."
-DECODERS = ["tiny-gemma2", "tiny-gpt-neox", "tiny-qwen3"]
+DECODERS = HF_DECODERS
 ALL = [*DECODERS, "tiny-roberta"]
 
 
@@ -119,9 +121,7 @@ def hf_sentence(
 def test_every_transformers_family_gets_its_own_head_model(models: dict[str, TextModel]) -> None:
     kinds = {name: type(head_model(model)).__name__ for name, model in models.items()}
     assert kinds == {
-        "tiny-gemma2": "TransformersDecoderHeadModel",
-        "tiny-gpt-neox": "TransformersDecoderHeadModel",
-        "tiny-qwen3": "TransformersDecoderHeadModel",
+        **{name: "TransformersDecoderHeadModel" for name in HF_DECODERS},
         "tiny-roberta": "TransformersEncoderHeadModel",
     }
     assert head_model(models["tiny-gemma2"]).final_softcap == 30.0  # type: ignore[attr-defined]
@@ -212,13 +212,16 @@ def value_vectors(
     T = out.shape[1]
     if hasattr(reference, "gpt_neox"):
         return out[0].view(T, kv_heads, 3 * D)[..., 2 * D :].transpose(0, 1)  # [q|k|v] per head
+    if out.shape[-1] > kv_heads * D:  # Phi-3's qkv_proj: [q (H*D) | k (H_kv*D) | v (H_kv*D)]
+        out = out[..., -kv_heads * D :]
     return out[0].view(T, kv_heads, D).transpose(0, 1)
 
 
 def value_module(reference: Any, layer: int) -> torch.nn.Module:
     block = layers_of(reference)[layer]
     if hasattr(block, "self_attn"):
-        return block.self_attn.v_proj  # type: ignore[no-any-return]
+        attention = block.self_attn
+        return getattr(attention, "v_proj", None) or attention.qkv_proj  # type: ignore[no-any-return]
     if hasattr(block.attention, "query_key_value"):
         return block.attention.query_key_value  # type: ignore[no-any-return]
     return block.attention.self.value  # type: ignore[no-any-return]
