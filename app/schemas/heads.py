@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
+from .attention import MAX_SEED
 from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
 
 Grid = list[list[float]]
@@ -29,7 +30,7 @@ class HeadScoresRequest(Strict):
     model: ModelName | None = None
     text: str = TextField
     seed: StrictInt = Field(
-        0, ge=0, le=2**63 - 1, description="seeds the random block induction is measured on"
+        0, ge=0, le=MAX_SEED, description="seeds the random block induction is measured on"
     )
     induction_length: StrictInt | None = Field(
         None,

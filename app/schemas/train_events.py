@@ -58,6 +58,11 @@ class TrainSnapshotEvent(_Event):
 
     step: int
     attention: CompactTensorOut | None = Field(description="null for a model without attention")
+    scores: dict[str, list[list[float]]] = Field(
+        default_factory=dict,
+        description="each head-type score (as POST /api/model/head-scores names them) of the "
+        "model at this step, layers × heads; empty for a model without attention",
+    )
 
 
 class TrainSampleEvent(_Event):
