@@ -1,6 +1,10 @@
 """Head analysis on a GPT-2-small-shaped random model, side by side with one forward pass.
 
-    .venv/bin/python bench/bench_heads.py [--rounds 5] [--threads 1]
+    .venv/bin/python bench/bench_heads.py [--rounds 5] [--threads 1] [--backend ours]
+
+``--backend transformers`` runs the same checkpoint through the transformers
+backend (``TransformersLM``: transformers' GPT-2 with every attention routed
+through ``attention_with_steps``), both sides of each pair on it.
 
 The model: ``random_gpt2.gpt2_small`` (12 layers × 12 heads, width 768,
 vocabulary 50257; random weights, seed 0) with a byte-level tokenizer trained
@@ -46,7 +50,7 @@ FORWARDS = 5
 WORDS = "the bank river loan cat mat dog park money stream shore approved muddy tired".split()
 
 
-def decoder(directory: Path) -> Decoder:
+def decoder(directory: Path, backend: str = "ours") -> Decoder:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer_path = Path(tempfile.gettempdir()) / "attention-viz-bench" / "heads-tokenizer.json"
@@ -61,6 +65,17 @@ def decoder(directory: Path) -> Decoder:
     )
     tokenizer.train_from_iterator(LINES, trainer)
     tokenizer.save(str(tokenizer_path))
+    if backend == "transformers":
+        import shutil
+
+        from attention_core.models.hf.text_models import load_transformers
+
+        shutil.copy(tokenizer_path, directory / "tokenizer.json")
+        loaded = load_transformers(
+            directory, "gpt2-small-random", 1024, 0, kind="decoder", family="gpt2"
+        )
+        assert isinstance(loaded, Decoder)
+        return loaded
     model = GPT2.from_pretrained(directory)
     from attention_core.models.text_tokenizer import TextTokenizer
 
@@ -110,11 +125,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--backend", choices=["ours", "transformers"], default="ours")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    d = decoder(gpt2_small())
+    d = decoder(gpt2_small(), args.backend)
     heads = head_model(d)
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; threads {args.threads}")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; "
+        f"threads {args.threads}; backend {args.backend}"
+    )
 
     text = text_of(d, 256, 0)
 

@@ -7,6 +7,7 @@ from 1 here as in the rest of the model API, from 0 in the core.  Plain
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from ..schemas.heads import (
     LogitLensRequest,
     LogitLensResponse,
 )
+from ..seq2seq_payloads import is_encoder_decoder, model_kind, refuse_seq2seq_fields
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -50,26 +52,40 @@ def head_scores(body: HeadScoresRequest, registry: RegistryDep) -> Response:
     """Every head's previous-token, duplicate-token, first-token, entropy and induction scores.
 
     The first four on the text's own maps; induction on a seeded random block
-    of ordinary tokens repeated twice (``induction_ids``).
+    of ordinary tokens repeated twice (``induction_ids``).  Encoder-decoders: one
+    self-attention ``stack`` (the encoder's, or the decoder's over ``target``).
     """
+
     entry, model = load(registry, body.model)
-    result = score_heads(model, body.text, body.seed, body.induction_length)
-    heads = head_model(model)
+    stack: str | None = None
+    if is_encoder_decoder(model):
+        from attention_core.analysis.seq2seq_scores import score_stack  # imports transformers
+
+        stack, result = score_stack(
+            model, body.text, body.target, body.stack, body.seed, body.induction_length
+        )
+        pieces: Callable[[Sequence[int]], list[str]] = model.tokenizer.pieces
+    else:
+        refuse_seq2seq_fields(entry.name, model_kind(model), body.target, body.stack)
+        result = score_heads(model, body.text, body.seed, body.induction_length)
+        pieces = head_model(model).token_texts
+    layers, heads = result.scores.previous_token.shape
     grids = {name: _grid(value) for name, value in result.scores.as_dict().items()}
     return json_response(
         {
             "model": entry.name,
             "family": model.family,
-            "causal": model.causal,
-            "layers": heads.num_layers,
-            "heads": heads.num_heads,
+            "causal": model.causal if stack is None else stack == "decoder",
+            "layers": layers,
+            "heads": heads,
             "tokens": list(result.tokens),
             "labels": SCORE_LABELS,
             **grids,
             "induction_ids": list(result.induction_ids),
-            "induction_tokens": heads.token_texts(result.induction_ids),
+            "induction_tokens": pieces(result.induction_ids),
             "induction_start": result.induction_start,
             "induction_length": result.induction_length,
+            "stack": stack,
         }
     )
 

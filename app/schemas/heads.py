@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from .attention import MAX_SEED
-from .model import MAX_TEXT_CHARS, ModelName, Strict
+from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
 
 Grid = list[list[float]]
 
@@ -37,6 +37,13 @@ class HeadScoresRequest(Strict):
         ge=2,
         description="R, the random block's length (default 32, or what fits the model twice)",
     )
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the self-attention stack to score ('encoder', the "
+        "default, or 'decoder', which needs target); 'cross' is refused (422): its rows and "
+        "columns are different sequences",
+    )
 
 
 class HeadScoresResponse(BaseModel):
@@ -61,6 +68,7 @@ class HeadScoresResponse(BaseModel):
     induction_tokens: list[str]
     induction_start: int = Field(description="index of the block's first copy")
     induction_length: int = Field(description="R")
+    stack: str | None = Field(None, description="encoder-decoders: the stack scored")
 
 
 HeadPair = tuple[StrictInt, StrictInt]

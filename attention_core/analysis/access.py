@@ -23,6 +23,7 @@ names above, ``head_slices`` and the hooks apply to it unchanged.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -50,7 +51,7 @@ OUT_PROJECTION_SUFFIXES = (
     ".attention.output.dense",  # BERT, RoBERTa (transformers)
     ".self_attn.out_proj",  # BART, OPT, Whisper
 )
-BLOCK_LISTS = ("transformer.h", "model.layers", "gpt_neox.layers")
+BLOCK_LISTS = ("transformer.h", "model.layers", "gpt_neox.layers", "encoder.layer")
 FINAL_NORM_NAMES = ("transformer.ln_f", "model.norm", "gpt_neox.final_layer_norm")
 
 
@@ -113,9 +114,9 @@ class DecoderHeadModel:
 
     causal = True
 
-    def __init__(self, decoder: Decoder) -> None:
+    def __init__(self, decoder: Decoder, module: nn.Module | None = None) -> None:
         self.decoder = decoder
-        self.module: nn.Module = decoder.model  # type: ignore[assignment]
+        self.module: nn.Module = module or decoder.model  # type: ignore[assignment]
         config = decoder.config
         self.num_layers = config.num_layers
         self.num_heads = config.num_heads
@@ -124,8 +125,11 @@ class DecoderHeadModel:
         self.projections = output_projections(self.module, self.num_layers)
         self.blocks = layer_blocks(self.module, self.num_layers)
         self.final_norm: nn.Module = _submodule(self.module, FINAL_NORM_NAMES, "final norm")
-        self.lm_head: nn.Module = self.module.get_submodule("lm_head")
+        self.lm_head: nn.Module = self._lm_head()
         install_edit_hooks(self.projections, self.blocks)
+
+    def _lm_head(self) -> nn.Module:
+        return self.module.get_submodule("lm_head")
 
     @property
     def max_tokens(self) -> int:
@@ -211,29 +215,39 @@ class EncoderHeadModel:
         return W.T.reshape(self.num_heads, self.head_dim, -1)  # (H, D, C)
 
 
-def head_model(model: TextModel) -> DecoderHeadModel | EncoderHeadModel:
+def head_model(model: TextModel) -> HeadModel:
     """The ``HeadModel`` of a loaded model (kept while the model lives: hooks go in once)."""
     with _install_lock:
         cached = _head_models.get(model)
         if cached is None:
-            if isinstance(model, Decoder) and not isinstance(model.model, nn.Module):
-                # transformers-backed (TransformersLM): no hooks or run() for it yet
+            cached = _transformers_head_model(model)
+            if cached is None and isinstance(model, Decoder):
+                cached = DecoderHeadModel(model)
+            elif cached is None and isinstance(model, Encoder):
+                cached = EncoderHeadModel(model)
+            elif cached is None and getattr(model, "kind", None) == "encoder-decoder":
                 raise SpecError(
-                    f"head analysis (scores, ablation, logit lens, value-weighted maps) "
-                    f"runs on the hand-written families (GPT-2, Llama); this {model.family} "
-                    "model runs on the transformers backend",
+                    f"{model.name} is a {model.family} encoder-decoder: ablation, "
+                    "value-weighted maps and the logit lens are for decoder-only and "
+                    "encoder-only models; its head scores are (stack 'encoder' or 'decoder')",
                     field="model",
                 )
-            if isinstance(model, Decoder):
-                cached = DecoderHeadModel(model)
-            elif isinstance(model, Encoder):
-                cached = EncoderHeadModel(model)
-            else:
+            elif cached is None:
                 raise SpecError(
                     f"head analysis does not know the {model.family} family yet", field="model"
                 )
             _head_models[model] = cached
     return cached
+
+
+def _transformers_head_model(model: TextModel) -> HeadModel | None:
+    """The transformers backend's ``HeadModel`` (``hf_access``), imported only when that
+    backend is (so the hand-written families never import transformers)."""
+    if "attention_core.models.hf" not in sys.modules:
+        return None
+    from .hf_access import transformers_head_model
+
+    return transformers_head_model(model)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -301,9 +315,7 @@ def _without(count: int, special: frozenset[int]) -> torch.Tensor:
 _current_edit: ContextVar[ContextEdit | None] = ContextVar("attention_viz_edit", default=None)
 _current_grow: ContextVar[ContextEdit | None] = ContextVar("attention_viz_grow", default=None)
 _install_lock = threading.Lock()
-_head_models: weakref.WeakKeyDictionary[TextModel, DecoderHeadModel | EncoderHeadModel] = (
-    weakref.WeakKeyDictionary()
-)
+_head_models: weakref.WeakKeyDictionary[TextModel, HeadModel] = weakref.WeakKeyDictionary()
 
 
 @contextmanager

@@ -10,13 +10,15 @@ special tokens every text gets (a decoder's BOS if it has one; an encoder's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 from ..errors import SpecError
 from ..models.protocols import TextModel
-from .access import HeadModel, head_model
+from .access import head_model
 from .scores import HeadScores, induction_score, text_scores
 
 DEFAULT_INDUCTION_LENGTH = 32  # R: short, so the second forward pass costs little
@@ -31,8 +33,18 @@ class ScoredHeads:
     induction_length: int  # R
 
 
+class Framing(Protocol):
+    """What ``induction_ids`` uses of a model (a ``HeadModel``, or one stack of an
+    encoder-decoder): how a sequence is framed, its ordinary ids, its token limit."""
+
+    @property
+    def max_tokens(self) -> int: ...
+    def frame(self, block: Sequence[int]) -> tuple[list[int], int]: ...
+    def ordinary_ids(self) -> torch.Tensor: ...
+
+
 def induction_ids(
-    heads: HeadModel, seed: int, length: int | None = None
+    heads: Framing, seed: int, length: int | None = None
 ) -> tuple[list[int], int, int]:
     """(ids, start, R): a seeded block of R ordinary tokens, twice, framed as every text is.
 

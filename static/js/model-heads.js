@@ -6,22 +6,28 @@
 // lens (POST /api/model/logit-lens) as a layer × position table.
 //
 // setupHeadAnalysis({container, openHead}) builds the three cards in `container`
-// and returns {show(context), clear()}; context = {model, text, causal, layers, heads}
-// (model: null for the server's default).  Token text goes in through textContent.
+// and returns {show(context), clear()}; context = {model, text, causal, layers, heads,
+// ablation} (model: null for the server's default; ablation: false hides ablation and the
+// lens, for encoder-decoders, whose encoder's heads are scored).  Token text goes in through textContent.
+// The scores load by themselves once the card comes into view (IntersectionObserver),
+// so a page never scored by its reader asks nothing; requests still running when new
+// maps are shown, or the page is left, are aborted.
 
 import { ApiError } from "./api.js";
 import { el } from "./dom.js";
 import { colour, heatGrid } from "./score-grid.js";
 
-const post = async (url, body) => {
+const post = async (url, body, signal) => {
   let response;
   try {
     response = await fetch(url, {
       method: "POST",
       headers: { accept: "application/json", "content-type": "application/json" },
       body: JSON.stringify(body),
+      signal,
     });
   } catch (err) {
+    if (err.name === "AbortError") throw err;
     throw new ApiError(0, `The server did not answer (${err.message}).`);
   }
   const answer = await response.json().catch(() => null);
@@ -42,6 +48,13 @@ export function setupHeadAnalysis({ container, openHead }) {
   let order = "desc";
   let count = "10";
   const chosen = new Set(); // "l-h" of heads to ablate, from 1
+  let controller = new AbortController(); // aborts the requests made for the maps shown
+  let scoredSeq = -1; // the maps whose scores were asked for
+  const renew = () => {
+    controller.abort();
+    controller = new AbortController();
+  };
+  const aborted = (err) => err && err.name === "AbortError";
 
   // ---------- cards ----------
   const scoresRun = el("button", { type: "button", "data-testid": "scores-run", text: "Score every head" });
@@ -197,21 +210,23 @@ export function setupHeadAnalysis({ container, openHead }) {
   });
 
   async function loadScores(mine) {
+    scoredSeq = mine;
     scoresStatus.textContent = "Scoring every head…";
     scoresError.textContent = "";
     const body = { text: context.text, seed: 0 };
     if (context.model) body.model = context.model;
     try {
       const started = performance.now();
-      const answer = await post("/api/model/head-scores", body);
+      const answer = await post("/api/model/head-scores", body, controller.signal);
       if (mine !== seq) return;
       scores = answer;
       drawScores();
       scoresCard.dataset.drawn = "1";
-      scoresStatus.textContent = `${answer.layers} × ${answer.heads} heads scored in ${Math.round(performance.now() - started)} ms`;
+      const stack = answer.stack ? ` of the ${answer.stack}'s self-attention` : "";
+      scoresStatus.textContent = `${answer.layers} × ${answer.heads} heads${stack} scored in ${Math.round(performance.now() - started)} ms`;
       inductionNote.textContent = `Induction was measured on ${answer.induction_length} random tokens seen twice (seed 0, ${answer.induction_ids.length} tokens in all).`;
     } catch (err) {
-      if (mine !== seq) return;
+      if (mine !== seq || aborted(err)) return;
       scoresStatus.textContent = "";
       scoresError.textContent = messageOf(err);
     }
@@ -283,7 +298,7 @@ export function setupHeadAnalysis({ container, openHead }) {
     ablateStatus.textContent = eachHead ? "Ablating every head, one at a time…" : "Ablating…";
     try {
       const started = performance.now();
-      const answer = await post("/api/model/ablate", body);
+      const answer = await post("/api/model/ablate", body, controller.signal);
       if (mine !== seq) return;
       ablateStatus.textContent = `done in ${Math.round(performance.now() - started)} ms`;
       if (answer.heads.length) {
@@ -307,7 +322,7 @@ export function setupHeadAnalysis({ container, openHead }) {
       }
       ablateCard.dataset.drawn = "1";
     } catch (err) {
-      if (mine !== seq) return;
+      if (mine !== seq || aborted(err)) return;
       ablateStatus.textContent = "";
       ablateError.textContent = messageOf(err);
     }
@@ -328,7 +343,7 @@ export function setupHeadAnalysis({ container, openHead }) {
     const body = { text: context.text };
     if (context.model) body.model = context.model;
     try {
-      const answer = await post("/api/model/logit-lens", body);
+      const answer = await post("/api/model/logit-lens", body, controller.signal);
       if (mine !== seq) return;
       lensStatus.textContent = "";
       const head = el("tr", {}, [el("th", { scope: "col", text: "layer" }), ...answer.tokens.map((t) => el("th", { scope: "col", class: "tok", text: shown(t) }))]);
@@ -355,17 +370,25 @@ export function setupHeadAnalysis({ container, openHead }) {
         ]),
       );
     } catch (err) {
-      if (mine !== seq) return;
+      if (mine !== seq || aborted(err)) return;
       lensStatus.textContent = "";
       lensError.textContent = messageOf(err);
     }
   }
   lensRun.addEventListener("click", lens);
 
+  // ---------- loading by itself ----------
+  const inView = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting) && context && !container.hidden && scoredSeq !== seq) loadScores(seq);
+  });
+  inView.observe(scoresCard);
+  window.addEventListener("pagehide", renew);
+
   return {
     /** New maps are shown: score them, reset the ablation. */
     show(next) {
       const mine = ++seq;
+      renew();
       const sameShape = context && context.layers === next.layers && context.heads === next.heads && context.model === next.model;
       context = next;
       if (!sameShape) chosen.clear();
@@ -376,7 +399,8 @@ export function setupHeadAnalysis({ container, openHead }) {
       ablateTableBox.replaceChildren();
       ablateEachBox.replaceChildren();
       lensBox.replaceChildren();
-      lensCard.hidden = !next.causal;
+      ablateCard.hidden = next.ablation === false; // encoder-decoders: the scores only
+      lensCard.hidden = !next.causal || next.ablation === false;
       container.hidden = false;
       drawAblateGrid();
       scoreGridBox.replaceChildren();
@@ -384,9 +408,15 @@ export function setupHeadAnalysis({ container, openHead }) {
       inductionNote.textContent = "";
       scoresStatus.textContent = "";
       if (wanted) loadScores(mine);
+      else {
+        // A card already in view is not reported again: ask the observer afresh.
+        inView.unobserve(scoresCard);
+        inView.observe(scoresCard);
+      }
     },
     clear() {
       ++seq;
+      renew();
       container.hidden = true;
     },
   };

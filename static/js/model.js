@@ -127,6 +127,11 @@ function applyKind() {
   $("model-run").textContent = generating ? "Generate" : "Show attention";
   $("masked-hint").hidden = !causal;
   $("compare-word-card").hidden = !pairs;
+  // Value-weighted maps are a one-stack model's (an encoder-decoder answers 422 for them).
+  const seq2seq = Boolean(entry && entry.kind === ENCODER_DECODER);
+  if (seq2seq) state.measure = "weights";
+  $("map-measure").value = state.measure;
+  $("map-measure").disabled = seq2seq;
   $("tokens-kind").textContent = entry && entry.family === "bert" ? "WordPiece tokens" : "Tokens";
   if (entry) {
     $("model-pick").value = entry.name;
@@ -620,7 +625,10 @@ async function run() {
     drawSelected();
     drawTokens();
     if (generating || asked.textB) analysis.clear();
-    else analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads });
+    else {
+      const ablation = !(current() && current().kind === ENCODER_DECODER); // encoder-decoders: scores only
+      analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads, ablation });
+    }
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
     const sizes = info.layers ? `${countOf(info.layers, "layer")} × ${countOf(info.heads, "head")}` : "no attention layers";
     setStatus(`${meta.tokens.length} tokens (${what}${sizes}) in ${Math.round(performance.now() - started)} ms`);

@@ -140,6 +140,9 @@ def test_value_weighted_maps_redraw_the_grid(page: Page) -> None:
     expect(page.get_by_test_id("head-grid")).to_have_attribute(
         "data-drawn", str(2 * 6), timeout=WAIT
     )
+    # The new maps' scores (asked for, the card in view) arrive before the reload, which
+    # would abort their request.
+    expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
     page.reload()
     expect(page.get_by_test_id("map-measure")).to_have_value("value_norm")
 

@@ -223,3 +223,23 @@ def test_the_view_is_in_the_link(page: Page, server_url: str) -> None:
     page.get_by_test_id("hide-special").check()
     expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
     assert "stack=cross" in page.url
+
+
+def test_the_encoders_heads_are_scored_and_ablation_is_not_offered(
+    page: Page, server_url: str
+) -> None:
+    """Issue 22 on an encoder-decoder: the score card (loaded once in view) scores the
+    encoder's self-attention, as the API does; ablation and the lens are not shown."""
+    open_marian(page, server_url)
+    card = page.get_by_test_id("heads-card")
+    card.scroll_into_view_if_needed()
+    expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    expect(page.get_by_test_id("scores-status")).to_contain_text("encoder's self-attention")
+    scores = api(server_url, "/api/model/head-scores", {"model": MODEL, "text": SOURCE})
+    assert scores["stack"] == "encoder"
+    cell = page.get_by_test_id("score-grid-L1-H1")
+    value = float(cell.get_attribute("data-value") or "nan")
+    assert value == pytest.approx(scores["previous_token"][0][0], abs=1e-6)
+    expect(page.get_by_test_id("ablate-card")).to_be_hidden()
+    expect(page.get_by_test_id("lens-card")).to_be_hidden()
+    expect(page.get_by_test_id("map-measure")).to_be_disabled()

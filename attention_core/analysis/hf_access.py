@@ -1,0 +1,118 @@
+"""``HeadModel``s of the transformers backend (issue 19): its decoders and encoders.
+
+A transformers-backed decoder is the package's ``Decoder`` over a
+``TransformersLM``: ``DecoderHeadModel`` applies once it is given the
+transformers module (the output projections, blocks and final norm are found
+by transformers' own names, see ``access``), with the unembedding from
+``get_output_embeddings()`` and Gemma's final logit soft-capping.  An encoder
+(``TransformersEncoder``: RoBERTa and kin) is run by transformers inside
+``editing``, with the same hooks on its output projections.
+
+Imported only when a model of the backend is loaded (it imports transformers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from ..errors import SpecError
+from ..models.decoder import Decoder
+from ..models.hf.language_model import TransformersLM
+from ..models.hf.text_models import TransformersEncoder
+from ..models.protocols import TextModel
+from .access import (
+    ContextEdit,
+    DecoderHeadModel,
+    RunOutput,
+    Tokens,
+    _framing,
+    _without,
+    editing,
+    head_slices,
+    install_edit_hooks,
+    output_projections,
+)
+
+
+class TransformersDecoderHeadModel(DecoderHeadModel):
+    """``DecoderHeadModel`` of a ``Decoder`` whose model is a ``TransformersLM``."""
+
+    def __init__(self, decoder: Decoder, lm: TransformersLM) -> None:
+        text = cast(Any, lm.model).config.get_text_config()
+        cap = getattr(text, "final_logit_softcapping", None)
+        self.final_softcap: float | None = float(cap) if cap else None
+        super().__init__(decoder, lm.model)
+
+    def _lm_head(self) -> nn.Module:
+        head = self.module.get_output_embeddings()  # type: ignore[operator]
+        if not isinstance(head, nn.Module):
+            raise SpecError("this model has no language-modelling head", field="model")
+        return head
+
+    def unembed(self, hidden: torch.Tensor) -> torch.Tensor:
+        """As transformers' causal LM: the head, then (Gemma 2) cap · tanh(logits / cap)."""
+        logits = super().unembed(hidden)
+        if self.final_softcap is not None:
+            logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
+        return logits
+
+
+class TransformersEncoderHeadModel:
+    """``HeadModel`` of a ``TransformersEncoder`` (single texts; sentence embedding: the mean
+    of the last layer's states, as for the hand-written BERT family)."""
+
+    causal = False
+
+    def __init__(self, encoder: TransformersEncoder) -> None:
+        self.encoder = encoder
+        sizes = encoder.config
+        self.num_layers = sizes.num_layers
+        self.num_heads = sizes.num_heads
+        self.head_dim = sizes.head_dim
+        module = encoder.model.model
+        self.projections = output_projections(module, self.num_layers)
+        install_edit_hooks(self.projections, [])
+
+    @property
+    def max_tokens(self) -> int:
+        return self.encoder.max_tokens
+
+    def tokenize(self, text: str) -> Tokens:
+        t = self.encoder.tokenize(text)
+        return Tokens(t.input_ids, t.tokens, t.special)
+
+    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
+        prefix, suffix = _framing(self.tokenize("a"))
+        return [*prefix, *block, *suffix], len(prefix)
+
+    def ordinary_ids(self) -> torch.Tensor:
+        count = min(self.encoder.tokenizer.vocab_size, self.encoder.config.vocabulary_size)
+        return _without(count, self.encoder.tokenizer.special_ids)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        return [self.encoder.tokenizer.decode([i]) for i in ids]
+
+    def run(
+        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+    ) -> RunOutput:
+        with editing(edit):
+            out = self.encoder.model(ids, output_attentions=attentions, output_hidden_states=True)
+        return RunOutput(out.attentions, out.hidden_states)
+
+    def out_weights(self, layer: int) -> torch.Tensor:
+        return head_slices(self.projections[layer], self.num_heads, self.head_dim)
+
+
+def transformers_head_model(
+    model: TextModel,
+) -> TransformersDecoderHeadModel | TransformersEncoderHeadModel | None:
+    """The ``HeadModel`` of a transformers-backed decoder or encoder; None for any other."""
+    if isinstance(model, Decoder) and isinstance(model.model, TransformersLM):
+        return TransformersDecoderHeadModel(model, model.model)
+    if isinstance(model, TransformersEncoder):
+        return TransformersEncoderHeadModel(model)
+    return None

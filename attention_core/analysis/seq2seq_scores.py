@@ -1,0 +1,110 @@
+"""Head-type scores of an encoder-decoder's self-attention stacks (T5, BART, Marian).
+
+The encoder's maps are the source attending to itself, the decoder's the
+target (behind its start token) attending to itself: each is scored as a
+decoder-only or encoder-only model's maps are (``scores``).  Induction: the
+seeded block of ordinary tokens, twice, as the source (framed as every
+source is; the decoder at its start token alone) for the encoder, or as the
+decoder's input behind the start token (the source: the request's text) for
+the decoder.  Cross-attention is refused: its rows (target) and columns
+(source) are different sequences, so "previous token", "duplicate token" and
+induction have no meaning there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+
+from ..errors import SpecError
+from ..models.hf.capture import capturing
+from ..models.hf.seq2seq import EncoderDecoder
+from .access import Tokens, _framing, _without
+from .scores import HeadScores, induction_score, text_scores
+from .scoring import ScoredHeads, induction_ids
+
+SelfStack = Literal["encoder", "decoder"]
+SCORED_STACKS: tuple[SelfStack, ...] = ("encoder", "decoder")
+
+
+class StackFrame:
+    """What ``induction_ids`` needs of one stack: its framing, its ordinary ids, its limit."""
+
+    def __init__(self, model: EncoderDecoder, stack: SelfStack) -> None:
+        self.model = model
+        self.stack = stack
+        self.max_tokens = model.max_tokens
+
+    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
+        if self.stack == "decoder":  # the start token, then the target's tokens
+            return [self.model.start_id, *block], 1
+        probe = self.model.tokenize("a")
+        prefix, suffix = _framing(Tokens(probe.input_ids, probe.tokens, probe.special))
+        return [*prefix, *block, *suffix], len(prefix)
+
+    def ordinary_ids(self) -> torch.Tensor:
+        count = min(self.model.tokenizer.vocab_size, int(self.model.model.config.vocab_size))
+        return _without(count, self.model.tokenizer.special_ids | {self.model.start_id})
+
+
+def check_stack(stack: str | None) -> SelfStack:
+    """The stack to score (default: the encoder); cross-attention is refused, with the reason."""
+    for chosen in SCORED_STACKS:
+        if (stack or "encoder") == chosen:
+            return chosen
+    raise SpecError(
+        f"stack {stack!r}: head-type scores are for self-attention ('encoder' or "
+        "'decoder'); cross-attention's rows (target) and columns (source) are different "
+        "sequences, so previous-token, duplicate-token and induction do not apply there",
+        field="stack",
+    )
+
+
+def score_stack(
+    model: EncoderDecoder,
+    text: str,
+    target: str | None,
+    stack: str | None,
+    seed: int = 0,
+    induction_length: int | None = None,
+) -> tuple[SelfStack, ScoredHeads]:
+    """(the stack scored, every score of its heads, each (L, H)); see the module doc."""
+    chosen = check_stack(stack)
+    maps = model.encode_pair(text, target)
+    if chosen == "encoder":
+        rows = maps.source.input_ids, maps.source.tokens
+        layers = maps.layer_attentions
+    else:
+        if target is None:
+            raise SpecError(
+                "target is needed to score the decoder's heads: without it the decoder reads "
+                "its start token alone (one row)",
+                field="target",
+            )
+        rows = maps.target.input_ids, maps.target.tokens
+        layers = maps.decoder_attentions
+    frame = StackFrame(model, chosen)
+    with torch.inference_mode():
+        measured = text_scores(layers, rows[0])
+        ids, start, R = induction_ids(frame, seed, induction_length)
+        if chosen == "encoder":
+            source, decoder_input = ids, [model.start_id]
+        else:
+            source, decoder_input = list(maps.source.input_ids), ids
+        with capturing(model.sites, lambda site: False) as capture:
+            model.model(
+                input_ids=torch.tensor([source]),
+                decoder_input_ids=torch.tensor([decoder_input]),
+                use_cache=False,
+            )
+        repeated = torch.stack([w[0] for w in capture.weights(chosen)])  # L x (H, T, T)
+        induction = induction_score(repeated, start, R)
+    return chosen, ScoredHeads(
+        tokens=tuple(rows[1]),
+        scores=HeadScores(**measured, induction=induction),
+        induction_ids=tuple(ids),
+        induction_start=start,
+        induction_length=R,
+    )

@@ -1,0 +1,114 @@
+"""/model's head panels on a transformers-backed decoder (a tiny random Gemma 2: GQA, a
+sliding window, soft-capped logits): the score grid loads by itself once scrolled into view
+and equals the API's; ablating a head shows the API's loss change; 1440 and 390 px."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from devtools.server import start_server, stop_server
+from tests.e2e.conftest import api
+from tests.models.hf_checkpoints import make_hf
+from tests.requires import require
+
+pytestmark = [pytest.mark.e2e, pytest.mark.model]
+
+WAIT = 60_000
+MODEL = "tiny-gemma2"
+TEXT = "The bank approved the loan, and the river bank was muddy."
+SHOTS = os.environ.get("ATTENTION_VIZ_SCREENSHOTS")  # a directory: screenshots to look at
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require("transformers")
+    root = tmp_path_factory.mktemp("hf-heads-models")
+    make_hf(root / MODEL, MODEL)
+    url, process = start_server({"ATTENTION_VIZ_MODELS": str(root), "ATTENTION_VIZ_HF_CACHE": "0"})
+    try:
+        yield url
+    finally:
+        stop_server(process)
+
+
+def open_model(page: Page) -> None:
+    page.goto(f"/model?model={MODEL}&text={quote(TEXT)}")
+    expect(page.get_by_test_id("head-grid")).to_have_attribute(
+        "data-drawn", str(2 * 6), timeout=WAIT
+    )
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_scores_load_in_view_and_ablating_a_head_shows_the_change(
+    page: Page, server_url: str, width: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    open_model(page)
+    card = page.get_by_test_id("heads-card")
+    expect(card).to_have_attribute("data-drawn", "0")
+    card.scroll_into_view_if_needed()  # no click: coming into view asks for the scores
+    expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    scores = api(server_url, "/api/model/head-scores", {"model": MODEL, "text": TEXT, "seed": 0})
+    expect(page.get_by_test_id("score-grid").locator(".hg-cell")).to_have_count(2 * 4)
+    for layer, head in [(1, 1), (2, 4)]:
+        cell = page.get_by_test_id(f"score-grid-L{layer}-H{head}")
+        value = float(cell.get_attribute("data-value") or "nan")
+        assert value == pytest.approx(scores["previous_token"][layer - 1][head - 1], abs=1e-6)
+
+    page.get_by_test_id("ablate-grid-L1-H2").click()
+    page.get_by_test_id("ablate-run").click()
+    expect(page.get_by_test_id("ablate-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    answer = api(server_url, "/api/model/ablate", {"model": MODEL, "text": TEXT, "heads": [[1, 2]]})
+    assert abs(answer["loss_after"] - answer["loss_before"]) > 1e-3
+    expect(page.get_by_test_id("ablate-summary")).to_contain_text(
+        f"Without L1 H2 (zero): loss {answer['loss_before']:.3f} → {answer['loss_after']:.3f}"
+    )
+    expect(page.get_by_test_id("ablate-row")).to_have_count(len(answer["tokens"]))
+    changed = sum(
+        before["top_ids"][0] != after["top_ids"][0]
+        for before, after in zip(
+            answer["predictions_before"], answer["predictions_after"], strict=True
+        )
+    )
+    expect(page.locator("[data-testid=ablate-row][data-changed='1']")).to_have_count(changed)
+    page.get_by_test_id("lens-run").click()
+    expect(page.get_by_test_id("lens-row")).to_have_count(2, timeout=WAIT)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / f"model-heads-gemma2-{width}.png"), full_page=True)
+
+
+@pytest.mark.allow_console(r"head-scores \(net::ERR_ABORTED\)")
+def test_new_maps_abort_a_pending_score_request(page: Page) -> None:
+    """The first text's scores are held back by the test; a new text is shown meanwhile:
+    that request is aborted, and the new text's scores are the ones drawn."""
+    held: list[object] = []
+    failed: list[str] = []
+    page.on("requestfailed", lambda r: failed.append(f"{r.url} {r.failure}"))
+
+    def hold_first(route: object) -> None:
+        if not held:
+            held.append(route)  # never answered: only an abort ends it
+        else:
+            route.continue_()  # type: ignore[attr-defined]
+
+    page.route("**/api/model/head-scores", hold_first)
+    open_model(page)
+    page.get_by_test_id("heads-card").scroll_into_view_if_needed()
+    expect(page.get_by_test_id("scores-status")).to_have_text("Scoring every head…", timeout=WAIT)
+    assert len(held) == 1
+    page.get_by_test_id("model-text").fill("the river bank")
+    page.get_by_test_id("model-run").click()
+    expect(page.get_by_test_id("scores-status")).to_have_text("", timeout=WAIT)  # new maps shown
+    page.get_by_test_id("heads-card").scroll_into_view_if_needed()
+    expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    assert any("head-scores" in f and "ABORTED" in f for f in failed), failed
+    expect(page.get_by_test_id("scores-error")).to_have_text("")
+    expect(page.get_by_test_id("score-row")).to_have_count(8)
+    assert len(held) == 1 and "the river bank" in page.get_by_test_id("model-text").input_value()
