@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -39,6 +39,7 @@ from ..errors import SpecError
 from ..models.bert import Encoder
 from ..models.decoder import Decoder
 from ..models.protocols import TextModel
+from ..models.text_model_base import TextModelBase
 
 ContextEdit = Callable[[int, torch.Tensor], torch.Tensor]
 """(layer (0-based), context (B, T, H*D): the heads side by side) -> the context to use."""
@@ -109,13 +110,40 @@ class HeadModel(Protocol):
         ...
 
 
-class DecoderHeadModel:
+class TextModelTokens:
+    """The tokenizer half of a ``HeadModel`` over a ``TextModelBase`` (``self.text_model``):
+    limits, tokens, the framing of an induction block, ordinary ids, token texts."""
+
+    text_model: TextModelBase[Any]
+
+    @property
+    def max_tokens(self) -> int:
+        return self.text_model.max_tokens
+
+    def tokenize(self, text: str) -> Tokens:
+        t = self.text_model.tokenize(text)
+        return Tokens(t.input_ids, t.tokens, t.special)
+
+    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
+        prefix, suffix = _framing(self.tokenize("a"))
+        return [*prefix, *block, *suffix], len(prefix)
+
+    def ordinary_ids(self) -> torch.Tensor:
+        tokenizer = self.text_model.tokenizer
+        count = min(tokenizer.vocab_size, self.text_model.config.vocabulary_size)
+        return _without(count, tokenizer.special_ids)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        return [self.text_model.tokenizer.decode([i]) for i in ids]
+
+
+class DecoderHeadModel(TextModelTokens):
     """``HeadModel`` of a loaded ``Decoder`` (see the module doc)."""
 
     causal = True
 
     def __init__(self, decoder: Decoder, module: nn.Module | None = None) -> None:
-        self.decoder = decoder
+        self.decoder = self.text_model = decoder
         self.module: nn.Module = module or decoder.model  # type: ignore[assignment]
         config = decoder.config
         self.num_layers = config.num_layers
@@ -130,25 +158,6 @@ class DecoderHeadModel:
 
     def _lm_head(self) -> nn.Module:
         return self.module.get_submodule("lm_head")
-
-    @property
-    def max_tokens(self) -> int:
-        return self.decoder.max_tokens
-
-    def tokenize(self, text: str) -> Tokens:
-        t = self.decoder.tokenize(text)
-        return Tokens(t.input_ids, t.tokens, t.special)
-
-    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
-        prefix, suffix = _framing(self.tokenize("a"))
-        return [*prefix, *block, *suffix], len(prefix)
-
-    def ordinary_ids(self) -> torch.Tensor:
-        count = min(self.decoder.tokenizer.vocab_size, self.decoder.config.vocabulary_size)
-        return _without(count, self.decoder.tokenizer.special_ids)
-
-    def token_texts(self, ids: Sequence[int]) -> list[str]:
-        return [self.decoder.tokenizer.decode([i]) for i in ids]
 
     def run(
         self,

@@ -13,7 +13,6 @@ Imported only when a model of the backend is loaded (it imports transformers).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, cast
 
 import torch
@@ -28,9 +27,7 @@ from .access import (
     ContextEdit,
     DecoderHeadModel,
     RunOutput,
-    Tokens,
-    _framing,
-    _without,
+    TextModelTokens,
     editing,
     head_slices,
     install_edit_hooks,
@@ -61,14 +58,14 @@ class TransformersDecoderHeadModel(DecoderHeadModel):
         return logits
 
 
-class TransformersEncoderHeadModel:
+class TransformersEncoderHeadModel(TextModelTokens):
     """``HeadModel`` of a ``TransformersEncoder`` (single texts; sentence embedding: the mean
     of the last layer's states, as for the hand-written BERT family)."""
 
     causal = False
 
     def __init__(self, encoder: TransformersEncoder) -> None:
-        self.encoder = encoder
+        self.encoder = self.text_model = encoder
         sizes = encoder.config
         self.num_layers = sizes.num_layers
         self.num_heads = sizes.num_heads
@@ -76,25 +73,6 @@ class TransformersEncoderHeadModel:
         module = encoder.model.model
         self.projections = output_projections(module, self.num_layers)
         install_edit_hooks(self.projections, [])
-
-    @property
-    def max_tokens(self) -> int:
-        return self.encoder.max_tokens
-
-    def tokenize(self, text: str) -> Tokens:
-        t = self.encoder.tokenize(text)
-        return Tokens(t.input_ids, t.tokens, t.special)
-
-    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
-        prefix, suffix = _framing(self.tokenize("a"))
-        return [*prefix, *block, *suffix], len(prefix)
-
-    def ordinary_ids(self) -> torch.Tensor:
-        count = min(self.encoder.tokenizer.vocab_size, self.encoder.config.vocabulary_size)
-        return _without(count, self.encoder.tokenizer.special_ids)
-
-    def token_texts(self, ids: Sequence[int]) -> list[str]:
-        return [self.encoder.tokenizer.decode([i]) for i in ids]
 
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
