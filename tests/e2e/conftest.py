@@ -93,6 +93,21 @@ def page(browser: Browser, server_url: str, request: pytest.FixtureRequest) -> I
 # ---------- helpers shared by the tests ----------
 
 
+@pytest.fixture
+def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
+    """A 390 px phone-sized page (2x pixels) that fails its test on any page or console error."""
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, base_url=server_url, device_scale_factor=2
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield page
+    context.close()
+    assert not errors, errors
+
+
 def api(server_url: str, path: str, body: dict | None = None) -> Any:
     """Call the JSON API from Python (GET, or POST when a body is given)."""
     data = None if body is None else json.dumps(body).encode()

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from devtools.server import start_server, stop_server
 from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
@@ -546,20 +546,6 @@ def test_a_decoder_says_which_tokens_are_unknown(page: Page, server_url: str) ->
 
 
 # ---------- 390 px ----------
-
-
-@pytest.fixture
-def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, base_url=server_url, device_scale_factor=2
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield page
-    context.close()
-    assert not errors, errors
 
 
 def test_generation_and_token_view_fit_390_px(narrow: Page) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS, api
@@ -153,20 +153,6 @@ def test_decoder_tab_is_causal(page: Page, server_url: str) -> None:
     expect(masked).to_have_count(T * (T - 1) // 2)
     first = cell_weights(page, "[data-testid='s2s-map'] tbody tr")[3][:4]
     assert_close(first, answer["decoder_attentions"][1][2][3][:4], UINT8_ERROR + 1e-4)
-
-
-@pytest.fixture
-def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, base_url=server_url, device_scale_factor=2
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield page
-    context.close()
-    assert not errors, errors
 
 
 def test_encoder_decoder_fits_390_px(narrow: Page, server_url: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS, api, plot_data, wait_for_plot
@@ -241,20 +241,6 @@ def test_gemma2_shows_its_soft_capping_as_a_step(page: Page, server_url: str) ->
     )
     expect(page.get_by_test_id("real-head-facts")).to_contain_text("soft-capped at 2")
     assert "biased_scores" not in order
-
-
-@pytest.fixture
-def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, base_url=server_url, device_scale_factor=2
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield page
-    context.close()
-    assert not errors, errors
 
 
 def test_a_cross_head_fits_390_px(narrow: Page, server_url: str) -> None:
