@@ -4,7 +4,9 @@ previous-token head; the shipped tiny-bank-gpt's look-back head."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -167,15 +169,16 @@ def hf_projection(model: torch.nn.Module, layer: int) -> torch.nn.Module:
     return model.model.layers[layer].self_attn.o_proj
 
 
-def hf_ablated_logprobs(
-    model: torch.nn.Module,
-    ids: Sequence[int],
+@contextmanager
+def heads_hooked_out(
+    projection_of: Callable[[int], torch.nn.Module],
     heads: Sequence[tuple[int, int]],
     mode: str,
     head_dim: int,
-) -> torch.Tensor:
-    """transformers' forward with those heads' slice of the output projection's input
-    zeroed (or set to its mean over positions) by a hook: log p(next token), (T - 1,)."""
+) -> Iterator[None]:
+    """Those heads' slice of the output projection's input (``projection_of(layer)``)
+    zeroed, or set to its mean over positions, by forward pre-hooks on transformers'
+    own modules, within the block."""
     hooks = []
     for layer in {layer for layer, _ in heads}:
         chosen = [h for n, h in heads if n == layer]
@@ -187,13 +190,26 @@ def hf_ablated_logprobs(
                 part[...] = 0 if mode == "zero" else part.mean(dim=-2, keepdim=True)
             return (x,)
 
-        hooks.append(hf_projection(model, layer).register_forward_pre_hook(hook))
+        hooks.append(projection_of(layer).register_forward_pre_hook(hook))
     try:
-        with torch.inference_mode():
-            logits = model(input_ids=torch.tensor([list(ids)])).logits[0]
+        yield
     finally:
         for h in hooks:
             h.remove()
+
+
+def hf_ablated_logprobs(
+    model: torch.nn.Module,
+    ids: Sequence[int],
+    heads: Sequence[tuple[int, int]],
+    mode: str,
+    head_dim: int,
+) -> torch.Tensor:
+    """transformers' forward with those heads hooked out (``heads_hooked_out``):
+    log p(next token), (T - 1,)."""
+    projection_of = functools.partial(hf_projection, model)
+    with heads_hooked_out(projection_of, heads, mode, head_dim), torch.inference_mode():
+        logits = model(input_ids=torch.tensor([list(ids)])).logits[0]
     logprobs = F.log_softmax(logits.double(), dim=-1)
     return logprobs[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
 

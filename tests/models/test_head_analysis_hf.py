@@ -6,8 +6,8 @@ rotary, fused qkv, ``attention.dense``), RoBERTa (an encoder), and the other dec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,12 @@ from attention_core.analysis import (
 )
 from attention_core.models.protocols import TextModel
 from tests.models.hf_checkpoints import HF_DECODERS
-from tests.models.test_head_analysis import detection_score, hf_maps, reference_patterns
+from tests.models.test_head_analysis import (
+    detection_score,
+    heads_hooked_out,
+    hf_maps,
+    reference_patterns,
+)
 
 TEXT = "The bank approved the loan, and the river bank was muddy and the bank was closed."
 DECODERS = HF_DECODERS
@@ -77,35 +82,13 @@ def projection(reference: Any, layer: int) -> torch.nn.Module:
     return block.attention.output.dense  # type: ignore[no-any-return]  # RoBERTa
 
 
-@contextmanager
-def heads_hooked_out(
-    reference: Any, heads: Sequence[tuple[int, int]], mode: str, head_dim: int
-) -> Iterator[None]:
-    """Those heads' slice of the output projection's input zeroed (or set to its mean over
-    positions) by forward pre-hooks on transformers' own modules."""
-    hooks = []
-    for layer in {layer for layer, _ in heads}:
-        chosen = [h for n, h in heads if n == layer]
-
-        def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], chosen=chosen):  # type: ignore[no-untyped-def]
-            x = args[0].clone()
-            for h in chosen:
-                part = x[..., h * head_dim : (h + 1) * head_dim]
-                part[...] = 0 if mode == "zero" else part.mean(dim=-2, keepdim=True)
-            return (x,)
-
-        hooks.append(projection(reference, layer).register_forward_pre_hook(hook))
-    try:
-        yield
-    finally:
-        for h in hooks:
-            h.remove()
-
-
 def hf_logprobs(
     reference: Any, ids: Sequence[int], heads: Sequence[tuple[int, int]], mode: str, D: int
 ) -> torch.Tensor:
-    with heads_hooked_out(reference, heads, mode, D), torch.inference_mode():
+    with (
+        heads_hooked_out(functools.partial(projection, reference), heads, mode, D),
+        torch.inference_mode(),
+    ):
         logits = reference(input_ids=torch.tensor([list(ids)])).logits[0]  # soft-capped (Gemma)
     logprobs = F.log_softmax(logits.double(), dim=-1)
     return logprobs[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
@@ -114,7 +97,10 @@ def hf_logprobs(
 def hf_sentence(
     reference: Any, ids: Sequence[int], heads: Sequence[tuple[int, int]], mode: str, D: int
 ) -> torch.Tensor:
-    with heads_hooked_out(reference, heads, mode, D), torch.inference_mode():
+    with (
+        heads_hooked_out(functools.partial(projection, reference), heads, mode, D),
+        torch.inference_mode(),
+    ):
         return reference(input_ids=torch.tensor([list(ids)])).last_hidden_state[0].mean(0)  # type: ignore[no-any-return]
 
 
