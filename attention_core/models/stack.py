@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..errors import MODEL_CONTEXT, LimitExceeded
+from ..progress import report
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 
@@ -64,6 +65,7 @@ def run_blocks(
         if output_hidden_states:
             hidden.append(x)
         trace = layer_trace or trace
+        report("forward", i + 1, len(blocks))
     x = final_norm(x)
     if output_hidden_states:
         hidden[-1] = x

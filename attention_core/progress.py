@@ -1,0 +1,60 @@
+"""Progress of long work, reported as it goes, and its cancellation.
+
+A caller that wants progress (the streaming endpoint, the CLI's bar) runs the
+work inside ``reporting(on_progress, cancelled)``; deep inside, the work calls
+``report(stage, done, total)`` after each unit (a forward pass: after each
+layer).  Every report also checks ``cancelled`` and raises ``Cancelled``, so a
+newer request or a closed connection stops an older pass within one unit.
+Outside ``reporting`` a report costs one ContextVar lookup.
+
+The reporter lives in a ``ContextVar``: a thread pool that copies the context
+(anyio's ``to_thread``, ``contextvars.copy_context().run``) carries it into
+the worker thread; a bare ``threading.Thread`` does not.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+# (stage, done, total): e.g. ("forward", 3, 12) after the third of 12 layers.
+ProgressCallback = Callable[[str, int, int], None]
+
+
+class Cancelled(Exception):
+    """The work was cancelled (its ``cancelled`` event was set) before it finished."""
+
+
+@dataclass(frozen=True)
+class _Reporter:
+    on_progress: ProgressCallback | None
+    cancelled: threading.Event | None
+
+
+_CURRENT: ContextVar[_Reporter | None] = ContextVar("attention_viz_progress", default=None)
+
+
+@contextmanager
+def reporting(
+    on_progress: ProgressCallback | None = None, cancelled: threading.Event | None = None
+) -> Iterator[None]:
+    """Send this context's ``report`` calls to ``on_progress``; stop when ``cancelled`` is set."""
+    token = _CURRENT.set(_Reporter(on_progress, cancelled))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def report(stage: str, done: int, total: int) -> None:
+    """``done`` of ``total`` units of ``stage`` are finished; ``Cancelled`` if asked to stop."""
+    reporter = _CURRENT.get()
+    if reporter is None:
+        return
+    if reporter.cancelled is not None and reporter.cancelled.is_set():
+        raise Cancelled(f"{stage} cancelled after {done} of {total}")
+    if reporter.on_progress is not None:
+        reporter.on_progress(stage, done, total)
