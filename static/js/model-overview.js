@@ -46,28 +46,35 @@ export function rangeTop(flat, cols, { fixed = false, sinkApart = false, firstCo
 }
 
 /**
- * Draw rows × cols cells (Float32Array, row-major) one pixel each.  block: the token
- * block each cell covers (pooled maps), offset: the first token row and column.  A cell
- * is grey when every pair in it is masked (causal, beyond a sliding window).
+ * Paint rows × cols cells (Float32Array, row-major) into pixels (packed RGBA, `stride`
+ * pixels a row) from (x0, y0), a pixel each.  block: the token block each cell covers
+ * (pooled maps), offset: the first token row and column.  A cell is grey when every
+ * pair in it is masked (causal, beyond a sliding window).
  */
-export function drawCells(canvas, flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
-  if (canvas.width !== cols) canvas.width = cols;
-  if (canvas.height !== rows) canvas.height = rows;
-  const ctx = canvas.getContext("2d");
-  const image = ctx.createImageData(cols, rows);
-  const pixels = new Uint32Array(image.data.buffer);
+export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
   const [br, bc] = block;
   const [r0, c0] = offset;
   for (let i = 0; i < rows; i++) {
     const first = r0 + i * br;
     const last = Math.min(T - 1, first + br - 1);
+    const line = (y0 + i) * stride + x0;
     for (let j = 0; j < cols; j++) {
       const left = c0 + j * bc;
       const right = Math.min(T - 1, left + bc - 1);
       const masked = causal && (maskedCell(last, left, causal) || maskedCell(first, right, causal, slidingWindow, positions));
-      pixels[i * cols + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
+      pixels[line + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
     }
   }
+}
+
+/** Draw rows × cols cells on a canvas of their size, one pixel each (paintCells' options). */
+export function drawCells(canvas, flat, options) {
+  const { rows, cols } = options;
+  if (canvas.width !== cols) canvas.width = cols;
+  if (canvas.height !== rows) canvas.height = rows;
+  const ctx = canvas.getContext("2d");
+  const image = ctx.createImageData(cols, rows);
+  paintCells(new Uint32Array(image.data.buffer), cols, [0, 0], flat, options);
   ctx.putImageData(image, 0, 0);
 }
 

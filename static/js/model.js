@@ -13,6 +13,7 @@ import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js"
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
 import { LONG_TEXT, canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
+import { buildHeadGrid, gridColumns, gridKey, mapName, thumbAtlas, usesAtlas } from "./model-grid.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
 import { setupHeadAnalysis } from "./model-heads.js";
@@ -47,6 +48,7 @@ let meta = null; // the answer shown, without its maps: tokens, positions, gener
 let layers = new Map(); // layer number -> {heads, average, rollout}
 let shown = null; // what the maps shown were computed from (for the step-by-step link)
 let buttons = new Map(); // "L-head" -> button
+let selected = null; // the pressed button (only it and the next one change: hundreds of heads)
 let seq = 0;
 let headViewMode = "lines";
 let modelNote = null; // a problem with the URL's model, shown beside the picker
@@ -58,6 +60,7 @@ grid.before(overviewNote);
 const zoomCanvas = canvasZoom($("zoom-plot"), $("zoom-readout"));
 $("zoom-plot").after(zoomCanvas.element);
 const filter = layerFilter(grid, () => {
+  if (atlas) atlas.layout();
   if (!filter.shows(state.layer)) {
     const first = [...buttons.values()].find((b) => !b.hidden);
     if (first) select(Number(first.dataset.layer), first.dataset.head);
@@ -190,50 +193,16 @@ const writeUrl = () => writeModelState(state, defaultsFor(current()));
 
 // ---------- the grid ----------
 
-const key = (layer, head) => `${layer}-${head}`;
-const columns = (H) => [...Array.from({ length: H }, (_, i) => String(i + 1)), ...EXTRA_MAPS];
-
-function mapName(layer, head) {
-  if (head === "mean") return `Layer ${layer}, mean of heads`;
-  if (head === "rollout") return `Rollout through layer ${layer}`;
-  return `Layer ${layer}, head ${head}`;
-}
+const key = gridKey;
+const columns = gridColumns;
+let atlas = null; // many heads: the thumbnails' atlas (model-grid.js), else a canvas each
 
 function buildGrid(L, H, model) {
-  const cells = [el("span", { class: "col-label", "aria-hidden": "true" })];
-  for (let h = 1; h <= H; h++) cells.push(el("span", { class: "col-label", text: `H${h}` }));
-  cells.push(el("span", { class: "col-label extra", text: "mean" }), el("span", { class: "col-label extra", text: "rollout" }));
-  buttons = new Map();
-  for (let l = 1; l <= L; l++) {
-    cells.push(el("span", { class: "row-label", text: `Layer ${l}` }));
-    for (const head of columns(H)) {
-      const extra = EXTRA_MAPS.includes(head);
-      const button = el(
-        "button",
-        {
-          type: "button",
-          class: `map-btn pending${extra ? " extra" : ""}`,
-          "data-testid": extra ? `map-L${l}-${head}` : `map-L${l}-H${head}`,
-          "data-layer": l,
-          "data-head": head,
-          "data-kind": extra ? head : "head",
-          "aria-label": mapName(l, head),
-          "aria-pressed": "false",
-          title: mapName(l, head),
-          tabindex: "-1",
-          onclick: () => select(l, head, true),
-        },
-        [el("canvas", { width: 1, height: 1, "aria-hidden": "true" })],
-      );
-      buttons.set(key(l, head), button);
-      cells.push(button);
-    }
-  }
-  grid.style.gridTemplateColumns = `3.4rem repeat(${H + 2}, 42px)`;
-  grid.replaceChildren(...cells);
-  grid.dataset.layers = String(L);
-  grid.dataset.heads = String(H);
+  buttons = buildHeadGrid(grid, L, H, (l, head) => select(l, head, true));
   grid.dataset.model = model;
+  atlas = usesAtlas(L, H) ? thumbAtlas(grid, buttons) : null;
+  if (atlas) atlas.layout();
+  selected = null;
   markSelected();
 }
 
@@ -263,20 +232,22 @@ function drawRow(layer) {
     const button = buttons.get(key(layer, head));
     const flat = flatFor(layer, head);
     if (!button || !flat) continue;
-    if (overview || state.scale === "log" || state.sinkApart) drawThumb(button.firstChild, flat, layer, head);
+    if (atlas) atlas.paint(button, flat, thumbOptions(flat, layer, head));
+    else if (overview || state.scale === "log" || state.sinkApart) drawCells(button.firstChild, flat, thumbOptions(flat, layer, head));
     else drawMap(button.firstChild, flat, T, zmaxFor(flat), maskOf(layer, head));
     button.classList.remove("pending");
     button.dataset.tokens = String(T);
   }
+  if (atlas) atlas.flush();
 }
 
-/** A thumbnail from a pooled map (or with the log scale or the sink apart): one pixel a cell. */
-function drawThumb(canvas, flat, layer, head) {
+/** How a thumbnail is drawn a pixel a cell (a pooled map, the log scale, the sink apart, the atlas). */
+function thumbOptions(flat, layer, head) {
   const T = meta.tokens.length;
   const [rows, cols] = meta.pooled ? meta.pooled.shape : [T, T];
   const block = meta.pooled ? meta.pooled.block : [1, 1];
   const zmax = rangeTop(flat, cols, { fixed: state.scale === "fixed", sinkApart: state.sinkApart });
-  drawCells(canvas, flat, { rows, cols, block, T, zmax, log: state.scale === "log", ...maskOf(layer, head) });
+  return { rows, cols, block, T, zmax, log: state.scale === "log", ...maskOf(layer, head) };
 }
 
 /** The large map on canvas: long texts (fetched at full resolution), the log scale, the sink apart. */
@@ -311,10 +282,16 @@ function redrawAll() {
 }
 
 function markSelected() {
-  for (const [k, button] of buttons) {
-    const on = k === key(state.layer, state.head);
-    button.setAttribute("aria-pressed", on ? "true" : "false");
-    button.tabIndex = on ? 0 : -1;
+  const button = buttons.get(key(state.layer, state.head)) || null;
+  if (button === selected) return;
+  if (selected) {
+    selected.setAttribute("aria-pressed", "false");
+    selected.tabIndex = -1;
+  }
+  selected = button;
+  if (button) {
+    button.setAttribute("aria-pressed", "true");
+    button.tabIndex = 0;
   }
 }
 

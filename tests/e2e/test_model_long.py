@@ -97,12 +97,19 @@ def zoom_ready(page: Page, key: str, rows: tuple[int, int], cols: tuple[int, int
     )
 
 
+THUMB_PIXELS = """id => {
+  const b = document.querySelector(`[data-testid='${id}']`);
+  const atlas = b.closest('.head-grid').querySelector('.grid-atlas');
+  const r = atlas.width / atlas.getBoundingClientRect().width;
+  const [x, y] = [b.offsetLeft + b.clientLeft, b.offsetTop + b.clientTop].map(v => Math.round(v * r));
+  const [w, h] = [b.clientWidth, b.clientHeight].map(v => Math.round(v * r));
+  return Array.from(atlas.getContext('2d').getImageData(x, y, w, h).data);
+}"""
+
+
 def thumb_pixels(page: Page, testid: str) -> list[int]:
-    pixels: list[int] = page.evaluate(
-        "id => { const c = document.querySelector(`[data-testid='${id}'] canvas`);"
-        " return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data); }",
-        testid,
-    )
+    """RGBA of a thumbnail as drawn: its button's square of the grid's atlas canvas."""
+    pixels: list[int] = page.evaluate(THUMB_PIXELS, testid)
     return pixels
 
 
@@ -124,9 +131,13 @@ def test_overview_is_pooled_and_a_head_opens_at_full_resolution(page: Page, toke
     assert [b["layers"] for b in grid_bodies] == [[1], list(range(2, LAYERS + 1))]
     assert all(b["pool"] == GRID_POOL for b in grid_bodies), grid_bodies
     expect(page.get_by_test_id("head-grid")).to_have_attribute("data-overview", "true")
-    side = -(-tokens // -(-tokens // GRID_POOL))
-    width = page.evaluate("document.querySelector(\"[data-testid='map-L3-H17'] canvas\").width")
-    assert width == side <= GRID_POOL
+    # 128 maps: their thumbnails on one atlas canvas under the buttons, each drawn there:
+    # a decoder's masked triangle grey (#d0d7de) and its weights in Viridis colours.
+    assert page.locator("[data-testid='head-grid'] canvas").count() == 1
+    for testid in ("map-L1-H1", "map-L3-H17", "map-L4-mean"):
+        pixels = thumb_pixels(page, testid)
+        colours = set(zip(pixels[0::4], pixels[1::4], pixels[2::4], strict=True))
+        assert (208, 215, 222) in colours and len(colours) >= 3, (testid, colours)
     expect(page.get_by_test_id("overview-note")).to_contain_text(f"{tokens} tokens")
     # The large map: layer 1, head 1, fetched whole at full resolution, drawn on canvas.
     zoom_ready(page, "1-1", (0, tokens), (0, tokens))
