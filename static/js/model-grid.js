@@ -28,13 +28,13 @@ export const gridKey = (layer, head) => `${layer}-${head}`;
 /**
  * Fill `grid` with the labels and buttons of L layers × H heads (+ mean, rollout).
  * onPick(layer, head) when a button is clicked (or Enter / Space on it).  Returns the
- * buttons by gridKey; their thumbnails are drawn by thumbnails() below.
+ * buttons by gridKey; with `atlas` their thumbnails are drawn by thumbAtlas() below,
+ * else on a canvas in each button.
  */
-export function buildHeadGrid(grid, L, H, onPick) {
+export function buildHeadGrid(grid, L, H, onPick, atlas = usesAtlas(L, H)) {
   const cells = [el("span", { class: "col-label", "aria-hidden": "true" })];
   for (let h = 1; h <= H; h++) cells.push(el("span", { class: "col-label", text: `H${h}` }));
   cells.push(el("span", { class: "col-label extra", text: "mean" }), el("span", { class: "col-label extra", text: "rollout" }));
-  const atlas = usesAtlas(L, H);
   const buttons = new Map();
   for (let l = 1; l <= L; l++) {
     cells.push(el("span", { class: "row-label", "data-layer": l, text: `Layer ${l}` }));
