@@ -159,7 +159,8 @@ const clampInt = (v, lo, hi) => Math.min(hi, Math.max(lo, Math.floor(v)));
 /**
  * The canvas large map: box (the zoom card's plot div), readout (hover text).
  * show(ctx) draws a map ctx = {key, T, tokens, load(rows, cols) -> map, colour(map) ->
- * {zmax, log}, mask}; a drag (or the rows/cols fields) asks load() for that region.
+ * {zmax, log}, mask, pick(row)}; a drag (or the rows/cols fields) asks load() for that
+ * region, a click picks the token of its row.
  */
 export function canvasZoom(box, readout) {
   const canvas = el("canvas", { class: "zoom-canvas", "data-testid": "zoom-canvas", width: 1, height: 1, tabindex: "0", "aria-label": "The large map; drag to zoom into a region" });
@@ -261,7 +262,10 @@ export function canvasZoom(box, readout) {
     drag = null;
     rect.hidden = true;
     const end = cellAt(ev) || start;
-    if (Math.abs(ev.clientX - start.x) < 4 && Math.abs(ev.clientY - start.y) < 4) return; // a click, not a drag
+    if (Math.abs(ev.clientX - start.x) < 4 && Math.abs(ev.clientY - start.y) < 4) {
+      if (ctx.pick) ctx.pick(start.row); // a click, not a drag: the row's token
+      return;
+    }
     const [br, bc] = map.block;
     const rows = [Math.min(start.row, end.row), Math.min(ctx.T, Math.max(start.row, end.row) + br)];
     const cols = [Math.min(start.col, end.col), Math.min(ctx.T, Math.max(start.col, end.col) + bc)];

@@ -12,12 +12,13 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
-import { LONG_TEXT, canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
+import { canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
 import { buildHeadGrid, gridColumns, gridKey, mapName, thumbAtlas, usesAtlas } from "./model-grid.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
 import { setupHeadAnalysis } from "./model-heads.js";
-import { drawTokenView } from "./model-token-view.js";
+import { drawTokenView, rowFor, rowsOfLayers } from "./model-token-view.js";
+import { tokenRows } from "./model-token-rows.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
 
 const init = initialData();
@@ -55,6 +56,7 @@ let modelNote = null; // a problem with the URL's model, shown beside the picker
 // Long texts, many heads (model-overview.js): the grid's maps pooled, the large map on canvas.
 let overview = false; // the grid holds pooled maps (the large map is fetched)
 let mapRequest = null; // the text and options the maps shown came from
+let rowSource = null; // pooled maps: one token's rows, asked for and kept (model-token-rows.js)
 const overviewNote = el("p", { class: "hint", "data-testid": "overview-note", hidden: true });
 grid.before(overviewNote);
 const zoomCanvas = canvasZoom($("zoom-plot"), $("zoom-readout"));
@@ -264,6 +266,7 @@ function showCanvasZoom() {
     tokens: tokenLabels(meta.tokens),
     mask: maskOf(layer, head),
     load: (rows, cols) => (full ? Promise.resolve(cropMap(full, T, rows, cols)) : fetchMap({ request, layer, head, rows, cols, T })),
+    pick: (row) => chooseToken(row),
     colour: (map) => ({
       zmax: rangeTop(map.values, map.cols, { fixed: state.scale === "fixed", sinkApart: state.sinkApart, firstCol: map.region.cols[0] }),
       log: state.scale === "log",
@@ -394,37 +397,64 @@ function renderTokens() {
   renderGenerationSummary($("gen-summary"), meta.generated_tokens ? meta : null);
 }
 
+/** The token view's weights: the maps held (short texts), or rows asked for (pooled maps). */
+async function tokenViewRows() {
+  if (!overview || state.token === null || state.token >= meta.tokens.length) return rowsOfLayers(layers);
+  const { query, keys } = rowFor({ s: state.token, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length });
+  if (query === null) return rowsOfLayers(layers);
+  const shown = Array.from({ length: info.layers }, (_, i) => i + 1).filter((l) => filter.shows(l));
+  const wanted = [...new Set([...shown, Math.min(state.tokenLayer ?? state.layer, info.layers)])].sort((a, b) => a - b);
+  tokenView.dataset.loading = "true";
+  const got = await rowSource.get(query, keys, wanted, info.heads);
+  return (l, h, q, k) => {
+    const values = q === query && k === keys ? got.get(l) : null;
+    return values ? Array.from(values.subarray(h * k, (h + 1) * k)) : null;
+  };
+}
+
 function drawTokens() {
   if (!meta || !info || !info.layers) return Promise.resolve(); // no layers: nothing a token reads
-  tokenView.hidden = overview;
-  if (overview) return Promise.resolve(); // the grid's maps are pooled: no token's own row
+  tokenView.hidden = false;
   const mine = seq;
-  const done = drawTokenView(
-    tokenView,
-    {
-      labels: tokenLabels(meta.tokens),
-      tokens: meta.tokens,
-      generated: meta.generated || null,
-      positions: meta.positions,
-      causal: info.causal,
-      layers,
-      L: info.layers,
-      H: info.heads,
-      chosen: state.token,
-      layer: Math.min(state.tokenLayer ?? state.layer, info.layers),
-      when: state.when,
-    },
-    {
-      onChoose: (i) => chooseToken(i, { scroll: false }),
-      onMode: (mode) => {
-        headViewMode = mode;
+  const token = state.token;
+  const done = tokenViewRows().then((row) => {
+    if (mine !== seq || token !== state.token) return false; // a newer text or token
+    return drawTokenView(
+      tokenView,
+      {
+        labels: tokenLabels(meta.tokens),
+        tokens: meta.tokens,
+        generated: meta.generated || null,
+        positions: meta.positions,
+        causal: info.causal,
+        row,
+        L: info.layers,
+        H: info.heads,
+        chosen: state.token,
+        layer: Math.min(state.tokenLayer ?? state.layer, info.layers),
+        when: state.when,
       },
-      headViewMode,
+      {
+        onChoose: (i) => chooseToken(i, { scroll: false }),
+        onMode: (mode) => {
+          headViewMode = mode;
+        },
+        headViewMode,
+      },
+    ).then(() => true);
+  });
+  return done.then(
+    (drawn) => {
+      if (!drawn || mine !== seq) return;
+      delete tokenView.dataset.loading;
+      tokenView.dataset.token = state.token === null ? "" : String(state.token);
+    },
+    (err) => {
+      if (mine !== seq || token !== state.token) return;
+      delete tokenView.dataset.loading;
+      $("tv-what").textContent = `This token's weights could not be loaded: ${err.detail ? JSON.stringify(err.detail) : err.message}`;
     },
   );
-  return done.then(() => {
-    if (mine === seq) tokenView.dataset.token = state.token === null ? "" : String(state.token);
-  });
 }
 
 /** Show what token i reads (a generated token: what the model read when it wrote it). */
@@ -545,6 +575,7 @@ async function run() {
       meta = body;
       overview = isPooled(body);
       mapRequest = generating ? null : { ...(state.model ? { model: state.model } : {}), text: state.text, ...(asked.textB ? { text_b: asked.textB } : {}), hide_special: state.hide, measure: state.measure };
+      rowSource = mapRequest && tokenRows(mapRequest);
       layers = fresh;
       if (grid.dataset.model !== info.name || !buttons.size) {
         buildGrid(info.layers, info.heads, info.name);
@@ -554,7 +585,7 @@ async function run() {
       overviewNote.hidden = !overview;
       if (overview) {
         const [b] = body.pooled.block;
-        overviewNote.textContent = `${meta.tokens.length} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. One token's row in every head needs the full maps: texts of at most ${LONG_TEXT} tokens show it.`;
+        overviewNote.textContent = `${meta.tokens.length} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. Choose a token (in the list, or click a row of the large map) for its row in every head, asked for at full resolution.`;
       }
       if (state.layer > info.layers) state.layer = 1;
       if (/^\d+$/.test(state.head) && Number(state.head) > info.heads) state.head = "1";
