@@ -142,6 +142,16 @@ export function thumbAtlas(grid, buttons) {
     for (const button of painted.keys()) blit(button);
   }
 
+  // A change of the grid's size (a font, a narrower window) moves the buttons: follow them.
+  let size = "";
+  const observer = new ResizeObserver(() => {
+    if (!canvas.isConnected) return observer.disconnect(); // the grid was built again
+    const now = `${grid.clientWidth}x${grid.clientHeight}`;
+    if (size && now !== size) layout();
+    size = now;
+  });
+  observer.observe(grid);
+
   return {
     element: canvas,
     layout,

@@ -399,7 +399,7 @@ function renderTokens() {
 
 /** The token view's weights: the maps held (short texts), or rows asked for (pooled maps). */
 async function tokenViewRows() {
-  if (!overview || state.token === null || state.token >= meta.tokens.length) return rowsOfLayers(layers);
+  if (!overview || !rowSource || state.token === null || state.token >= meta.tokens.length) return rowsOfLayers(layers);
   const { query, keys } = rowFor({ s: state.token, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length });
   if (query === null) return rowsOfLayers(layers);
   const shown = Array.from({ length: info.layers }, (_, i) => i + 1).filter((l) => filter.shows(l));

@@ -152,8 +152,22 @@ def test_overview_is_pooled_and_a_head_opens_at_full_resolution(page: Page, toke
     zoom_ready(page, "3-17", (0, tokens), (0, tokens))
     expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 3, head 17")
     assert any(b.get("layers") == [3] and b.get("heads") == [17] for b in attention_bodies(sent))
-    # No token view for pooled maps: the note says why.
-    expect(page.get_by_test_id("token-view")).to_be_hidden()
+    # The token view from pooled maps: a token's row in every head, asked for (every
+    # layer, rows [i, i + 1], the keys it can read), in the head view and the strip.
+    page.get_by_test_id("wp-token").nth(300).click()
+    expect(page.get_by_test_id("token-view")).to_have_attribute("data-token", "300", timeout=WAIT)
+    rows = [b for b in attention_bodies(sent) if "rows" in b and "heads" not in b]
+    assert [(b["layers"], b["rows"], b["cols"]) for b in rows] == [
+        (list(range(1, LAYERS + 1)), [300, 301], [0, 301])
+    ]
+    expect(page.get_by_test_id("tv-layer-title")).to_have_text(
+        "Every head of layer 3: the 24 tokens it reads most, of 301"
+    )
+    expect(page.get_by_test_id("tv-strip-canvas")).to_be_visible()
+    assert page.get_by_test_id("tv-strip-map").evaluate("c => [c.width, c.height]") == [
+        301,
+        LAYERS * HEADS,
+    ]
 
 
 def test_a_region_at_full_resolution_equals_the_api(
