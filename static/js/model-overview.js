@@ -49,7 +49,8 @@ export function rangeTop(flat, cols, { fixed = false, sinkApart = false, firstCo
  * Paint rows × cols cells (Float32Array, row-major) into pixels (packed RGBA, `stride`
  * pixels a row) from (x0, y0), a pixel each.  block: the token block each cell covers
  * (pooled maps), offset: the first token row and column.  A cell is grey when every
- * pair in it is masked (causal, beyond a sliding window).
+ * pair in it is masked (causal, beyond a sliding window): a block across the diagonal
+ * shows its largest weight, so a previous-token head's line stays visible.
  */
 export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
   const [br, bc] = block;
@@ -58,12 +59,15 @@ export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block =
     const first = r0 + i * br;
     const last = Math.min(T - 1, first + br - 1);
     const line = (y0 + i) * stride + x0;
-    for (let j = 0; j < cols; j++) {
-      const left = c0 + j * bc;
-      const right = Math.min(T - 1, left + bc - 1);
-      const masked = causal && (maskedCell(last, left, causal) || maskedCell(first, right, causal, slidingWindow, positions));
+    // Causal: the cells from `open` on start after the block's last row (all masked).
+    const open = causal ? Math.min(cols, Math.max(0, Math.floor((last - c0) / bc) + 1)) : cols;
+    for (let j = 0; j < open; j++) {
+      // A sliding window: masked when even the block's last column is beyond its first row's window.
+      const right = Math.min(T - 1, c0 + j * bc + bc - 1);
+      const masked = causal && slidingWindow && (positions ? positions[first] - positions[right] : first - right) >= slidingWindow;
       pixels[line + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
     }
+    pixels.fill(MASKED, line + open, line + cols);
   }
 }
 
