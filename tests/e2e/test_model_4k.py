@@ -3,7 +3,8 @@
 head whole (pooled to 1,024 a side) and a region at full resolution equal to the API,
 the token view of a late token from the rows the page asks for (kept per token), the
 token list a page at a time, the heads by keyboard, no console errors, the JS heap,
-and screenshots at 1440 and 390 px (nothing wider than the window).
+and screenshots at 1440 and 390 px (nothing wider than the window); a pooled cell is
+grey only when every pair in its block is masked.
 
 A server of its own (module scope) with ATTENTION_VIZ_MODEL_MAX_TOKENS=4096.
 """
@@ -258,5 +259,41 @@ def test_512_heads_on_one_atlas(browser: Browser, server_url: str) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     no_wider_than(page, 390)
     page.screenshot(path=str(ARTIFACTS / "model-512-heads-390.png"), full_page=True)
+    context.close()
+    assert not errors, errors
+
+
+PAINT = """async ({ T, block, window }) => {
+  const { paintCells } = await import('/static/js/model-overview.js');
+  const { MASKED } = await import('/static/js/model-canvas.js');
+  const [rows, cols] = [Math.ceil(T / block), Math.ceil(T / block)];
+  const pixels = new Uint32Array(rows * cols);
+  const flat = new Float32Array(rows * cols).fill(0.5);
+  const options = { rows, cols, block: [block, block], T, zmax: 1, causal: true };
+  paintCells(pixels, cols, [0, 0], flat, { ...options, slidingWindow: window });
+  const grey = (i) => Array.from({ length: cols }, (_, j) => pixels[i * cols + j] === MASKED);
+  return Array.from({ length: rows }, (_, i) => grey(i));
+}"""
+
+
+@pytest.mark.parametrize(
+    ("T", "block", "window"), [(10, 4, None), (300, 32, None), (50, 3, 7), (64, 8, 20)]
+)
+def test_pooled_cells_are_grey_only_when_every_pair_is_masked(
+    browser: Browser, server_url: str, T: int, block: int, window: int | None
+) -> None:
+    context, page, errors = new_page(browser, server_url, 800)
+    page.goto("/docs")
+    grey = page.evaluate(PAINT, {"T": T, "block": block, "window": window})
+    side = -(-T // block)
+    for i in range(side):
+        for j in range(side):
+            pairs = [
+                (q, k)
+                for q in range(i * block, min(T, (i + 1) * block))
+                for k in range(j * block, min(T, (j + 1) * block))
+            ]
+            every = all(k > q or (window is not None and q - k >= window) for q, k in pairs)
+            assert grey[i][j] == every, (i, j)
     context.close()
     assert not errors, errors
