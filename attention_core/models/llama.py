@@ -40,10 +40,10 @@ from torch import nn
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
 from .checkpoints import check_supported
-from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
+from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
-from .protocols import TransformersNames
+from .protocols import TransformersNames, Wanted
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
