@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Unpack
 
 import torch
 
 from ..errors import PAIR_NEEDS_ENCODER, SpecError
 from .checkpoints import read_json
 from .device import running_on, to_cpu
-from .generation import Generation, StopReason, generate
+from .generation import Generation, Sampling, StopReason, generate
 from .maps import MapFeatures
 from .model_size import check_token_ids
 from .protocols import CausalLM
@@ -145,10 +146,8 @@ class Decoder(TextModelBase[CausalLM]):
         prompt: str,
         max_new_tokens: int,
         *,
-        temperature: float = 0.0,
-        top_k: int | None = None,
-        seed: int | None = None,
         capture_attentions: bool = True,
+        **sampling: Unpack[Sampling],
     ) -> GeneratedText:
         """Continue ``prompt``; see ``generation.generate``.  Stops after an EOS token."""
         tokenized = self.tokenize(prompt, field="prompt")
@@ -158,11 +157,9 @@ class Decoder(TextModelBase[CausalLM]):
                     self.model,
                     tokenized.input_ids,
                     max_new_tokens,
-                    temperature=temperature,
-                    top_k=top_k,
-                    seed=seed,
                     eos_token_ids=self.eos_ids,
                     capture_attentions=capture_attentions,
+                    **sampling,
                 )
             )
         special_ids = self.tokenizer.special_ids

@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 
 from ...errors import SpecError
-from ..generation import StopReason, sample
+from ..generation import Sampling, StopReason, sample, sampling_values
 from ..maps import MapFeatures
 from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
@@ -362,10 +362,7 @@ class EncoderDecoder:
         self,
         prompt: str,
         max_new_tokens: int,
-        *,
-        temperature: float = 0.0,
-        top_k: int | None = None,
-        seed: int | None = None,
+        **sampling: Unpack[Sampling],
     ) -> GeneratedTarget:
         """Write a target for ``prompt`` (the source): greedy with ``temperature`` 0.
 
@@ -374,6 +371,7 @@ class EncoderDecoder:
         """
         from transformers import DynamicCache, EncoderDecoderCache
 
+        temperature, top_k, seed = sampling_values(sampling)
         if max_new_tokens < 1:
             raise SpecError(
                 f"max_new_tokens is {max_new_tokens}; it must be at least 1",
