@@ -14,7 +14,7 @@ from typing import Unpack
 
 import torch
 
-from ..errors import PAIR_NEEDS_ENCODER, SpecError
+from ..errors import PAIR_NEEDS_ENCODER
 from .checkpoints import read_json
 from .device import running_on, to_cpu
 from .generation import Generation, Sampling, StopReason, generate
@@ -24,7 +24,7 @@ from .protocols import CausalLM
 from .result_cache import DEFAULT_CACHE_BYTES
 from .text_model_base import TOKENIZER_FILE as TOKENIZER_FILE
 from .text_model_base import DecoderMaps as DecoderMaps
-from .text_model_base import TextModelBase, checkpoint_tokenizer, tokenizer_file
+from .text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 CONFIG_FILE = "config.json"
@@ -131,13 +131,8 @@ class Decoder(TextModelBase[CausalLM]):
         )
 
     def _refuse_pair(self, text_b: str | None) -> None:
-        if text_b is not None:
-            raise SpecError(
-                f"text_b (a sentence pair) is for encoders; {self.name} is a decoder: "
-                "put the whole text in text",
-                field="text_b",
-                kind=PAIR_NEEDS_ENCODER,
-            )
+        why = f"for encoders; {self.name} is a decoder: put the whole text in text"
+        refuse_pair(text_b, why, PAIR_NEEDS_ENCODER)
 
     # --- generation ---------------------------------------------------------------------
 

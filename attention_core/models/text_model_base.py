@@ -70,6 +70,13 @@ def within_vocabulary(tokenized: TokenizedText, vocabulary: int, name: str) -> T
     return tokenized
 
 
+def refuse_pair(text_b: str | None, why: str, kind: str | None = None) -> None:
+    """A ``SpecError`` on ``text_b`` when it is given: ``why`` this model reads no
+    sentence pair, and what to do instead."""
+    if text_b is not None:
+        raise SpecError(f"text_b (a sentence pair) is {why}", field="text_b", kind=kind)
+
+
 class TextModelBase(Generic[ModelT]):
     """A model, its tokenizer and recent results: ``info``, ``encode``, ``trace``.
 

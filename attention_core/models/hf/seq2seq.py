@@ -30,7 +30,7 @@ from ..generation import Sampling, StopReason, sample, sampling_values
 from ..maps import MapFeatures
 from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
-from ..text_model_base import tokenizer_file, within_vocabulary
+from ..text_model_base import refuse_pair, tokenizer_file, within_vocabulary
 from ..text_tokenizer import TextTokenizer, TokenizedText
 from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
 from .seq2seq_rules import apply_rules, generation_rules
@@ -267,12 +267,11 @@ class EncoderDecoder:
         )
 
     def refuse_pair(self, text_b: str | None) -> None:
-        if text_b is not None:
-            raise SpecError(
-                f"text_b (a sentence pair) is for encoders; {self.name} is an encoder-decoder: "
-                "put the source in text and the decoder's text in target",
-                field="text_b",
-            )
+        refuse_pair(
+            text_b,
+            f"for encoders; {self.name} is an encoder-decoder: "
+            "put the source in text and the decoder's text in target",
+        )
 
     # --- the forward pass -----------------------------------------------------------------
 
