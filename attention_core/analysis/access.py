@@ -77,12 +77,10 @@ class RunOutput:
 class HeadModel(Protocol):
     """What the analysis functions use of a model (see the module doc)."""
 
-    @property
-    def num_layers(self) -> int: ...
-    @property
-    def num_heads(self) -> int: ...
-    @property
-    def causal(self) -> bool: ...
+    num_layers: int
+    num_heads: int
+    causal: bool
+
     @property
     def max_tokens(self) -> int: ...
 
