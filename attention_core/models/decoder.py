@@ -22,8 +22,6 @@ from .maps import MapFeatures
 from .model_size import check_token_ids
 from .protocols import CausalLM
 from .result_cache import DEFAULT_CACHE_BYTES
-from .text_model_base import TOKENIZER_FILE as TOKENIZER_FILE
-from .text_model_base import DecoderMaps as DecoderMaps
 from .text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .text_tokenizer import TextTokenizer, TokenizedText
 
