@@ -145,7 +145,7 @@ class LlamaConfig(TransformersNames):
                 field="model",
             )
 
-    # The rest of ``protocols.DecoderConfig``'s common names (see ``TransformersNames``).
+    # Where Llama's common names differ from ``TransformersNames`` (grouped-query heads, RoPE).
     @property
     def num_kv_heads(self) -> int:
         return self.num_key_value_heads

@@ -52,11 +52,14 @@ def model_info(
 
 class TransformersNames:
     """``DecoderConfig``'s common names, for a config dataclass whose fields carry
-    transformers' own names (``num_hidden_layers``, ``num_attention_heads``, ``vocab_size``)."""
+    transformers' own names (``num_hidden_layers``, ``num_attention_heads``, ``vocab_size``,
+    ``max_position_embeddings``).  As in transformers, one key/value head per query head
+    unless a family says otherwise."""
 
     num_hidden_layers: int
     num_attention_heads: int
     vocab_size: int
+    max_position_embeddings: int
 
     @property
     def num_layers(self) -> int:
@@ -65,6 +68,14 @@ class TransformersNames:
     @property
     def num_heads(self) -> int:
         return self.num_attention_heads
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def max_positions(self) -> int:
+        return self.max_position_embeddings
 
     @property
     def vocabulary_size(self) -> int:

@@ -77,16 +77,6 @@ class EncoderConfig(TransformersNames):
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
-    # The rest of ``protocols.DecoderConfig``'s common names (``TransformersNames`` has
-    # num_layers, num_heads, vocabulary_size), so listings read every family alike.
-    @property
-    def num_kv_heads(self) -> int:
-        return self.num_attention_heads
-
-    @property
-    def max_positions(self) -> int:
-        return self.max_position_embeddings
-
     @classmethod
     def from_file(cls, path: Path, name: str) -> EncoderConfig:
         return cls.from_dict(read_json(path), name)  # bounded: see untrusted_json
