@@ -15,7 +15,7 @@ from typing import Unpack
 import torch
 
 from ..errors import PAIR_NEEDS_ENCODER
-from .checkpoints import read_json
+from .checkpoints import CONFIG_FILE, GENERATION_CONFIG_FILE, read_json
 from .device import running_on, to_cpu
 from .generation import Generation, Sampling, StopReason, generate
 from .maps import MapFeatures
@@ -24,9 +24,6 @@ from .protocols import CausalLM
 from .result_cache import DEFAULT_CACHE_BYTES
 from .text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .text_tokenizer import TextTokenizer, TokenizedText
-
-CONFIG_FILE = "config.json"
-GENERATION_CONFIG_FILE = "generation_config.json"
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,13 @@ import torch
 from torch import nn
 
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from .checkpoints import TOKENIZER_FILE
 from .device import CPU, running_on, to_cpu
 from .maps import TokenizedMaps
 from .outputs import LayerTrace, check_layer
 from .protocols import CausalLM, DecoderConfig, model_info
 from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
-
-TOKENIZER_FILE = "tokenizer.json"
 
 ModelT = TypeVar("ModelT", bound=CausalLM)
 

