@@ -147,6 +147,19 @@ class Generation:
         return self.prompt_ids + self.new_ids
 
 
+def sampler_seed(temperature: float, seed: int | None) -> tuple[int | None, torch.Generator | None]:
+    """The seed to report and the CPU generator to sample with.
+
+    Greedy (``temperature`` 0) takes the argmax each time: no sampler, seed None
+    (a seed that played no part is not reported).  Sampling uses ``seed``, or
+    one drawn at random so the answer can be reproduced.
+    """
+    if temperature <= 0.0:
+        return None, None
+    seed = secrets.randbits(31) if seed is None else seed
+    return seed, torch.Generator(device="cpu").manual_seed(seed)
+
+
 def generate(
     model: CausalLM,
     prompt_ids: Sequence[int],
@@ -182,12 +195,7 @@ def generate(
             setting=MODEL_CONTEXT,
             extra={"prompt_tokens": len(prompt_ids), "max_new_tokens": max_new_tokens},
         )
-    generator = None
-    if temperature <= 0.0:
-        seed = None  # greedy: the argmax each time, no sampler to seed
-    else:
-        seed = secrets.randbits(31) if seed is None else seed
-        generator = torch.Generator(device="cpu").manual_seed(seed)
+    seed, generator = sampler_seed(temperature, seed)
     cache = model.new_cache(batch=1, max_length=total)
     c = model.config
     recorder = AttentionRecorder(c.num_layers, c.num_heads, total) if capture_attentions else None

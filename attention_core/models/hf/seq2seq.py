@@ -16,7 +16,6 @@ token included (it is fed once more, its logits unused).
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any, Unpack
 import torch
 
 from ...errors import SpecError
-from ..generation import Sampling, StopReason, sample, sampling_values
+from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
 from ..maps import MapFeatures
 from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
@@ -103,7 +102,7 @@ class GeneratedTarget(Seq2SeqMaps):
     new_tokens: tuple[str, ...] = ()  # the text each written token adds
     text: str = ""
     stop_reason: StopReason = "max_new_tokens"
-    seed: int = 0
+    seed: int | None = None  # None: greedy
 
 
 class EncoderDecoder:
@@ -384,8 +383,7 @@ class EncoderDecoder:
                 field="max_new_tokens",
             )
         source = self.tokenize(prompt, field="prompt")
-        seed = secrets.randbits(31) if seed is None else seed
-        generator = torch.Generator().manual_seed(seed)
+        seed, generator = sampler_seed(temperature, seed)
         rules = generation_rules(self.model.generation_config, max_new_tokens)
         config = self.model.config
         length, width = 1 + max_new_tokens, len(source)
