@@ -101,7 +101,8 @@ THUMB_PIXELS = """id => {
   const b = document.querySelector(`[data-testid='${id}']`);
   const atlas = b.closest('.head-grid').querySelector('.grid-atlas');
   const r = atlas.width / atlas.getBoundingClientRect().width;
-  const [x, y] = [b.offsetLeft + b.clientLeft, b.offsetTop + b.clientTop].map(v => Math.round(v * r));
+  const x = Math.round((b.offsetLeft + b.clientLeft) * r);
+  const y = Math.round((b.offsetTop + b.clientTop) * r);
   const [w, h] = [b.clientWidth, b.clientHeight].map(v => Math.round(v * r));
   return Array.from(atlas.getContext('2d').getImageData(x, y, w, h).data);
 }"""
