@@ -397,19 +397,19 @@ function renderTokens() {
   renderGenerationSummary($("gen-summary"), meta.generated_tokens ? meta : null);
 }
 
-/** The token view's weights: the maps held (short texts), or rows asked for (pooled maps). */
-async function tokenViewRows() {
+/** The token view's weights: the maps held (short texts: at once), or a promise of the
+ * rows asked for (pooled maps). */
+function tokenViewRows() {
   if (!overview || !rowSource || state.token === null || state.token >= meta.tokens.length) return rowsOfLayers(layers);
   const { query, keys } = rowFor({ s: state.token, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length });
   if (query === null) return rowsOfLayers(layers);
   const shown = Array.from({ length: info.layers }, (_, i) => i + 1).filter((l) => filter.shows(l));
   const wanted = [...new Set([...shown, Math.min(state.tokenLayer ?? state.layer, info.layers)])].sort((a, b) => a - b);
   tokenView.dataset.loading = "true";
-  const got = await rowSource.get(query, keys, wanted, info.heads);
-  return (l, h, q, k) => {
+  return rowSource.get(query, keys, wanted, info.heads).then((got) => (l, h, q, k) => {
     const values = q === query && k === keys ? got.get(l) : null;
     return values ? Array.from(values.subarray(h * k, (h + 1) * k)) : null;
-  };
+  });
 }
 
 function drawTokens() {
@@ -417,7 +417,7 @@ function drawTokens() {
   tokenView.hidden = false;
   const mine = seq;
   const token = state.token;
-  const done = tokenViewRows().then((row) => {
+  const draw = (row) => {
     if (mine !== seq || token !== state.token) return false; // a newer text or token
     return drawTokenView(
       tokenView,
@@ -442,7 +442,9 @@ function drawTokens() {
         headViewMode,
       },
     ).then(() => true);
-  });
+  };
+  const rows = tokenViewRows();
+  const done = typeof rows === "function" ? Promise.resolve(draw(rows)) : rows.then(draw);
   return done.then(
     (drawn) => {
       if (!drawn || mine !== seq) return;
