@@ -144,7 +144,9 @@ async function postJson(url, body) {
 
 /** One map (a head, the layer's mean or its rollout) at full resolution, or a region of it. */
 export async function fetchMap({ request, layer, head, rows = null, cols = null, T }) {
-  const body = { ...request, format: "compact", dtype: "uint8", layers: [layer], heads: [/^\d+$/.test(head) ? Number(head) : 1] };
+  // float16: at thousands of tokens most weights are below uint8's step (1/255), and
+  // the log scale is there to show them.
+  const body = { ...request, format: "compact", dtype: "float16", layers: [layer], heads: [/^\d+$/.test(head) ? Number(head) : 1] };
   if (rows) body.rows = rows;
   if (cols) body.cols = cols;
   const side = Math.max(rows ? rows[1] - rows[0] : T, cols ? cols[1] - cols[0] : T);

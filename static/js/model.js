@@ -278,9 +278,12 @@ function showCanvasZoom() {
   zoom.dataset.tokens = String(T);
 }
 
+/** The colours changed (scale, sink): a pooled overview's large map keeps the region it
+ * shows and is drawn again from what it holds; other maps are drawn again. */
 function redrawAll() {
   for (const layer of layers.keys()) drawRow(layer);
-  drawSelected();
+  if (overview) zoomCanvas.redraw();
+  else drawSelected();
   drawTokens();
 }
 

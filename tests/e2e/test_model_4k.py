@@ -138,6 +138,8 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
     zoom_ready(page, "2-2", (0, T), (0, T))
     zoom = page.get_by_test_id("zoom-canvas")
     assert zoom.evaluate("c => [c.width, c.height, c.dataset.block]") == [1024, 1024, "4,4"]
+    head_bodies = [b for b in attention_bodies(sent) if "heads" in b]
+    assert head_bodies[0]["pool"] == 1024 and head_bodies[0]["dtype"] == "float16"
     # The API's rows 4,000-4,095 over the first 4,090 keys, every head (float16): the
     # region and the token view below are checked against them.
     expected = api(
@@ -212,6 +214,12 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
         file=sys.stderr,
     )
     assert heap["used"] + heap["arrays"] < HEAP_BOUND, heap
+    # The log scale: the region's small weights (float16, under uint8's 1/255) coloured.
+    linear = zoom.evaluate("c => new Set(c.getContext('2d').getImageData(0, 0, 96, 96).data).size")
+    page.get_by_test_id("colour-scale").select_option("log")
+    expect(page.get_by_test_id("zoom-note")).to_contain_text("log colour scale")
+    logged = zoom.evaluate("c => new Set(c.getContext('2d').getImageData(0, 0, 96, 96).data).size")
+    assert logged > linear, (linear, logged)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "model-4k-1440.png"), full_page=True)
     # At 390 px: the same page, nothing wider than the window.
