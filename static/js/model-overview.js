@@ -152,7 +152,8 @@ export async function fetchMap({ request, layer, head, rows = null, cols = null,
   const side = Math.max(rows ? rows[1] - rows[0] : T, cols ? cols[1] - cols[0] : T);
   if (side > ZOOM_MAX_SIDE) body.pool = ZOOM_MAX_SIDE;
   const answer = await postJson("/api/model/attention", body);
-  const which = head === "mean" ? answer.head_average[0] : head === "rollout" ? answer.rollout[0] : answer.attentions[0];
+  const which = head === "mean" ? answer.head_average[0] : head === "rollout" ? answer.rollout && answer.rollout[0] : answer.attentions[0];
+  if (!which) throw Object.assign(new Error("the server did not compute the rollout for this text"), { status: 200 });
   const decoded = decodeCompact(which);
   const shape = decoded.shape.slice(-2);
   const region = answer.region || { rows: [0, T], cols: [0, T] };

@@ -45,9 +45,10 @@ function postLayer(id, n, answer, i = 0) {
   const data = {
     heads: decodeCompact(answer.attentions[i]),
     average: decodeCompact(answer.head_average[i]),
-    rollout: decodeCompact(answer.rollout[i]),
+    // The server may leave the rollout out (null) for a long text.
+    rollout: answer.rollout && answer.rollout[i] ? decodeCompact(answer.rollout[i]) : null,
   };
-  const buffers = [data.heads.values.buffer, data.average.values.buffer, data.rollout.values.buffer];
+  const buffers = [data.heads.values.buffer, data.average.values.buffer, ...(data.rollout ? [data.rollout.values.buffer] : [])];
   self.postMessage({ id, type: "layer", n, data, t: now() }, buffers);
 }
 

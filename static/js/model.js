@@ -212,7 +212,7 @@ function flatFor(layer, head) {
   const data = layers.get(layer);
   if (!data) return null;
   if (head === "mean") return mapView(data.average);
-  if (head === "rollout") return mapView(data.rollout);
+  if (head === "rollout") return data.rollout ? mapView(data.rollout) : null; // null: not computed
   return mapView(data.heads, Number(head) - 1);
 }
 
@@ -233,7 +233,16 @@ function drawRow(layer) {
   for (const head of columns(info.heads)) {
     const button = buttons.get(key(layer, head));
     const flat = flatFor(layer, head);
+    if (button && !flat && head === "rollout" && layers.has(layer)) {
+      // The server left the rollout out (a long text): said on the button, not grey forever.
+      button.classList.remove("pending");
+      button.classList.add("absent");
+      button.title = `${mapName(layer, head)}: not computed for this text`;
+      continue;
+    }
     if (!button || !flat) continue;
+    button.classList.remove("absent");
+    button.title = mapName(layer, head);
     if (atlas) atlas.paint(button, flat, thumbOptions(flat, layer, head));
     else if (overview || state.scale === "log" || state.sinkApart) drawCells(button.firstChild, flat, thumbOptions(flat, layer, head));
     else drawMap(button.firstChild, flat, T, zmaxFor(flat), maskOf(layer, head));
@@ -319,8 +328,14 @@ function drawSelected() {
   updateOpenHead();
   const zoom = $("zoom-plot");
   const onCanvas = canvasMode();
-  zoom.hidden = onCanvas;
-  zoomCanvas.element.hidden = !onCanvas;
+  const absent = !flat && layers.has(state.layer) && state.head === "rollout"; // left out by the server
+  zoom.hidden = onCanvas || absent;
+  zoomCanvas.element.hidden = !onCanvas || absent;
+  if (absent) {
+    $("zoom-legend").hidden = false;
+    $("zoom-legend").textContent = "The server did not compute the rollout for this text (it does not for long texts): open a head or the mean of heads.";
+    return;
+  }
   if (!flat) return;
   const { layer, head } = state;
   const tokens = meta.tokens;

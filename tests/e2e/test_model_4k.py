@@ -303,3 +303,31 @@ def test_pooled_cells_are_grey_only_when_every_pair_is_masked(
                 assert grey[i][j] == every, (T, block, window, i, j)
     context.close()
     assert not errors, errors
+
+
+def test_a_rollout_left_out_by_the_server(browser: Browser, server_url: str) -> None:
+    """The server may answer `rollout: null` for a long text: the page says so."""
+    context, page, errors = new_page(browser, server_url, 1280)
+
+    def without_rollout(route: Any) -> None:
+        response = route.fetch()
+        answer = response.json()
+        answer["rollout"] = None
+        route.fulfill(response=response, json=answer)
+
+    page.route("**/api/model/attention", without_rollout)
+    open_model(page, WIDE, SHORT, 16 * (32 + 2))
+    grid = page.get_by_test_id("head-grid")
+    assert grid.locator(".map-btn.absent").count() == 16
+    assert grid.locator(".map-btn.pending").count() == 0
+    expect(page.get_by_test_id("map-L4-rollout")).to_have_attribute(
+        "title", "Rollout through layer 4: not computed for this text"
+    )
+    page.get_by_test_id("map-L4-rollout").click()
+    expect(page.get_by_test_id("zoom-title")).to_have_text("Rollout through layer 4")
+    expect(page.get_by_test_id("zoom-legend")).to_contain_text("did not compute the rollout")
+    expect(page.get_by_test_id("zoom-plot")).to_be_hidden()
+    page.get_by_test_id("map-L4-mean").click()
+    expect(page.get_by_test_id("zoom-plot")).to_be_visible()
+    context.close()
+    assert not errors, errors
