@@ -26,7 +26,7 @@ import torch
 
 from ...errors import SpecError
 from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
-from ..maps import MapFeatures
+from ..maps import TokenizedMaps
 from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ..text_model_base import refuse_pair, tokenizer_file, within_vocabulary
@@ -52,8 +52,8 @@ class TargetText:
 
 
 @dataclass(frozen=True)
-class Seq2SeqMaps(MapFeatures):
-    """One source and target through an encoder-decoder.
+class Seq2SeqMaps(TokenizedMaps):
+    """One source (``tokenized``) and target through an encoder-decoder.
 
     ``layer_attentions`` (H, S, S) and ``layer_hidden_states`` (S, C) are the
     encoder's (so ``tokens``, head averages and rollout are the source's);
@@ -61,7 +61,7 @@ class Seq2SeqMaps(MapFeatures):
     decoder layer.
     """
 
-    source: TokenizedText
+    tokenized: TokenizedText
     target: TargetText
     layer_attentions: tuple[torch.Tensor, ...]
     layer_hidden_states: tuple[torch.Tensor, ...]
@@ -69,12 +69,8 @@ class Seq2SeqMaps(MapFeatures):
     cross_attentions: tuple[torch.Tensor, ...]
 
     @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.source.tokens
-
-    @property
-    def special(self) -> tuple[bool, ...]:
-        return self.source.special
+    def source(self) -> TokenizedText:
+        return self.tokenized
 
     @property
     def token_type_ids(self) -> tuple[int, ...]:
