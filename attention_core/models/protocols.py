@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple, Protocol, TypedDict, Unpack, cast
+from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 
 import torch
 
@@ -58,8 +58,12 @@ class Alias:
     def __init__(self, field: str) -> None:
         self.field = field
 
-    def __get__(self, config: object, owner: type | None = None) -> int:
-        return cast(int, getattr(config, self.field))
+    @overload
+    def __get__(self, config: None, owner: type) -> Alias: ...
+    @overload
+    def __get__(self, config: object, owner: type | None = None) -> int: ...
+    def __get__(self, config: object, owner: type | None = None) -> int | Alias:
+        return self if config is None else cast(int, getattr(config, self.field))
 
 
 class TransformersNames:
