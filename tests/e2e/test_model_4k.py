@@ -187,7 +187,8 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
     strip = page.get_by_test_id("tv-strip-map")
     assert strip.evaluate("c => [c.width, c.height]") == [4090, 4]
     shown = np.array(strip.evaluate("c => c._rows.map(r => Array.from(r))"))
-    assert np.array_equal(shown, maps[:, :, 89, :].reshape(4, 4090))
+    # (Two float16 roundings of one weight computed by two requests: within 2 steps.)
+    assert np.allclose(shown, maps[:, :, 89, :].reshape(4, 4090), rtol=2**-10, atol=1e-7)
     # The head view: the 24 keys layer 2 reads most; head 1's strongest in its summary.
     expect(page.get_by_test_id("tv-layer-title")).to_have_text(
         "Every head of layer 2: the 24 tokens it reads most, of 4090"
