@@ -57,6 +57,9 @@ let modelNote = null; // a problem with the URL's model, shown beside the picker
 let overview = false; // the grid holds pooled maps (the large map is fetched)
 let mapRequest = null; // the text and options the maps shown came from
 let rowSource = null; // pooled maps: one token's rows, asked for and kept (model-token-rows.js)
+// The longest text whose every full map a request may still need (head scores, ablation,
+// the logit lens): 512 tokens, what any input had before the long path.
+const ANALYSIS_TOKENS = 512;
 const overviewNote = el("p", { class: "hint", "data-testid": "overview-note", hidden: true });
 grid.before(overviewNote);
 const zoomCanvas = canvasZoom($("zoom-plot"), $("zoom-readout"));
@@ -605,7 +608,7 @@ async function run() {
       overviewNote.hidden = !overview;
       if (overview) {
         const [b] = body.pooled.block;
-        overviewNote.textContent = `${meta.tokens.length} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. Choose a token (in the list, or click a row of the large map) for its row in every head, asked for at full resolution.`;
+        overviewNote.textContent = `${meta.tokens.length} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. Choose a token (in the list, or click a row of the large map) for its row in every head, asked for at full resolution.${meta.tokens.length > ANALYSIS_TOKENS ? ` Head scores, ablation and the logit lens need every full map: they are offered for texts of at most ${ANALYSIS_TOKENS} tokens.` : ""}`;
       }
       if (state.layer > info.layers) state.layer = 1;
       if (/^\d+$/.test(state.head) && Number(state.head) > info.heads) state.head = "1";
@@ -652,7 +655,9 @@ async function run() {
     // The large Plotly map after the canvases: it costs more than all of them.
     drawSelected();
     drawTokens();
-    if (generating || asked.textB) analysis.clear();
+    // Head scores, ablation and the logit lens need every full map of the text: a pooled
+    // text past ANALYSIS_TOKENS is not offered them (the server refuses such texts).
+    if (generating || asked.textB || (overview && meta.tokens.length > ANALYSIS_TOKENS)) analysis.clear();
     else {
       const ablation = !(current() && current().kind === ENCODER_DECODER); // encoder-decoders: scores only
       analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads, ablation });

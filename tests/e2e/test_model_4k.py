@@ -207,6 +207,10 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
     assert len(attention_bodies(sent)) == asked
     assert np.array_equal(np.array(strip.evaluate("c => c._rows.map(r => Array.from(r))")), shown)
 
+    # Head scores, ablation and the logit lens need every full map: not offered at 4,096.
+    expect(page.get_by_test_id("overview-note")).to_contain_text("at most 512 tokens")
+    assert not [r.url for r in sent if "/api/model/attention" not in r.url]
+    expect(page.get_by_test_id("head-analysis")).to_be_hidden()
     heap = heap_used(context, page)
     print(
         f"JS heap at T = {T} after the overview, a head, a region and two tokens' rows: "
