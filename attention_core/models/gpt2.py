@@ -24,11 +24,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..attention import AttentionSteps, attention_with_steps
+from ..attention import AttentionSteps
 from ..errors import SpecError
 from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
+from .long_maps import attend
 from .outputs import LayerTrace
 
 
@@ -164,7 +165,8 @@ class GPT2Attention(nn.Module):
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, H, S, D)
         attn_mask, is_causal = decoder_mask(T, k.shape[-2])
-        steps = attention_with_steps(
+        steps = attend(
+            self.layer_idx,
             q,
             k,
             v,

@@ -37,11 +37,12 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from ..attention import AttentionSteps, attention_with_steps
+from ..attention import AttentionSteps
 from ..errors import SpecError
 from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
 from .kv_cache import KVCache
+from .long_maps import attend
 from .outputs import DecoderOutput, LayerTrace
 from .protocols import TransformersNames
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
@@ -309,7 +310,8 @@ class LlamaAttention(nn.Module):
         if cache is not None:
             keys, values = cache.update(self.layer_idx, k_rot, v)  # (B, H_kv, S, D)
         attn_mask, is_causal = decoder_mask(T, keys.shape[-2])
-        steps = attention_with_steps(
+        steps = attend(
+            self.layer_idx,
             q_rot,
             keys,
             values,
