@@ -1,7 +1,7 @@
 """A long input's forward pass that never holds every full map: q and k kept, maps gathered.
 
-Inside ``long_pass(spec)`` every attention layer of the core decoders
-(``attend``, called by ``GPT2Attention`` and ``LlamaAttention``) and of the
+Inside ``long_pass(pass_)`` every attention layer of the core decoders
+(``GPT2Attention`` and ``LlamaAttention`` call ``LongPass.steps``) and of the
 transformers backend (``hf.capture.core_attention``) goes to ``LongPass.attend``:
 it keeps what rebuilds any of the layer's maps (``KeptLayer``: q as the
 softmax saw it, after RoPE; the layer's k with its kv heads; the scale, mask,
@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..attention import AttentionSteps, attention_with_steps
+from ..attention import AttentionSteps
 from ..blocked_attention import DEFAULT_BLOCK_CELLS, blocked_attention, rows_per_block
 from ..progress import report
 from .map_grid import GridSpec, MapGrid
@@ -184,6 +184,32 @@ class LongPass:
             report("forward", len(self.layers), self.num_layers)
         return context
 
+    def steps(
+        self,
+        layer: int,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attn_mask: torch.Tensor | None,
+        is_causal: bool,
+        scale: float | None,
+        enable_gqa: bool = False,
+    ) -> AttentionSteps:
+        """``attend`` for a core decoder's attention module, in its ``attention_with_steps``
+        return shape: the context only (the scores and weights were gathered block by
+        block; their tensors here are empty)."""
+        context = self.attend(layer, query, key, value, attn_mask, is_causal, scale, enable_gqa)
+        empty = query.new_empty(0)
+        return AttentionSteps(
+            attn_scores=empty,
+            scaled_scores=empty,
+            masked_scores=empty,
+            attn_weights=empty,
+            context_vec=context,
+            scale=self.layers[layer].scale,
+            allowed=None,
+        )
+
 
 _CURRENT: contextvars.ContextVar[LongPass | None] = contextvars.ContextVar(
     "attention_viz_long_pass", default=None
@@ -203,45 +229,6 @@ def long_pass(pass_: LongPass) -> Iterator[LongPass]:
         yield pass_
     finally:
         _CURRENT.reset(token)
-
-
-def attend(
-    layer: int,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-) -> AttentionSteps:
-    """A core decoder's attention call: ``attention_with_steps``, or inside a long pass
-    the pass's blocked attention, whose steps carry the context only (the scores
-    and weights were gathered block by block and are empty here)."""
-    pass_ = _CURRENT.get()
-    if pass_ is None:
-        return attention_with_steps(
-            query,
-            key,
-            value,
-            attn_mask=attn_mask,
-            dropout_p=dropout_p,
-            is_causal=is_causal,
-            scale=scale,
-            enable_gqa=enable_gqa,
-        )
-    context = pass_.attend(layer, query, key, value, attn_mask, is_causal, scale, enable_gqa)
-    empty = query.new_empty(0)
-    return AttentionSteps(
-        attn_scores=empty,
-        scaled_scores=empty,
-        masked_scores=empty,
-        attn_weights=empty,
-        context_vec=context,
-        scale=pass_.layers[layer].scale,
-        allowed=None,
-    )
 
 
 @dataclass(frozen=True)
