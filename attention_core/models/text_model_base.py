@@ -149,10 +149,11 @@ class TextModelBase(Generic[ModelT]):
         self._cache.put(text, maps)
         return maps
 
-    def encode_long(self, text: str, spec: GridSpec) -> LongMaps:
+    def encode_long(self, text: str, spec: GridSpec, text_b: str | None = None) -> LongMaps:
         """``text`` through ``long_maps.long_pass``: every layer's q/k kept and its maps
         gathered as ``spec`` shows them, never an (H, T, T) tensor (or a recent result,
         whose ``grid`` rebuilds another ``spec``)."""
+        self._refuse_pair(text_b)
         cached = self.long_cache.get(text)
         if cached is not None:
             return cached
