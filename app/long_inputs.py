@@ -22,12 +22,12 @@ head at full resolution, a region) rebuilds it from the kept q and k
   false in the request skips it (a zoom into one head then computes that head
   only).
 - An answer over ``ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS`` map cells (layers
-  × (heads + average) × rows × cols after pooling) is refused (413 on
+  × (heads + average) × rows × cols after pooling) is refused (422 on
   ``pool``) before any work: ask with ``pool`` or a smaller region.
 
 Requests that need every full map (one head's step-by-step trace, generation,
 ``value_norm``, ``hidden_states``, head scores, ablation, the logit lens)
-refuse an input past the limit with a 413 naming the field and the setting.
+refuse an input past the limit with a 422 naming the field and the setting.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def full_maps_bytes(model: TextModel, tokens: int) -> int:
 def refuse_full_maps(
     model: TextModel, tokens: int, field: str, settings: Settings, what: str
 ) -> None:
-    """A 413 on ``field`` when ``what`` would hold every full map of ``tokens`` tokens
+    """A 422 on ``field`` when ``what`` would hold every full map of ``tokens`` tokens
     and they are over ``model_full_maps_bytes``."""
     found = full_maps_bytes(model, tokens)
     limit = settings.model_full_maps_bytes
