@@ -38,6 +38,7 @@ import torch
 
 from attention_core.models import TextModel, hidden_tokens, hide_special
 from attention_core.models.map_grid import GridSpec
+from attention_core.models.pooling import Region
 from attention_core.models.text_model_base import TextModelBase
 
 from .limits import over_limit
@@ -177,4 +178,32 @@ def long_maps_payload(
         "rollout_note": ROLLOUT_NOTE,
         "maps_path": "long",
         **view.describe(),
+    }
+
+
+def long_pooled_maps(model: TextModel, text: str, cells: int) -> dict[str, Any] | None:
+    """``attention-viz maps``' result through the long path (``rollout`` None), or None
+    when the full maps of ``text`` fit ``model_full_maps_bytes``."""
+    import numpy as np
+
+    from attention_core.models.pooling import POOL_REDUCE, block_size
+
+    from .settings import get_settings
+
+    if not isinstance(model, TextModelBase):
+        return None
+    T = len(model.tokenize(text))
+    if full_maps_bytes(model, T) <= get_settings().model_full_maps_bytes:
+        return None
+    block = (block_size(T, cells), block_size(T, cells))
+    spec = GridSpec(None, Region(0, T, 0, T), block, None)
+    long = model.encode_long(text, spec)
+    grids = [long.grid(n, spec) for n in range(model.config.num_layers)]
+    return {
+        "tokens": list(long.tokens),
+        "pooled": {"block": list(block), "shape": list(spec.shape), "reduce": POOL_REDUCE},
+        "attentions": np.stack([g.heads.numpy() for g in grids]),  # (L, H, r, c)
+        "head_average": np.stack([g.average.numpy() for g in grids if g.average is not None]),
+        "rollout": None,
+        "rollout_note": ROLLOUT_NOTE,
     }
