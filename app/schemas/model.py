@@ -16,9 +16,10 @@ from attention_core.models.pooling import POOL_REDUCE
 
 from .attention import MAX_SEED
 
-# Characters per text: generous for 512 WordPieces, small enough to tokenize in
-# a millisecond.  The token limit itself is checked after tokenizing.
-MAX_TEXT_CHARS = 20_000
+# Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
+# token), small enough to tokenize in milliseconds.  The token limit itself is checked
+# after tokenizing.
+MAX_TEXT_CHARS = 40_000
 MAX_WORD_CHARS = 100
 
 
