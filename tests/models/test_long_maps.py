@@ -1,9 +1,10 @@
 """The long pass (``long_maps``): maps gathered from blocks of rows equal the full maps.
 
-GPT-2 and Llama (GQA) of the core, Gemma 2 (sliding window, soft-capping) of
-the transformers backend, on a ~300-token text; one head at full resolution
-against transformers' eager ``output_attentions=True``; and no tensor of
-H × T × T elements is ever made (a dispatch mode watches every op's outputs).
+GPT-2 and Llama (GQA) of the core, Gemma 2 (sliding window, soft-capping) and a
+RoBERTa encoder (no causal mask) of the transformers backend, on a ~300-token
+text; one head at full resolution against transformers' eager
+``output_attentions=True``; and no tensor of H × T × T elements is ever made (a
+dispatch mode watches every op's outputs).
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TextModelBase[
     gpt2 = make_gpt2(root / "gpt2", n_positions=LENGTH, seed=3)
     llama = make_llama(root / "llama", max_position_embeddings=LENGTH, seed=4)
     gemma = make_hf(root / "gemma2", "tiny-gemma2", seed=5, max_position_embeddings=LENGTH)
+    roberta = make_hf(root / "roberta", "tiny-roberta", seed=6, max_position_embeddings=LENGTH)
     return {
+        "roberta": load_transformers(  # type: ignore[dict-item]
+            roberta, "roberta", 512, 0, kind="encoder", family="roberta"
+        ),
         "gpt2": Decoder.from_dir(gpt2, GPT2.from_pretrained, "gpt2"),
         "llama": Decoder.from_dir(llama, Llama.from_pretrained, "llama"),
         "gemma2": load_transformers(gemma, "gemma2", 512, 0, kind="decoder", family="gemma2"),  # type: ignore[dict-item]
@@ -58,7 +63,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TextModelBase[
 FAMILIES = ["gpt2", "llama", "gemma2"]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", [*FAMILIES, "roberta"])
 def test_pooled_overview_equals_pooling_the_full_maps(
     models: dict[str, TextModelBase[Any]], family: str
 ) -> None:
