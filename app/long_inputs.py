@@ -40,6 +40,7 @@ from attention_core.models import TextModel, hidden_tokens, hide_special
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region
 from attention_core.models.text_model_base import TextModelBase
+from attention_core.progress import report
 
 from .limits import over_limit
 from .map_view import map_view
@@ -154,7 +155,10 @@ def long_maps_payload(
         average=body.head_average,
     )
     long = model.encode_long(body.text, spec, body.text_b)
-    grids = [long.grid(n - 1, spec) for n in layers]
+    grids = []
+    for i, n in enumerate(layers):  # another view of a cached text is rebuilt layer by layer
+        grids.append(long.grid(n - 1, spec))
+        report("maps", i + 1, len(layers))
     return {
         "model": name,
         "family": model.family,

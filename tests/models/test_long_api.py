@@ -18,6 +18,7 @@ from app.main import create_app
 from app.settings import Settings
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region
+from attention_core.models.result_cache import ResultCache
 from tests.models.checkpoints import make_gpt2
 from tests.models.test_long_maps import LargestOutput
 from tests.models.test_map_view import max_pool
@@ -105,7 +106,7 @@ def test_a_4096_token_pass_makes_no_tensor_of_every_head_s_map(
     decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
     T = len(decoder.tokenize(text))
     spec = GridSpec(None, Region(0, T, 0, T), (64, 64), None)
-    decoder.long_cache.max_bytes = 0  # the pass itself runs under the watch
+    decoder.long_cache = ResultCache(0)  # no cached result: the pass runs under the watch
     with LargestOutput() as watched:
         long = decoder.encode_long(text, spec)
     assert watched.largest < T * T // 2  # blocks of rows: not even one head's whole map

@@ -10,7 +10,6 @@ dispatch mode watches every op's outputs).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,12 @@ from attention_core.models import hidden_tokens, hide_special
 from attention_core.models.decoder import Decoder
 from attention_core.models.gpt2 import GPT2
 from attention_core.models.llama import Llama
-from attention_core.models.long_maps import LongMaps
+from attention_core.models.long_maps import LongMaps, LongPass, long_pass
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region, max_pool_blocks
+from attention_core.models.result_cache import ResultCache
 from attention_core.models.text_model_base import TextModelBase
+from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.models.hf_checkpoints import make_hf
 from tests.requires import require
@@ -184,14 +185,31 @@ class LargestOutput(TorchDispatchMode):
 def test_no_tensor_of_every_head_s_map_is_made(
     models: dict[str, TextModelBase[Any]], family: str
 ) -> None:
+    """At T ≈ 300 a whole map fits the default block budget, so the budget is set to 32
+    rows of every head here; the 4,096-token API test watches the default one."""
     model = models[family]
-    T = len(model.tokenize(TEXT).input_ids)
-    H = model.config.num_heads
-    model.long_cache.max_bytes = 0  # no cached result: the pass runs under the mode
-    run: Callable[[], object] = lambda: model.encode_long(TEXT, whole(T, (9, 9)))  # noqa: E731
-    with LargestOutput() as watched:
-        run()
-    assert watched.largest < H * T * T // 2  # the blocks: a few rows of every head
+    ids = torch.tensor([model.tokenize(TEXT).input_ids])
+    T, H = ids.shape[1], model.config.num_heads
+    pass_ = LongPass(whole(T, (9, 9)), model.config.num_layers, block_cells=32 * H * T)
+    with torch.inference_mode(), LargestOutput() as watched, long_pass(pass_):
+        model.model(ids, num_logits=0)
+    assert sorted(pass_.grids) == [0, 1]
+    # Blocks of 32 rows of every head; at most the (1, 1, T, T) boolean mask transformers
+    # builds for the whole text (one per layer type, not per head).
+    assert watched.largest <= T * T < H * T * T
     with LargestOutput() as full:  # the same watch sees today's full pass make them
-        model.model(torch.tensor([model.tokenize(TEXT).input_ids]), output_attentions=True)
+        model.model(ids, output_attentions=True)
     assert full.largest >= H * T * T
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gemma2"])
+def test_the_long_pass_reports_each_layer(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    model = models[family]
+    model.long_cache = ResultCache(0)  # no cached result: the pass runs
+    T = len(model.tokenize(TEXT).input_ids)
+    seen: list[tuple[str, int, int]] = []
+    with reporting(lambda *event: seen.append(event)):
+        model.encode_long(TEXT, whole(T, (9, 9)))
+    assert seen == [("forward", 1, 2), ("forward", 2, 2)]
