@@ -39,10 +39,10 @@ from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
+from .blocked_pass import current_pass
 from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
 from .kv_cache import KVCache
-from .long_maps import current_long_pass
 from .outputs import DecoderOutput, LayerTrace
 from .protocols import TransformersNames
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
@@ -310,9 +310,9 @@ class LlamaAttention(nn.Module):
         if cache is not None:
             keys, values = cache.update(self.layer_idx, k_rot, v)  # (B, H_kv, S, D)
         attn_mask, is_causal = decoder_mask(T, keys.shape[-2])
-        long = current_long_pass()  # a long input: its maps gathered block by block
-        if long is not None:
-            steps = long.steps(
+        blocked = current_pass()  # a long input, or every map kept: block by block
+        if blocked is not None:
+            steps = blocked.steps(
                 self.layer_idx,
                 q_rot,
                 keys,
