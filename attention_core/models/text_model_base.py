@@ -7,6 +7,7 @@ refuse a sentence pair; their maps and their one-layer trace are the same pass.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar, cast
@@ -14,7 +15,9 @@ from typing import Generic, TypeVar, cast
 import torch
 from torch import nn
 
+from ..attention import CAUSAL_BLOCK_ROWS
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from .blocked_pass import FullMapsPass, blocked_pass
 from .decoder_lm import DecoderLM
 from .device import CPU, running_on, to_cpu
 from .long_maps import LongMaps, LongPass, long_pass
@@ -26,6 +29,9 @@ from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultC
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 TOKENIZER_FILE = "tokenizer.json"
+# From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``):
+# where ``attention_with_steps`` starts to mix a causal map's values in blocks too.
+FULL_MAPS_BLOCKED_TOKENS = 2 * CAUSAL_BLOCK_ROWS
 
 ModelT = TypeVar("ModelT", bound=CausalLM)
 
@@ -134,7 +140,13 @@ class TextModelBase(Generic[ModelT]):
         if cached is not None:
             return cached
         tokenized = self.tokenize(text)
-        with torch.inference_mode(), running_on(self.device):
+        # A decoder's maps in blocks of rows: the masked half of each map is never computed.
+        blocked = self.causal and len(tokenized) >= FULL_MAPS_BLOCKED_TOKENS
+        with (
+            torch.inference_mode(),
+            running_on(self.device),
+            blocked_pass(FullMapsPass()) if blocked else nullcontext(),
+        ):
             out = self.model(
                 torch.tensor([tokenized.input_ids]),
                 num_logits=0,

@@ -27,7 +27,7 @@ from attention_core.models.long_maps import LongMaps, LongPass, long_pass
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region, max_pool_blocks
 from attention_core.models.result_cache import ResultCache
-from attention_core.models.text_model_base import TextModelBase
+from attention_core.models.text_model_base import FULL_MAPS_BLOCKED_TOKENS, TextModelBase
 from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.models.hf_checkpoints import make_hf
@@ -107,21 +107,45 @@ def test_a_region_without_special_tokens_is_rebuilt_from_q_and_k(
     torch.testing.assert_close(one.heads, full.layer_attentions[0][[2], :K, :K], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_one_head_at_full_resolution_equals_transformers_eager(
-    models: dict[str, TextModelBase[Any]], family: str
-) -> None:
+def eager_attentions(model: TextModelBase[Any]) -> tuple[torch.Tensor, ...]:
+    """transformers' eager ``output_attentions`` of TEXT on ``model``'s checkpoint."""
     transformers = require("transformers")
     os.environ["HF_HUB_OFFLINE"] = "1"
-    model = models[family]
     directory = Path(model.directory)  # type: ignore[attr-defined]
     theirs = transformers.AutoModelForCausalLM.from_pretrained(
         directory, attn_implementation="eager", dtype=torch.float32
     ).eval()
     ids = torch.tensor([model.tokenize(TEXT).input_ids])
     with torch.inference_mode():
-        want = theirs(ids, output_attentions=True).attentions
-    T = ids.shape[1]
+        return tuple(theirs(ids, output_attentions=True).attentions)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_full_maps_computed_in_blocks_equal_transformers_eager(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    """From FULL_MAPS_BLOCKED_TOKENS tokens ``encode`` runs a ``FullMapsPass``."""
+    model = models[family]
+    assert len(model.tokenize(TEXT)) >= FULL_MAPS_BLOCKED_TOKENS
+    want = eager_attentions(model)
+    ours = model.encode(TEXT).layer_attentions
+    for layer, theirs in enumerate(want):
+        torch.testing.assert_close(ours[layer], theirs[0], atol=2e-6, rtol=0)
+    # The same maps as one whole attention_with_steps per layer (no blocked pass).
+    ids = torch.tensor([model.tokenize(TEXT).input_ids])
+    with torch.inference_mode():
+        whole_maps = model.model(ids, num_logits=0, output_attentions=True).attentions
+    for layer, maps in enumerate(whole_maps):
+        torch.testing.assert_close(ours[layer], maps[0], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_one_head_at_full_resolution_equals_transformers_eager(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    model = models[family]
+    want = eager_attentions(model)
+    T = want[0].shape[-1]
     long = model.encode_long(TEXT, whole(T, (5, 5)))
     for layer in range(len(want)):
         grid = long.grid(layer, whole(T, heads=(3,), average=False))
