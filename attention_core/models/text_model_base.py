@@ -15,7 +15,6 @@ from typing import Generic, TypeVar, cast
 import torch
 from torch import nn
 
-from ..attention import CAUSAL_BLOCK_ROWS
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
 from .blocked_pass import FullMapsPass, blocked_pass
 from .decoder_lm import DecoderLM
@@ -29,9 +28,10 @@ from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultC
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 TOKENIZER_FILE = "tokenizer.json"
-# From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``):
-# where ``attention_with_steps`` starts to mix a causal map's values in blocks too.
-FULL_MAPS_BLOCKED_TOKENS = 2 * CAUSAL_BLOCK_ROWS
+# From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
+# ~0.5x the attention's time at T = 1,024): past 512, the most any input had before long
+# inputs, so every earlier answer stays bit for bit (blocks round differently, ~1e-7).
+FULL_MAPS_BLOCKED_TOKENS = 513
 
 ModelT = TypeVar("ModelT", bound=CausalLM)
 

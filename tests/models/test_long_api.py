@@ -124,3 +124,33 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
     (detail,) = response.json()["detail"]
     assert detail["loc"] == ["body", "pool"]
     assert detail["ctx"]["setting"] == "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/model/attention", {"measure": "value_norm", "pool": 8}, "measure"),
+        ("/api/model/attention", {"hidden_states": True, "pool": 8}, "hidden_states"),
+        ("/api/model/head", {"layer": 1, "head": 1}, "text"),
+        ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
+        ("/api/model/head-scores", {}, "text"),
+        ("/api/model/ablate", {"heads": [[1, 1]]}, "text"),
+        ("/api/model/logit-lens", {}, "text"),
+    ],
+)
+def test_requests_that_need_every_map_refuse_a_4096_token_text(
+    client: TestClient, text: str, path: str, body: dict[str, Any], field: str
+) -> None:
+    key = "prompt" if path.endswith("generate") else "text"
+    response = client.post(path, json={"model": NAME, key: text, **body})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"] == ["body", field]
+    T = len(client.app.state.models.load(NAME).tokenize(text))  # type: ignore[attr-defined]
+    if field == "prompt":
+        T += 2  # the maps cover the new tokens too
+    assert detail["ctx"] == {
+        "limit": 192 * 2**20,
+        "found": 2 * HEADS * T * T * 4,
+        "setting": "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES",
+    }

@@ -20,6 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_core.attention import attention_with_steps
 from attention_core.blocked_attention import blocked_attention
 from attention_core.models import hidden_tokens, hide_special
+from attention_core.models.blocked_pass import FullMapsPass, blocked_pass
 from attention_core.models.decoder import Decoder
 from attention_core.models.gpt2 import GPT2
 from attention_core.models.llama import Llama
@@ -124,19 +125,20 @@ def eager_attentions(model: TextModelBase[Any]) -> tuple[torch.Tensor, ...]:
 def test_full_maps_computed_in_blocks_equal_transformers_eager(
     models: dict[str, TextModelBase[Any]], family: str
 ) -> None:
-    """From FULL_MAPS_BLOCKED_TOKENS tokens ``encode`` runs a ``FullMapsPass``."""
+    """What ``encode`` runs past FULL_MAPS_BLOCKED_TOKENS tokens (a ``FullMapsPass``, in
+    blocks of 64 rows), here on ~300: the maps of transformers and of one whole
+    ``attention_with_steps`` per layer (the full path below that length)."""
     model = models[family]
-    assert len(model.tokenize(TEXT)) >= FULL_MAPS_BLOCKED_TOKENS
     want = eager_attentions(model)
-    ours = model.encode(TEXT).layer_attentions
-    for layer, theirs in enumerate(want):
-        torch.testing.assert_close(ours[layer], theirs[0], atol=2e-6, rtol=0)
-    # The same maps as one whole attention_with_steps per layer (no blocked pass).
     ids = torch.tensor([model.tokenize(TEXT).input_ids])
+    assert ids.shape[1] < FULL_MAPS_BLOCKED_TOKENS
     with torch.inference_mode():
-        whole_maps = model.model(ids, num_logits=0, output_attentions=True).attentions
-    for layer, maps in enumerate(whole_maps):
-        torch.testing.assert_close(ours[layer], maps[0], atol=1e-6, rtol=0)
+        with blocked_pass(FullMapsPass()):
+            ours = model.model(ids, num_logits=0, output_attentions=True).attentions
+        whole_maps = model.encode(TEXT).layer_attentions
+    for layer, theirs in enumerate(want):
+        torch.testing.assert_close(ours[layer], theirs, atol=2e-6, rtol=0)
+        torch.testing.assert_close(ours[layer][0], whole_maps[layer], atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
