@@ -3,7 +3,7 @@
 **Which requests take the long path.**  An input whose maps (layers × heads ×
 T² float32) would take more than ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES``
 (192 MiB: GPT-2 small up to ~590 tokens, a Llama-3.2-1B shape up to ~300).
-Every shorter input keeps the full path and today's answers bit for bit.  The
+Every smaller input keeps the full path and today's answers bit for bit.  The
 long path serves every decoder (core and transformers backends) and the
 transformers backend's encoders; BERT (core) keeps the full path up to 512
 tokens (as before; its context usually ends there) and past them over the limit
@@ -27,8 +27,11 @@ head at full resolution, a region) rebuilds it from the kept q and k
   ``pool``) before any work: ask with ``pool`` or a smaller region.
 
 Requests that need every full map (one head's step-by-step trace, generation,
-``value_norm``, ``hidden_states``, head scores, ablation, the logit lens)
-refuse an input past the limit with a 422 naming the field and the setting.
+``value_norm``, ``hidden_states``, head scores, ablation, the logit lens,
+compare-word) refuse an input of more than ``LEGACY_MAX_TOKENS`` (512) tokens
+past the limit with a 422 naming the field and the setting; up to 512 tokens,
+the most any input had before the long path, every request answers as it did
+(``value_norm`` and ``hidden_states`` then take the full path).
 """
 
 from __future__ import annotations
