@@ -181,7 +181,7 @@ class TextModelBase(Generic[ModelT]):
             tokenized,
             to_cpu(tuple(pass_.layers[i] for i in range(layers))),
             spec,
-            tuple(pass_.grids[i] for i in range(layers)),
+            tuple(pass_.grids[i].to_cpu() for i in range(layers)),
         )
         self.long_cache.put(text, maps)
         return maps
