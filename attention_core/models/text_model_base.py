@@ -17,6 +17,7 @@ from torch import nn
 
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
 from .blocked_pass import FullMapsPass, blocked_pass
+from .checkpoints import TOKENIZER_FILE
 from .decoder_lm import DecoderLM
 from .device import CPU, running_on, to_cpu
 from .long_maps import LongMaps, LongPass, long_pass
@@ -27,7 +28,6 @@ from .protocols import CausalLM, DecoderConfig, model_info
 from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
 
-TOKENIZER_FILE = "tokenizer.json"
 # From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
 # ~0.5x the attention's time at T = 1,024): past 512, the most any input had before long
 # inputs, so every earlier answer stays bit for bit (blocks round differently, ~1e-7).
@@ -77,6 +77,13 @@ def within_vocabulary(tokenized: TokenizedText, vocabulary: int, name: str) -> T
             field="model",
         )
     return tokenized
+
+
+def refuse_pair(text_b: str | None, why: str, kind: str | None = None) -> None:
+    """A ``SpecError`` on ``text_b`` when it is given: ``why`` this model reads no
+    sentence pair, and what to do instead."""
+    if text_b is not None:
+        raise SpecError(f"text_b (a sentence pair) is {why}", field="text_b", kind=kind)
 
 
 class TextModelBase(Generic[ModelT]):
