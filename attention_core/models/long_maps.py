@@ -89,6 +89,7 @@ class KeptLayer:
             sinks=sinks,
             block_rows=rows_per_block(len(heads), int(key.shape[-2]), block_cells),
             on_block=inner.add,
+            rows=grid.row_span,  # a region's rows only
         )
         if inner is not grid:
             grid.heads.copy_(inner.heads)

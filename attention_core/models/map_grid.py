@@ -69,6 +69,12 @@ class MapGrid:
         self.heads = torch.zeros(kept, *spec.shape)
         self.average = torch.zeros(spec.shape) if spec.average else None
 
+    @property
+    def row_span(self) -> tuple[int, int]:
+        """[first, last + 1) of the text's positions whose rows the grid shows."""
+        shown = (self._out_row >= 0).nonzero()
+        return int(shown[0, 0]), int(shown[-1, 0]) + 1
+
     def add(self, r0: int, c0: int, weights: torch.Tensor) -> None:
         """Rows ``r0..`` of every head's map, columns ``c0..``: weights (H, rows, cols)."""
         targets = self._out_row[r0 : r0 + weights.shape[-2]]
