@@ -153,8 +153,10 @@ class LongPass:
             return t[0] if t is not None and t.dim() == 4 else t
 
         kept = KeptLayer(
-            query=query[0],
-            key=key[0],
+            # Own copies where they are views (GPT-2's q and k are views of one projection
+            # that holds v too): what is kept is what ``nbytes`` counts.
+            query=query[0].contiguous(),
+            key=key[0].contiguous(),
             scale=scale_factor,
             causal=is_causal,
             mask=unbatched(attn_mask),
