@@ -64,7 +64,7 @@ class MapGrid:
         self._out_row[shown[r.row_start : r.row_stop]] = (
             torch.arange(r.row_stop - r.row_start) // spec.block[0]
         )
-        self._heads = None if spec.heads is None else torch.tensor(spec.heads)
+        self._heads = None if spec.heads is None else torch.tensor(spec.heads, dtype=torch.long)
         kept = num_heads if spec.heads is None else len(spec.heads)
         self.heads = torch.zeros(kept, *spec.shape)
         self.average = torch.zeros(spec.shape) if spec.average else None
@@ -87,7 +87,7 @@ class MapGrid:
         mean = block.mean(dim=0, keepdim=True) if self.average is not None else None  # (1, n, w)
         chosen = block if self._heads is None else block.index_select(0, self._heads)
         for out, part in ((self.heads, chosen), (self.average, mean)):
-            if out is None or part is None:
+            if out is None or part is None or out.numel() == 0:
                 continue
             grid = out if out.dim() == 3 else out.unsqueeze(0)  # (h, r, c)
             if self._shown is None:
