@@ -20,11 +20,9 @@ from typing import Annotated
 import torch
 from fastapi import APIRouter, Query, Response
 
-from attention_core.analysis import value_norm_shares
 from attention_core.models import (
     DECODE_DESCRIPTION,
     Encoder,
-    ModelMaps,
     ModelNotFound,
     ModelUnsupported,
     TextModel,
@@ -32,9 +30,10 @@ from attention_core.models import (
 )
 from attention_core.models.backends import sliding_windows
 
+from ..attention_answer import attention_answer
 from ..errors import error_response
 from ..limits import over_limit
-from ..model_payloads import head_payload, maps_payload, require_attention
+from ..model_payloads import head_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
     MAX_MODEL_NAME_CHARS,
@@ -52,7 +51,6 @@ from ..seq2seq_payloads import (
     check_fields,
     is_encoder_decoder,
     model_kind,
-    seq2seq_attention,
     seq2seq_head_payload,
 )
 from .common import ERRORS, SettingsDep, json_response
@@ -118,26 +116,7 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     text, and adds ``encoder_attentions``, ``decoder_attentions`` and
     ``cross_attentions`` (target rows, source columns).
     """
-    entry, model = load(registry, body.model)
-    if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
-        return json_response(seq2seq_attention(model, body, entry.name))
-    check_fields(model, entry.name, body)
-    require_attention(entry.name, model.info())
-    with torch.inference_mode():
-        maps: ModelMaps = (
-            value_norm_shares(model, body.text, body.text_b)
-            if body.measure == "value_norm"
-            else model.encode(body.text, body.text_b)
-        )
-        payload = maps_payload(
-            maps,
-            body,
-            model=entry.name,
-            family=model.family,
-            causal=model.causal,
-            hidden_states=body.hidden_states,
-        )
-    return json_response(payload)
+    return json_response(attention_answer(body, registry))
 
 
 @router.post("/head", response_model=ModelHeadResponse, responses=ERRORS)

@@ -30,6 +30,7 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
+from ...progress import report
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
@@ -117,6 +118,7 @@ class Capture:
     keep: Callable[[Site], bool] = lambda site: True
     calls: list[CapturedCall] = field(default_factory=list)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    progress: Mapping[Stack, tuple[int, int]] = field(default_factory=dict)
 
     def record(
         self,
@@ -134,6 +136,16 @@ class Capture:
         self.calls.append(
             CapturedCall(site, query, key, value, steps, self.inputs.get(site.module))
         )
+        self.report(site)
+
+    def report(self, site: Site) -> None:
+        """``report("forward", done, total)`` after a layer's attention of a stack in
+        ``progress`` (stack -> (layers before it, its layers); total: all of theirs)."""
+        if site.stack not in self.progress:
+            return
+        before, _ = self.progress[site.stack]
+        total = sum(layers for _, layers in self.progress.values())
+        report("forward", before + site.layer + 1, total)
 
     def stack(self, stack: Stack) -> list[CapturedCall]:
         """The calls of one stack, by layer (a layer called twice keeps its last call)."""
@@ -177,6 +189,7 @@ def capturing(
     sites: Mapping[int, Site],
     keep: Callable[[Site], bool] = lambda site: True,
     hook_inputs: Mapping[str, nn.Module] | None = None,
+    progress: Mapping[Stack, tuple[int, int]] | None = None,
 ) -> Iterator[Capture]:
     """Collect every attention call made by this thread inside the block.
 
@@ -184,8 +197,11 @@ def capturing(
     ``hidden_states``) is kept as the call's ``x`` (the first positional
     argument or the ``hidden_states`` keyword).  The hooks sit on shared
     modules, so each keeps only what this thread's forward passes give it.
+    ``progress``: stack -> (layers counted before it, its layers): each of its
+    layers' attention calls reports ``forward`` progress (``attention_core.progress``)
+    and so may raise ``Cancelled``.
     """
-    capture = Capture(sites, keep)
+    capture = Capture(sites, keep, progress=progress or {})
     handles = []
     for path, module in (hook_inputs or {}).items():
 
