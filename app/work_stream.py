@@ -85,6 +85,8 @@ class WorkStreamResponse(Response):
 
     def __init__(self, work: Callable[[], object]) -> None:
         super().__init__(headers={"cache-control": "no-cache, no-store", "x-accel-buffering": "no"})
+        # Sent as it comes: no length (``Response`` declares its empty body's 0).
+        self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         self.work = work
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
