@@ -12,6 +12,7 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
+import { progressBar } from "./model-progress.js";
 import { LONG_TEXT, canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
@@ -527,6 +528,8 @@ function setStatus(text) {
   $("model-status").textContent = text;
 }
 
+const progress = progressBar($("model-progress"));
+
 async function run() {
   const mine = ++seq;
   clearFieldErrors(form);
@@ -546,10 +549,12 @@ async function run() {
       for (const [field, text] of problems) showFieldError(form, field, text);
       if (meta) stale(problems.map(([, text]) => text).join(" "));
       setStatus("");
+      progress.stop();
       return;
     }
   }
   setStatus(generating ? "The model is writing…" : "Running the model…");
+  progress.start();
   grid.dataset.drawn = "0";
   const started = performance.now();
   writeUrl();
@@ -559,6 +564,7 @@ async function run() {
   let answerInfo = null;
   const callbacks = {
     isCurrent: () => mine === seq,
+    onProgress: (event) => progress.update(event),
     onInfo: (answer) => {
       answerInfo = answer;
     },
@@ -610,6 +616,7 @@ async function run() {
       await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, measure: state.measure, ...callbacks });
     }
     if (mine !== seq) return;
+    progress.stop();
     shown = asked;
     if (generating && state.sampling === "sample" && state.seed === null) {
       // The seed the server drew: kept in the form and the link, so a reload writes the same.
@@ -643,6 +650,7 @@ async function run() {
     });
   } catch (err) {
     if (mine !== seq) return;
+    progress.stop();
     const messages = showFieldErrors(form, plainModelError(err), modelErrorPlace);
     if (meta) stale(messages.join(" "));
     setStatus(meta ? "The maps below are still those of the last input that could be computed." : "");

@@ -5,38 +5,32 @@ the pass before its last layer, frees the one model thread and caches nothing; a
 that waits for the thread is told it is queued.
 
 The slow request is slow deterministically: a forward hook holds one layer until the
-server cancels the pass (never a sleep racing the server).
+server cancels the pass (``tests/progress_hold.py``; never a sleep racing the server).
 """
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 
-from attention_core.progress import Cancelled, muted, report
+from devtools.server import serve_in_thread
 from tests.models.checkpoints import make_gpt2
+from tests.progress_hold import held
 from tests.requires import require
 
 NAME = "stream-gpt2"
 LAYERS = 5
 TEXT = "The bank approved the loan, and the river bank was muddy."
-HOLD_SECONDS = 30  # a hold never released by a cancel ends here, and its test fails
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     """(base URL, app) of a uvicorn thread serving one random GPT-2 with one model thread."""
     require("transformers")
-    import uvicorn
-
     from app import compute
     from app.main import create_app
     from app.settings import Settings
@@ -44,24 +38,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]
     root = tmp_path_factory.mktemp("stream-models")
     make_gpt2(root / NAME, n_layer=LAYERS, n_positions=64)
     app = create_app(Settings(models=str(root), hf_cache=False))
-    threads, compute.MODEL_THREADS = compute.MODEL_THREADS, 1
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    uvicorn_server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=uvicorn_server.run, daemon=True)
-    thread.start()
+    threads, compute.MODEL_THREADS = compute.MODEL_THREADS, 1  # read by the app's lifespan
     try:
-        deadline = time.monotonic() + 30
-        while not uvicorn_server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}", app
+        with serve_in_thread(app) as url:
+            yield url, app
     finally:
-        uvicorn_server.should_exit = True
-        thread.join(30)
         compute.MODEL_THREADS = threads
 
 
@@ -141,48 +122,15 @@ def test_a_body_that_fails_validation_gets_the_posts_422(server) -> None:
     assert streamed.content == posted.content
 
 
-@contextmanager
-def held(app: Any, layer: int) -> Iterator[dict[str, int]]:
-    """The next pass through block ``layer`` (0-based) of the server's GPT-2 waits there until
-    its request is cancelled; counts that and the passes through the last block."""
-    decoder = app.state.models.load(NAME)
-    blocks = decoder.model.transformer.h
-    seen = {"held": 0, "cancelled": 0, "last_block": 0}
-
-    def hold(*_: Any) -> None:
-        if seen["held"]:
-            return
-        seen["held"] = 1
-        deadline = time.monotonic() + HOLD_SECONDS
-        with muted():  # reports here only ask whether the pass was cancelled
-            while time.monotonic() < deadline:
-                try:
-                    report("hold", 0, 1)
-                except Cancelled:
-                    seen["cancelled"] = 1
-                    return  # the block returns; the pass's own next report must stop it
-                time.sleep(0.01)
-
-    def count(*_: Any) -> None:
-        seen["last_block"] += 1
-
-    handles = [
-        blocks[layer].register_forward_hook(hold),
-        blocks[len(blocks) - 1].register_forward_hook(count),
-    ]
-    try:
-        yield seen
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
 def test_a_closed_connection_stops_the_pass_and_a_waiting_request_is_queued(server) -> None:
     url, app = server
     httpx.get(f"{url}/api/model", params={"model": NAME}, timeout=60)  # load it
     text = "A text of this test only, never cached before."
     body = {"model": NAME, "text": text, "format": "compact"}
-    with held(app, layer=1) as seen, httpx.Client(base_url=url, timeout=60) as client:
+    with (
+        held(app.state.models.load(NAME), layer=1) as seen,
+        httpx.Client(base_url=url, timeout=60) as client,
+    ):
         with client.stream("POST", "/api/model/attention/stream", json=body) as first:
             received = events(first)  # kept: a dropped iterator would close the response
             name, data = next(received)

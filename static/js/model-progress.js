@@ -1,0 +1,73 @@
+// The model's progress bar: the streamed maps request's `progress` events (layer n of L
+// of the forward pass, token n of N of a generation) and, once a stage has a pace, its
+// remaining seconds.  Shown only when a request takes more than SHOW_AFTER_MS: a quick
+// answer never flashes it.
+
+export const SHOW_AFTER_MS = 1000;
+const STAGES = {
+  forward: { what: "Forward pass", unit: "layer", finished: "Forward pass done: preparing the maps…" },
+  generate: { what: "Writing", unit: "token", finished: "Written: preparing the maps…" },
+};
+
+function seconds(s) {
+  return s < 10 ? `${Math.max(1, Math.round(s))} s` : `${Math.round(s / 5) * 5} s`;
+}
+
+/** What the bar says for one progress event (or null: the request has just started). */
+export function progressText(p) {
+  if (!p) return "Running the model…";
+  if (p.stage === "queued") return "Waiting for a free model thread…";
+  const stage = STAGES[p.stage] || { what: p.stage, unit: "step", finished: `${p.stage} done` };
+  if (p.done >= p.total) return stage.finished;
+  const left = p.eta_s !== null && p.done > 0 ? `, about ${seconds(p.eta_s)} left` : "";
+  return `${stage.what}: ${stage.unit} ${p.done} of ${p.total}${left}`;
+}
+
+/**
+ * The bar in `root` (role="progressbar", with a .model-progress-fill and a
+ * .model-progress-text inside): start() when a request starts, update(event) on each
+ * progress event, stop() when it ends (answered, failed or replaced).
+ */
+export function progressBar(root) {
+  const fill = root.querySelector(".model-progress-fill");
+  const text = root.querySelector(".model-progress-text");
+  let timer = null;
+  let last = null;
+
+  function render() {
+    const words = progressText(last);
+    text.textContent = words;
+    root.setAttribute("aria-valuetext", words);
+    const measured = last && last.total > 0;
+    if (measured) {
+      root.setAttribute("aria-valuemax", String(last.total));
+      root.setAttribute("aria-valuenow", String(last.done));
+    } else {
+      root.removeAttribute("aria-valuenow"); // indeterminate
+    }
+    root.dataset.stage = last ? last.stage : "";
+    fill.style.width = measured ? `${(100 * last.done) / last.total}%` : "0%";
+  }
+
+  return {
+    start() {
+      clearTimeout(timer);
+      root.hidden = true;
+      last = null;
+      timer = setTimeout(() => {
+        timer = null;
+        render();
+        root.hidden = false;
+      }, SHOW_AFTER_MS);
+    },
+    update(event) {
+      last = event;
+      if (!root.hidden) render();
+    },
+    stop() {
+      clearTimeout(timer);
+      timer = null;
+      root.hidden = true;
+    },
+  };
+}
