@@ -13,13 +13,18 @@ function seconds(s) {
   return s < 10 ? `${Math.max(1, Math.round(s))} s` : `${Math.round(s / 5) * 5} s`;
 }
 
-/** What the bar says for one progress event (or null: the request has just started). */
-export function progressText(p) {
+/**
+ * What the bar says for one progress event (or null: the request has just started),
+ * `since` seconds after it arrived.  The server's estimate (the stage's pace so far)
+ * counts down; once the next unit is later than that pace foretold, none is given.
+ */
+export function progressText(p, since = 0) {
   if (!p) return "Running the model…";
   if (p.stage === "queued") return "Waiting for a free model thread…";
   const stage = STAGES[p.stage] || { what: p.stage, unit: "step", finished: `${p.stage} done` };
   if (p.done >= p.total) return stage.finished;
-  const left = p.eta_s !== null && p.done > 0 ? `, about ${seconds(p.eta_s)} left` : "";
+  const eta = p.eta_s === null || p.done === 0 ? null : p.eta_s - since;
+  const left = eta !== null && eta >= 0.5 ? `, about ${seconds(eta)} left` : "";
   return `${stage.what}: ${stage.unit} ${p.done} of ${p.total}${left}`;
 }
 
@@ -32,10 +37,12 @@ export function progressBar(root) {
   const fill = root.querySelector(".model-progress-fill");
   const text = root.querySelector(".model-progress-text");
   let timer = null;
+  let ticker = null; // re-renders each second while shown: the estimate counts down
   let last = null;
+  let lastAt = 0;
 
   function render() {
-    const words = progressText(last);
+    const words = progressText(last, (performance.now() - lastAt) / 1000);
     text.textContent = words;
     root.setAttribute("aria-valuetext", words);
     const measured = last && last.total > 0;
@@ -51,22 +58,24 @@ export function progressBar(root) {
 
   return {
     start() {
-      clearTimeout(timer);
-      root.hidden = true;
+      this.stop();
       last = null;
       timer = setTimeout(() => {
         timer = null;
         render();
         root.hidden = false;
+        ticker = setInterval(render, 1000);
       }, SHOW_AFTER_MS);
     },
     update(event) {
       last = event;
+      lastAt = performance.now();
       if (!root.hidden) render();
     },
     stop() {
       clearTimeout(timer);
-      timer = null;
+      clearInterval(ticker);
+      timer = ticker = null;
       root.hidden = true;
     },
   };
