@@ -84,7 +84,9 @@ class WorkStreamResponse(Response):
     media_type = "text/event-stream"
 
     def __init__(self, work: Callable[[], object]) -> None:
-        super().__init__(headers={"cache-control": "no-cache, no-store", "x-accel-buffering": "no"})
+        # no-cache, not no-store: Chromium reports a no-store fetch stream read to its end
+        # as aborted (playwright#42742); a POST's answer is not stored either way.
+        super().__init__(headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
         # Sent as it comes: no length (``Response`` declares its empty body's 0).
         self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         self.work = work

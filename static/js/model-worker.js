@@ -40,14 +40,18 @@ function send(url, body, signal) {
 /** The answer of `url` + "/stream" (what `url` answers), posting its progress on the way. */
 async function streamed(id, url, body, signal) {
   let answer = null;
+  let failure = null;
+  // Read to the end (the server closes after `result` or `error`): a stream left unread
+  // would be cut off.
   await streamEvents(url + STREAM, body, {
     signal,
     onEvent: (name, data) => {
       if (name === "progress") self.postMessage({ id, type: "progress", progress: data });
       else if (name === "result") answer = data;
-      else if (name === "error") throw Object.assign(new Error("api"), { status: data.status, detail: data.detail });
+      else if (name === "error") failure = data;
     },
   });
+  if (failure) throw Object.assign(new Error("api"), { status: failure.status, detail: failure.detail });
   if (!answer) throw new Error("the stream ended without an answer");
   return answer;
 }

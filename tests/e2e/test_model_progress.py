@@ -56,8 +56,7 @@ def no_overflow(page: Page) -> bool:
     return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
 
 
-# The held request is aborted on purpose: its failed fetch is expected, nothing else.
-@pytest.mark.allow_console(r"attention/stream \(net::ERR_ABORTED\)")
+# The held request is aborted on purpose (conftest.SUPERSEDED lets that failed fetch pass).
 def test_the_bar_shows_a_slow_request_and_a_newer_one_cancels_it(
     page: Page, served: tuple[str, Any]
 ) -> None:
