@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, RootModel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from .attention import ErrorItem
 from .model import GenerateResponse, ModelAttentionResponse
@@ -45,7 +47,24 @@ class WorkErrorEvent(_Event):
 
 
 class _Message(BaseModel):
+    """One message; in the OpenAPI document ``data`` is what the wire carries: a string of
+    JSON (``contentMediaType``) whose ``contentSchema`` is the event's model, so that a
+    client or a fuzzer (schemathesis) checks the decoded event."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        target["properties"]["data"] = {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": target["properties"]["data"],
+        }
+        return schema
 
 
 class WorkProgressMessage(_Message):
