@@ -13,8 +13,8 @@ real sockets (httpx).  Each round asks for a text not seen before (no cached pas
 - ``stream``: the same body to ``…/attention/stream``, timed to the ``result``
   event (12 progress events on the way); rounds alternate which goes first;
 - ``freed``: a stream closed as soon as its first progress event (layer 1 of 12)
-  arrives, then at once a POST of a text already cached (which needs the one model
-  thread and no forward): the time from the close to that answer is how long the
+  arrives, then at once ``GET /api/model`` (a sync route: it needs the one model
+  thread, and no forward): the time from the close to that answer is how long the
   cancelled pass kept the thread; ``rest`` is what the pass would have taken to
   finish (11/12 of the POST's median).
 
@@ -33,10 +33,22 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_long import served_dir, text_of  # noqa: E402
-from bench.random_gpt2 import DEFAULT_DIR  # noqa: E402
+from bench.bench_long import text_of, tokenizer_json  # noqa: E402
+from bench.random_gpt2 import DEFAULT_DIR, gpt2_small  # noqa: E402
 
 NAME = "gpt2-small-stream"
+
+
+def served(directory: Path) -> Path:
+    """The shared random GPT-2 small, hard-linked (the app reads no file a symbolic link
+    leads outside its directory to), with bench_long.py's tokenizer.json."""
+    shared = gpt2_small()
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "model.safetensors"):
+        if not (directory / name).exists():
+            os.link(shared / name, directory / name)
+    tokenizer_json(directory)
+    return directory
 
 
 def main() -> None:
@@ -53,10 +65,12 @@ def main() -> None:
     from devtools.server import serve_in_thread
 
     root = DEFAULT_DIR.parent / "stream"
-    directory = served_dir(root / NAME)
-    base = text_of(args.tokens, directory)
+    directory = served(root / NAME)
+    base = text_of(args.tokens - 8, directory)  # each round adds a few tokens before it
     compute.MODEL_THREADS = 1
-    app = create_app(Settings(models=str(root), hf_cache=False, torch_threads=1))
+    app = create_app(
+        Settings(models=str(root), hf_cache=False, torch_threads=1, model_max_tokens=1024)
+    )
     load_before = os.getloadavg()
     times: dict[str, list[float]] = {"post": [], "stream": [], "freed": []}
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=600) as client:
@@ -77,14 +91,15 @@ def main() -> None:
             assert last == "event: result", last
             return time.perf_counter() - started
 
-        def freed(text: str, cached: str) -> float:
+        def freed(text: str) -> float:
             with httpx.Client(base_url=url, timeout=600) as other:
                 with other.stream("POST", "/api/model/attention/stream", json=body(text)) as r:
                     lines = r.iter_lines()
                     while next(lines) != "event: progress":
                         pass
                     closed = time.perf_counter()
-            post(cached)  # waits for the one model thread
+            info = client.get("/api/model", params={"model": NAME})  # waits for the thread
+            assert info.status_code == 200, info.text
             return time.perf_counter() - closed
 
         post(f"warm-up {base}")
@@ -92,7 +107,7 @@ def main() -> None:
             sides = [("post", post), ("stream", stream)]
             for name, run in sides if n % 2 == 0 else sides[::-1]:
                 times[name].append(run(f"{name} {n} {base}"))
-            times["freed"].append(freed(f"freed {n} {base}", f"warm-up {base}"))
+            times["freed"].append(freed(f"freed {n} {base}"))
     load_after = os.getloadavg()
     med = {k: statistics.median(v) for k, v in times.items()}
     rest = med["post"] * 11 / 12
