@@ -40,10 +40,10 @@ from torch import nn
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
 from .checkpoints import check_supported
-from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
+from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
-from .protocols import TransformersNames
+from .protocols import TransformersNames, Wanted
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
@@ -145,7 +145,7 @@ class LlamaConfig(TransformersNames):
                 field="model",
             )
 
-    # The rest of ``protocols.DecoderConfig``'s common names (see ``TransformersNames``).
+    # Where Llama's common names differ from ``TransformersNames`` (grouped-query heads, RoPE).
     @property
     def num_kv_heads(self) -> int:
         return self.num_key_value_heads

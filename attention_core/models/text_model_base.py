@@ -15,14 +15,13 @@ import torch
 from torch import nn
 
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from .checkpoints import TOKENIZER_FILE
 from .device import CPU, running_on, to_cpu
 from .maps import TokenizedMaps
 from .outputs import LayerTrace, check_layer
 from .protocols import CausalLM, DecoderConfig, model_info
 from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
-
-TOKENIZER_FILE = "tokenizer.json"
 
 ModelT = TypeVar("ModelT", bound=CausalLM)
 
@@ -68,6 +67,13 @@ def within_vocabulary(tokenized: TokenizedText, vocabulary: int, name: str) -> T
             field="model",
         )
     return tokenized
+
+
+def refuse_pair(text_b: str | None, why: str, kind: str | None = None) -> None:
+    """A ``SpecError`` on ``text_b`` when it is given: ``why`` this model reads no
+    sentence pair, and what to do instead."""
+    if text_b is not None:
+        raise SpecError(f"text_b (a sentence pair) is {why}", field="text_b", kind=kind)
 
 
 class TextModelBase(Generic[ModelT]):
