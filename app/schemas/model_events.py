@@ -27,7 +27,8 @@ class WorkProgressEvent(_Event):
 
     stage: str = Field(
         description="`forward`: layers of the forward pass (an encoder-decoder: the "
-        "encoder's layers then the decoder's); `generate`: tokens written; `queued`: "
+        "encoder's layers then the decoder's); `generate`: tokens written; `maps`: "
+        "layers whose maps are built from a long input's kept pass; `queued`: "
         "waiting for a model thread (done and total 0)"
     )
     done: int = Field(ge=0)

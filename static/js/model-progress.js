@@ -7,6 +7,7 @@ export const SHOW_AFTER_MS = 1000;
 const STAGES = {
   forward: { what: "Forward pass", unit: "layer", finished: "Forward pass done: preparing the maps…" },
   generate: { what: "Writing", unit: "token", finished: "Written: preparing the maps…" },
+  maps: { what: "Building the maps", unit: "layer", finished: "Maps built: sending them…" },
 };
 
 function seconds(s) {
