@@ -122,7 +122,7 @@ class WorkStreamResponse(Response):
             if limiter.available_tokens < 1:
                 _send(frames, frame("progress", _Pace().event(QUEUED, 0, 0)))
             try:
-                payload = await anyio.to_thread.run_sync(self._work, frames, cancelled)
+                result = await anyio.to_thread.run_sync(self._work, frames, cancelled)
             except Cancelled:
                 return  # the client left: no one reads the rest
             except Exception as exc:  # the POST's handlers' answer, or theirs to a bug
@@ -132,10 +132,11 @@ class WorkStreamResponse(Response):
                     known = error_response(500, [], INTERNAL_ERROR, "internal_error")
                 _send(frames, error_frame(known))
                 return
-            _send(frames, result_frame(payload))
+            _send(frames, result)
 
-    def _work(self, frames: MemoryObjectSendStream[bytes], cancelled: threading.Event) -> object:
-        """On a model thread: the work, each report sent to the event loop as a frame."""
+    def _work(self, frames: MemoryObjectSendStream[bytes], cancelled: threading.Event) -> bytes:
+        """On a model thread: the work, each report sent to the event loop as a frame, and
+        its ``result`` frame (serialized here: megabytes would stall the event loop)."""
         pace = _Pace()
 
         def on_progress(stage: str, done: int, total: int) -> None:
@@ -144,7 +145,7 @@ class WorkStreamResponse(Response):
                 raise Cancelled(f"{stage}: the stream was closed after {done} of {total}")
 
         with reporting(on_progress, cancelled):
-            return self.work()
+            return result_frame(self.work())
 
 
 def _send(frames: MemoryObjectSendStream[bytes], chunk: bytes) -> bool:
