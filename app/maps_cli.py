@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from .terminal_bar import draw_bar
+
 DEFAULT_POOL = 64
-BAR_WIDTH = 24
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -60,10 +61,8 @@ class ProgressBar:
         if not self.enabled:
             return
         if self.tty:
-            filled = round(BAR_WIDTH * done / max(total, 1))
             end = "\n" if done == total else ""
-            bar = "#" * filled + "." * (BAR_WIDTH - filled)
-            self.stream.write(f"\r[{bar}] {stage:<7} layer {done}/{total}{end}")
+            self.stream.write(f"\r{draw_bar(done, total)} {stage:<7} layer {done}/{total}{end}")
         else:
             self.stream.write(f"{stage} layer {done}/{total}\n")
         self.stream.flush()

@@ -125,5 +125,5 @@ def test_on_a_terminal_one_redrawn_bar_per_stage(
     for stage, line in zip(("forward", "pool"), lines[:2], strict=True):
         frames = line.split("\r")[1:]  # each report redraws the line from its start
         assert frames == [
-            f"[{'#' * round(24 * n / 3):.<24}] {stage:<7} layer {n}/3" for n in (1, 2, 3)
+            f"[{'#' * round(24 * n / 3):-<24}] {stage:<7} layer {n}/3" for n in (1, 2, 3)
         ]
