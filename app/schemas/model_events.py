@@ -28,7 +28,8 @@ class WorkProgressEvent(_Event):
     stage: str = Field(
         description="`forward`: layers of the forward pass (an encoder-decoder: the "
         "encoder's layers then the decoder's); `generate`: tokens written; `maps`: "
-        "layers whose maps are built from a long input's kept pass; `queued`: "
+        "layers whose maps are built from a long input's kept pass; `value_norm`: "
+        "layers whose value-weighted maps are done (one forward each); `queued`: "
         "waiting for a model thread (done and total 0)"
     )
     done: int = Field(ge=0)

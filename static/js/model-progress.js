@@ -8,6 +8,7 @@ const STAGES = {
   forward: { what: "Forward pass", unit: "layer", finished: "Forward pass done: preparing the maps…" },
   generate: { what: "Writing", unit: "token", finished: "Written: preparing the maps…" },
   maps: { what: "Building the maps", unit: "layer", finished: "Maps built: sending them…" },
+  value_norm: { what: "Value-weighted maps", unit: "layer", finished: "Value-weighted maps done: preparing them…" },
 };
 
 function seconds(s) {

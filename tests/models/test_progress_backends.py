@@ -120,3 +120,12 @@ def test_a_generation_stops_at_the_token_after_it_is_cancelled(models) -> None:
         model.generate("The bank", 8)
     assert seen[-1] == ("generate", 2, 8)
     assert seen == [*forward(layers), ("generate", 1, 8), ("generate", 2, 8)]
+
+
+def test_value_weighted_maps_report_each_layer_not_each_layers_forward(models) -> None:
+    from attention_core.analysis import value_norm_shares
+
+    model, layers = models["gpt2"]
+    seen = reports_of(lambda: value_norm_shares(model, TEXT + " (value-weighted)"))
+    # The plain pass, then one traced forward per layer, each reported as one layer done.
+    assert seen == forward(layers) + [("value_norm", n, layers) for n in range(1, layers + 1)]
