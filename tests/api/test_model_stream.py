@@ -10,7 +10,8 @@ server cancels the pass (``tests/progress_hold.py``; never a sleep racing the se
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -155,6 +156,44 @@ def test_a_closed_connection_stops_the_pass_and_a_waiting_request_is_queued(serv
     assert progress(again) == forward(LAYERS)
     posted = httpx.post(f"{url}/api/model/attention", json=body, timeout=60)
     assert again[-1] == ("result", posted.content)
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Poll a state of the server (never a sleep standing for one); 30 s at the most."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "the server never reached the state"
+        time.sleep(0.01)
+
+
+def test_a_request_that_leaves_while_waiting_for_the_thread_never_runs(server) -> None:
+    url, app = server
+    httpx.get(f"{url}/api/model", params={"model": NAME}, timeout=60)  # load it
+    first_body = {"model": NAME, "text": "Held until the end of this test.", "format": "compact"}
+    waiting_body = {"model": NAME, "text": "Never computed: it left.", "format": "compact"}
+    with (
+        held(app.state.models.load(NAME), layer=1) as seen,
+        httpx.Client(base_url=url, timeout=60) as client,
+        httpx.Client(base_url=url, timeout=60) as other,
+    ):
+        with client.stream("POST", "/api/model/attention/stream", json=first_body) as first:
+            received = events(first)
+            assert next(received)[0] == "progress"  # block 1 holds the one model thread
+            with other.stream("POST", "/api/model/attention/stream", json=waiting_body) as r:
+                waiting = events(r)
+                name, data = next(waiting)
+                assert orjson.loads(data)["stage"] == "queued"
+                # It waits for the thread (the held thread asks the server's event loop).
+                until(lambda: seen["waiting"] == 1)
+            # It left: the server no longer keeps it in line.  Then the held request is
+            # let go (leaving this block closes it).
+            until(lambda: seen["waiting"] == 0)
+        # A request after both: the thread serves it once the held pass has stopped.
+        posted = client.post("/api/model/attention", json={**first_body, "text": "After."})
+        assert posted.status_code == 200
+    assert seen["cancelled"] == 1
+    assert seen["first_block"] == 2  # the held pass and the last POST's: none for the one that left
+    assert seen["last_block"] == 1  # the last POST's
 
 
 def test_generation_streams_the_prompts_layers_then_each_token(server) -> None:
