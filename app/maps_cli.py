@@ -83,8 +83,14 @@ def pooled_maps(
     from attention_core.models.pooling import POOL_REDUCE, pool_to
     from attention_core.progress import reporting
 
+    from .long_inputs import long_pooled_maps
+
     with torch.inference_mode():
         with reporting(bar.report if bar else None):
+            # A long input is pooled inside its pass: its bar is the forward's layers.
+            long = long_pooled_maps(model, text, cells)  # None: the full maps fit, as below
+            if long is not None:
+                return long
             maps = model.encode(text, None)
         heads, averages, rollouts = [], [], []
         block: tuple[int, int] = (1, 1)
@@ -112,12 +118,13 @@ def write(path: Path, model_name: str, result: dict[str, Any]) -> None:
     import orjson
 
     meta = {"model": model_name, "tokens": result["tokens"], "pooled": result["pooled"]}
+    if result["rollout"] is None:  # a long input past its rollout limit (app.long_inputs)
+        meta["rollout_note"] = result["rollout_note"]
     if path.suffix == ".npz":
+        arrays = {k: result[k] for k in ("attentions", "head_average", "rollout")}
         np.savez_compressed(
             path,
-            attentions=result["attentions"],
-            head_average=result["head_average"],
-            rollout=result["rollout"],
+            **{k: v for k, v in arrays.items() if v is not None},
             tokens=np.array(result["tokens"], dtype=str),
             meta=np.array(orjson.dumps(meta).decode()),
         )

@@ -10,6 +10,7 @@ from attention_core.models import Decoder, ModelRegistry, ModelUnsupported
 from attention_core.models.generation import Sampling
 
 from ..limits import over_limit
+from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import maps_payload
 from ..model_registry import RegistryDep, load
 from ..schemas.model import GenerateRequest, GenerateResponse
@@ -59,6 +60,9 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             setting="ATTENTION_VIZ_MAX_NEW_TOKENS",
         )
     entry, model = load(registry, body.model)
+    # The maps of the whole sequence are kept step by step: prompt and new tokens must fit.
+    tokens = token_count(model, body.prompt, "prompt") + body.max_new_tokens
+    refuse_full_maps(model, tokens, "prompt", settings, "generation (with max_new_tokens)")
     if is_encoder_decoder(model):  # prompt: the source; the maps: the three stacks
         refuse_one_stack_options(entry.name, body)
         written = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))

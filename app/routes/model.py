@@ -33,6 +33,7 @@ from attention_core.models.backends import sliding_windows
 from ..attention_answer import attention_answer
 from ..errors import error_response
 from ..limits import over_limit
+from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import head_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
@@ -101,7 +102,9 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)
-def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Response:
+def model_attention(
+    body: ModelAttentionRequest, registry: RegistryDep, settings: SettingsDep
+) -> Response:
     """The tokens and every layer's attention, head average and rollout.
 
     Attentions are (heads, T, T) per layer in Hugging Face's layout: row i is
@@ -115,12 +118,16 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     An encoder-decoder (T5, BART, Marian) takes ``target``, the decoder's
     text, and adds ``encoder_attentions``, ``decoder_attentions`` and
     ``cross_attentions`` (target rows, source columns).
+
+    A long input (maps over ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES``) takes the
+    long path (``maps_path`` 'long', see ``app.long_inputs``): its maps are
+    gathered block by block into what was asked, never all held.
     """
-    return json_response(attention_answer(body, registry))
+    return json_response(attention_answer(body, registry, settings))
 
 
 @router.post("/head", response_model=ModelHeadResponse, responses=ERRORS)
-def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
+def model_head(body: ModelHeadRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
     """One real head, step by step, in /api/attention's shape (layer and head from 1).
 
     x is the layer's attention input (after the layer's norm), then q, k, v,
@@ -131,6 +138,7 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
     An encoder-decoder's head may be of any ``stack`` (encoder, decoder, cross).
     """
     entry, model = load(registry, body.model)
+    refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
     if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
         model.refuse_pair(body.text_b)
         with torch.inference_mode():
@@ -156,10 +164,15 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
-def compare_word(body: CompareWordRequest, registry: RegistryDep) -> Response:
+def compare_word(
+    body: CompareWordRequest, registry: RegistryDep, settings: SettingsDep
+) -> Response:
     """How one word's hidden state differs between two texts, layer by layer (cosine)."""
     entry, model = load(registry, body.model)
     encoder = encoder_only(entry.name, model, "compare-word")
+    for field, text in (("text_a", body.text_a), ("text_b", body.text_b)):
+        tokens = token_count(encoder, text, field)
+        refuse_full_maps(encoder, tokens, field, settings, "compare-word")
     result = encoder.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
         {

@@ -36,12 +36,14 @@ STREAM_ERRORS = {k: json_error(v["description"]) for k, v in ERRORS.items() if k
     status_code=200,
     responses={200: {"model": AttentionStreamMessage, "description": STREAM_DOCS}, **STREAM_ERRORS},
 )
-async def model_attention_stream(body: ModelAttentionRequest, request: Request) -> Response:
+async def model_attention_stream(
+    body: ModelAttentionRequest, request: Request, settings: SettingsDep
+) -> Response:
     """``POST /api/model/attention``'s answer as events: `progress` per layer, then `result`
     (the POST's body) or `error` (the POST's error body and `status`)."""
 
     def work() -> object:  # on a model thread: the registry may scan or load a model
-        return attention_answer(body, get_registry(request))
+        return attention_answer(body, get_registry(request), settings)
 
     return WorkStreamResponse(work)
 

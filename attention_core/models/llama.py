@@ -39,6 +39,7 @@ from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
+from .blocked_pass import current_pass
 from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
@@ -309,16 +310,29 @@ class LlamaAttention(nn.Module):
         if cache is not None:
             keys, values = cache.update(self.layer_idx, k_rot, v)  # (B, H_kv, S, D)
         attn_mask, is_causal = decoder_mask(T, keys.shape[-2])
-        steps = attention_with_steps(
-            q_rot,
-            keys,
-            values,
-            attn_mask=attn_mask,
-            dropout_p=self.attention_dropout if self.training else 0.0,
-            is_causal=is_causal,
-            scale=self.scale,
-            enable_gqa=True,
-        )
+        blocked = current_pass()  # a long input, or every map kept: block by block
+        if blocked is not None:
+            steps = blocked.steps(
+                self.layer_idx,
+                q_rot,
+                keys,
+                values,
+                attn_mask,
+                is_causal,
+                self.scale,
+                enable_gqa=True,
+            )
+        else:
+            steps = attention_with_steps(
+                q_rot,
+                keys,
+                values,
+                attn_mask=attn_mask,
+                dropout_p=self.attention_dropout if self.training else 0.0,
+                is_causal=is_causal,
+                scale=self.scale,
+                enable_gqa=True,
+            )
         y = steps.context_vec.transpose(1, 2).reshape(
             B, T, H * D
         )  # (B, T, H*D): heads side by side

@@ -7,6 +7,7 @@ refuse a sentence pair; their maps and their one-layer trace are the same pass.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar, cast
@@ -15,13 +16,23 @@ import torch
 from torch import nn
 
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from .blocked_pass import FullMapsPass, blocked_pass
 from .checkpoints import TOKENIZER_FILE
+from .decoder_lm import DecoderLM
 from .device import CPU, running_on, to_cpu
+from .features import attention_rollout
+from .long_maps import LongMaps, LongPass, long_pass
+from .map_grid import GridSpec
 from .maps import TokenizedMaps
 from .outputs import LayerTrace, check_layer
 from .protocols import CausalLM, DecoderConfig, model_info
-from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
+
+# From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
+# ~0.5x the attention's time at T = 1,024): past 512, the most any input had before long
+# inputs, so every earlier answer stays bit for bit (blocks round differently, ~1e-7).
+FULL_MAPS_BLOCKED_TOKENS = 513
 
 ModelT = TypeVar("ModelT", bound=CausalLM)
 
@@ -98,6 +109,8 @@ class TextModelBase(Generic[ModelT]):
         self.model = model
         self.tokenizer = tokenizer
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
+        # Long inputs' kept q/k (``encode_long``); the app sets its own budget.
+        self.long_cache: ResultCache[str, LongMaps] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
 
     def to_device(self, device: torch.device) -> None:
@@ -135,7 +148,13 @@ class TextModelBase(Generic[ModelT]):
         if cached is not None:
             return cached
         tokenized = self.tokenize(text)
-        with torch.inference_mode(), running_on(self.device):
+        # A decoder's maps in blocks of rows: the masked half of each map is never computed.
+        blocked = self.causal and len(tokenized) >= FULL_MAPS_BLOCKED_TOKENS
+        with (
+            torch.inference_mode(),
+            running_on(self.device),
+            blocked_pass(FullMapsPass()) if blocked else nullcontext(),
+        ):
             out = self.model(
                 torch.tensor([tokenized.input_ids]),
                 num_logits=0,
@@ -148,6 +167,44 @@ class TextModelBase(Generic[ModelT]):
                 to_cpu(tuple(h[0] for h in out.hidden_states)),  # (T, C) each
             )
         self._cache.put(text, maps)
+        return maps
+
+    def encode_long(
+        self, text: str, spec: GridSpec, text_b: str | None = None, *, rollout: bool = False
+    ) -> LongMaps:
+        """``text`` through ``long_maps.long_pass``: every layer's q/k kept and its maps
+        gathered as ``spec`` shows them, never an (H, T, T) tensor (or a recent result,
+        whose ``grid`` rebuilds another ``spec``).  ``rollout``: also keep each layer's
+        full head average (T² a layer) and return the rollout (L products of T × T)."""
+        self._refuse_pair(text_b)
+        cached = self.long_cache.get(text)
+        if cached is not None:
+            return cached
+        tokenized = self.tokenize(text)
+        layers = self.config.num_layers
+        # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
+        pass_ = LongPass(
+            spec,
+            layers,
+            report_layers=not isinstance(self.model, DecoderLM),
+            full_averages=rollout,
+        )
+        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+            self.model(torch.tensor([tokenized.input_ids]), num_logits=0)
+        if sorted(pass_.layers) != list(range(layers)):
+            raise RuntimeError(f"{self.name}: the long pass saw layers {sorted(pass_.layers)}")
+        maps = LongMaps(
+            tokenized,
+            to_cpu(tuple(pass_.layers[i] for i in range(layers))),
+            spec,
+            tuple(pass_.grids[i].to_cpu() for i in range(layers)),
+            rollout=(
+                attention_rollout([pass_.averages[i].cpu()[None] for i in range(layers)])
+                if rollout
+                else None
+            ),
+        )
+        self.long_cache.put(text, maps)
         return maps
 
     def trace(

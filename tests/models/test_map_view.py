@@ -1,5 +1,10 @@
 """Long-text maps through the API: ``heads``, ``pool`` (max over blocks) and ``rows``/``cols``
-on a ~300-token random GPT-2, against the full maps of the same request and transformers'."""
+on a ~300-token random GPT-2, against the full maps of the same request and transformers'.
+
+The same requests on the long path (a server whose ``model_full_maps_bytes`` is 0, so
+every input takes it: maps gathered block by block from kept q and k) equal the full
+path's to float rounding; the long path's answer limit is a 422 naming ``pool``.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,19 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def client(model_dir: Path) -> Iterator[TestClient]:
     settings = Settings(models=str(model_dir), hf_cache=False)
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="module")
+def long_client(model_dir: Path) -> Iterator[TestClient]:
+    """Every input takes the long path (its maps are over 0 bytes)."""
+    settings = Settings(
+        models=str(model_dir),
+        hf_cache=False,
+        model_full_maps_bytes=0,
+        model_max_answer_cells=200_000,
+    )
     with TestClient(create_app(settings)) as test_client:
         yield test_client
 
@@ -119,6 +137,95 @@ def test_a_region_of_the_maps_without_special_tokens(client: TestClient) -> None
     np.testing.assert_array_equal(np.array(region["attentions"][0]), want)
 
 
+def close(got: Any, want: np.ndarray) -> None:
+    np.testing.assert_allclose(np.array(got), want, atol=1e-6, rtol=0)
+
+
+def test_long_path_pooled_overview_equals_pooling_the_full_maps(
+    long_client: TestClient, full: dict[str, Any]
+) -> None:
+    T = len(full["tokens"])
+    block = -(-T // POOL)
+    pooled = post(long_client, pool=POOL, heads=[4, 2])
+    assert pooled["maps_path"] == "long" and full.get("maps_path", "full") == "full"
+    assert pooled["rollout_note"] is None  # under model_long_rollout_tokens: computed
+    assert pooled["tokens"] == full["tokens"] and pooled["head_numbers"] == [4, 2]
+    assert pooled["pooled"] == post(long_client, pool=POOL, layers=[1])["pooled"]
+    for layer in range(2):
+        close(
+            pooled["attentions"][layer],
+            max_pool(np.array(full["attentions"][layer])[[3, 1]], (block, block)),
+        )
+        close(
+            pooled["head_average"][layer],
+            max_pool(np.array(full["head_average"][layer]), (block, block)),
+        )
+        want = max_pool(np.array(full["rollout"][layer]), (block, block))
+        close(pooled["rollout"][layer], want)
+
+
+def test_long_path_region_and_one_head_at_full_resolution(
+    long_client: TestClient, full: dict[str, Any]
+) -> None:
+    T = len(full["tokens"])
+    region = post(long_client, rows=[100, 181], cols=[7, T], heads=[3], layers=[2])
+    assert region["region"] == {"rows": [100, 181], "cols": [7, T]} and region["pooled"] is None
+    close(region["attentions"][0], np.array(full["attentions"][1])[[2], 100:181, 7:])
+    close(region["head_average"][0], np.array(full["head_average"][1])[100:181, 7:])
+    close(region["rollout"][0], np.array(full["rollout"][1])[100:181, 7:])
+    # One head, no average: the zoom a page makes after the overview.
+    head = post(long_client, heads=[1], layers=[1], head_average=False, format="compact")
+    assert head["head_average"] is None
+    assert head["attentions"][0]["shape"] == [1, T, T]
+
+
+def test_long_path_region_without_special_tokens(
+    client: TestClient, long_client: TestClient
+) -> None:
+    hidden = post(client, hide_special=True, layers=[1])
+    body = {"hide_special": True, "layers": [1], "rows": [0, 50], "cols": [10, 60], "pool": 10}
+    region = post(long_client, **body)
+    assert region["tokens"] == hidden["tokens"]
+    close(
+        region["attentions"][0], max_pool(np.array(hidden["attentions"][0])[:, 0:50, 10:60], (5, 5))
+    )
+    close(
+        region["head_average"][0],
+        max_pool(np.array(hidden["head_average"][0])[0:50, 10:60], (5, 5)),
+    )
+    want = max_pool(np.array(hidden["rollout"][0])[0:50, 10:60], (5, 5))
+    close(region["rollout"][0], want)
+
+
+def test_long_path_answer_over_its_limit_is_refused_naming_pool(
+    long_client: TestClient, full: dict[str, Any]
+) -> None:
+    T = len(full["tokens"])
+    response = long_client.post("/api/model/attention", json={"model": NAME, "text": TEXT})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"] == ["body", "pool"]
+    assert detail["ctx"] == {
+        "limit": 200_000,
+        "found": 2 * 6 * T * T,  # 4 heads, their average and the rollout
+        "setting": "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS",
+    }
+    assert "ask with pool" in detail["msg"]
+
+
+def test_what_the_long_path_lacks_takes_the_full_path_up_to_512_tokens(
+    client: TestClient, long_client: TestClient
+) -> None:
+    """value_norm and hidden_states have no long path; up to 512 tokens they are answered
+    from the full maps, as before (past 512: refused, see test_long_api)."""
+    for extra in ({"measure": "value_norm"}, {"hidden_states": True}):
+        body = {"layers": [2], "pool": 8, **extra}
+        answer = post(long_client, **body)
+        assert "maps_path" not in answer and answer["rollout"] is not None
+        assert answer == post(client, **body)
+
+
+@pytest.mark.parametrize("served", ["client", "long_client"])
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
@@ -133,8 +240,14 @@ def test_a_region_of_the_maps_without_special_tokens(client: TestClient) -> None
     ],
 )
 def test_bad_map_options_are_422_naming_the_field(
-    client: TestClient, full: dict[str, Any], body: dict[str, Any], field: str, words: str
+    request: pytest.FixtureRequest,
+    served: str,
+    full: dict[str, Any],
+    body: dict[str, Any],
+    field: str,
+    words: str,
 ) -> None:
+    client: TestClient = request.getfixturevalue(served)
     response = client.post("/api/model/attention", json={"model": NAME, "text": TEXT, **body})
     assert response.status_code == 422, response.text
     (detail,) = response.json()["detail"]

@@ -127,3 +127,24 @@ def test_on_a_terminal_one_redrawn_bar_per_stage(
         assert frames == [
             f"[{'#' * round(24 * n / 3):-<24}] {stage:<7} layer {n}/3" for n in (1, 2, 3)
         ]
+
+
+def test_a_long_input_is_pooled_block_by_block(
+    model_dir: Path,
+    tmp_path: Path,
+    api_answer: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES", "0")  # every input is long
+    get_settings.cache_clear()
+    out = tmp_path / "long.npz"
+    argv = ["maps", str(model_dir), "--text", TEXT, "--pool", str(POOL), "--out", str(out)]
+    assert cli.main(argv) == 0
+    # Pooled inside the pass: the bar shows the forward's layers only.
+    assert capsys.readouterr().err == "".join(f"forward layer {n}/3\n" for n in (1, 2, 3))
+    with np.load(out) as saved:
+        meta = json.loads(str(saved["meta"]))
+        assert meta["pooled"] == api_answer["pooled"] and "rollout_note" not in meta
+        for key in ("attentions", "head_average", "rollout"):
+            np.testing.assert_allclose(saved[key], np.array(api_answer[key]), rtol=0, atol=1e-6)

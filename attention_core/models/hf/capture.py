@@ -31,6 +31,7 @@ from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...progress import report
+from ..blocked_pass import current_pass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
@@ -255,7 +256,7 @@ def core_attention(
     position_bias: torch.Tensor | None = None,
     s_aux: torch.Tensor | None = None,
     **_kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """transformers' attention signature over ``attention_with_steps``.
 
     Shapes: query (B, H, T, D), key and value (B, H_kv, S, D), the mask (B, 1,
@@ -263,29 +264,48 @@ def core_attention(
     eager attention returns them.  ``position_bias`` (T5) is the score bias,
     ``softcap`` (Gemma 2) caps the scores, ``s_aux`` (gpt-oss) are the sinks;
     the other keywords (``sliding_window``, ``is_causal``...) are already in
-    the mask.
+    the mask.  Inside a ``blocked_pass.blocked_pass`` the pass computes it
+    block by block (a long pass returns no weights: None, as SDPA's).
     """
     allowed, mask_bias = as_allowed(attention_mask)
     bias = position_bias
     if mask_bias is not None:
         bias = mask_bias if bias is None else bias + mask_bias
-    steps = attention_with_steps(
-        query,
-        key,
-        value,
-        attn_mask=allowed,
-        dropout_p=dropout if module.training else 0.0,
-        scale=scaling,
-        enable_gqa=key.shape[-3] != query.shape[-3],
-        score_bias=bias,
-        softcap=softcap,
-        sinks=s_aux,
-    )
+    blocked = current_pass()  # a long input, or every map kept: block by block
+    if blocked is not None:
+        layer = getattr(module, "layer_idx", None)
+        steps = blocked.steps(
+            layer if isinstance(layer, int) else None,
+            query,
+            key,
+            value,
+            allowed,
+            False,
+            scaling,
+            key.shape[-3] != query.shape[-3],
+            score_bias=bias,
+            softcap=softcap,
+            sinks=s_aux,
+        )
+    else:
+        steps = attention_with_steps(
+            query,
+            key,
+            value,
+            attn_mask=allowed,
+            dropout_p=dropout if module.training else 0.0,
+            scale=scaling,
+            enable_gqa=key.shape[-3] != query.shape[-3],
+            score_bias=bias,
+            softcap=softcap,
+            sinks=s_aux,
+        )
     capture = _CURRENT.get()
     if capture is not None:
         capture.record(module, query, key, value, steps)
     output = steps.context_vec.transpose(1, 2).contiguous()  # (B, T, H, D)
-    return output, steps.attn_weights
+    kept = steps.attn_weights.numel() > 0 or steps.context_vec.numel() == 0
+    return output, steps.attn_weights if kept else None  # a long pass keeps no weights
 
 
 def boolean_mask(**kwargs: Any) -> torch.Tensor | None:
