@@ -218,3 +218,28 @@ def test_the_streams_are_in_the_openapi_document(server) -> None:
     ):
         ok = paths[path]["post"]["responses"]["200"]["content"]["text/event-stream"]
         assert ok["schema"] == {"$ref": f"#/components/schemas/{message}"}
+
+
+def test_a_long_input_streams_its_layers_then_the_maps_built(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The long path (every input long here) is the POST's too: its reports, its body."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    root = tmp_path_factory.mktemp("long-stream")
+    make_gpt2(root / NAME, n_layer=LAYERS, n_positions=64)
+    settings = Settings(models=str(root), hf_cache=False, model_full_maps_bytes=0)
+    body = {"model": NAME, "text": TEXT, "format": "compact", "pool": 4, "layers": [2, 3]}
+    with TestClient(create_app(settings)) as client:
+        answer = client.post("/api/model/attention/stream", json=body)
+        posted = client.post("/api/model/attention", json=body)
+    messages = [
+        (lines[0].removeprefix("event: "), lines[1].removeprefix("data: ").encode())
+        for lines in (m.split("\n") for m in answer.text.strip().split("\n\n"))
+    ]
+    assert progress(messages) == forward(LAYERS) + [("maps", 1, 2), ("maps", 2, 2)]
+    assert posted.json()["maps_path"] == "long"
+    assert messages[-1] == ("result", posted.content)
