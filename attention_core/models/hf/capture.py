@@ -30,6 +30,7 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
+from ...blocked_attention import AttentionCall
 from ...progress import report
 from ..blocked_pass import current_pass
 
@@ -274,8 +275,7 @@ def core_attention(
     blocked = current_pass()  # a long input, or every map kept: block by block
     if blocked is not None:
         layer = getattr(module, "layer_idx", None)
-        steps = blocked.steps(
-            layer if isinstance(layer, int) else None,
+        call = AttentionCall(
             query,
             key,
             value,
@@ -283,10 +283,11 @@ def core_attention(
             False,
             scaling,
             key.shape[-3] != query.shape[-3],
-            score_bias=bias,
-            softcap=softcap,
-            sinks=s_aux,
+            bias,
+            softcap,
+            s_aux,
         )
+        steps = blocked.steps(layer if isinstance(layer, int) else None, call)
     else:
         steps = attention_with_steps(
             query,
