@@ -15,7 +15,11 @@ thing to whichever replica serves it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel
 
 from ..attention_answer import attention_answer
 from ..model_registry import get_registry
@@ -28,14 +32,20 @@ from .generate import generation_answer
 router = APIRouter(prefix="/api/model", tags=["model"])
 
 STREAM_ERRORS = {k: json_error(v["description"]) for k, v in ERRORS.items() if k != 404}
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-@router.post(
-    "/attention/stream",
-    response_class=EventStreamDocs,
-    status_code=200,
-    responses={200: {"model": AttentionStreamMessage, "description": STREAM_DOCS}, **STREAM_ERRORS},
-)
+def stream_route(path: str, message: type[BaseModel]) -> Callable[[F], F]:
+    """``router.post(path)`` answering ``text/event-stream``, its events typed as ``message``."""
+    return router.post(
+        path,
+        response_class=EventStreamDocs,
+        status_code=200,
+        responses={200: {"model": message, "description": STREAM_DOCS}, **STREAM_ERRORS},
+    )
+
+
+@stream_route("/attention/stream", AttentionStreamMessage)
 async def model_attention_stream(
     body: ModelAttentionRequest, request: Request, settings: SettingsDep
 ) -> Response:
@@ -48,12 +58,7 @@ async def model_attention_stream(
     return WorkStreamResponse(work)
 
 
-@router.post(
-    "/generate/stream",
-    response_class=EventStreamDocs,
-    status_code=200,
-    responses={200: {"model": GenerateStreamMessage, "description": STREAM_DOCS}, **STREAM_ERRORS},
-)
+@stream_route("/generate/stream", GenerateStreamMessage)
 async def generate_stream(
     body: GenerateRequest, request: Request, settings: SettingsDep
 ) -> Response:

@@ -18,7 +18,7 @@ resolution) from the kept q/k, a block of rows at a time.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -32,7 +32,7 @@ from ..blocked_attention import (
 from ..progress import report
 from .blocked_pass import BlockedPass, blocked_pass, context_steps
 from .map_grid import GridSpec, MapGrid
-from .maps import TokenizedLike
+from .maps import OfTokenized, TokenizedLike
 from .pooling import Region
 
 
@@ -111,6 +111,7 @@ class KeptLayer:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
+@dataclass(eq=False)
 class LongPass:
     """The state of one long forward pass: each layer's ``KeptLayer`` and ``MapGrid``.
 
@@ -119,24 +120,15 @@ class LongPass:
     reports its blocks itself).
     """
 
-    def __init__(
-        self,
-        spec: GridSpec,
-        num_layers: int,
-        *,
-        report_layers: bool = False,
-        block_cells: int = DEFAULT_BLOCK_CELLS,
-        full_averages: bool = False,
-    ) -> None:
-        self.spec = spec
-        self.num_layers = num_layers
-        self.report_layers = report_layers
-        self.block_cells = block_cells
-        self.full_averages = full_averages
-        self.layers: dict[int, KeptLayer] = {}
-        self.grids: dict[int, MapGrid] = {}
-        # With ``full_averages``: each layer's head average at full resolution, (T, T).
-        self.averages: dict[int, torch.Tensor] = {}
+    spec: GridSpec
+    num_layers: int
+    report_layers: bool = False
+    block_cells: int = DEFAULT_BLOCK_CELLS
+    full_averages: bool = False
+    layers: dict[int, KeptLayer] = field(default_factory=dict)
+    grids: dict[int, MapGrid] = field(default_factory=dict)
+    # With ``full_averages``: each layer's head average at full resolution, (T, T).
+    averages: dict[int, torch.Tensor] = field(default_factory=dict)
 
     def attend(self, layer: int, call: AttentionCall) -> torch.Tensor:
         """The context (1, H, T, D_v) of one layer's attention; its q/k and grid kept.
@@ -201,7 +193,7 @@ def long_pass(pass_: LongPass) -> AbstractContextManager[BlockedPass]:
 
 
 @dataclass(frozen=True)
-class LongMaps:
+class LongMaps(OfTokenized):
     """One long text through a model: its tokens, every layer's kept q/k, the first grids.
 
     ``grids``: per layer, the ``MapGrid`` of ``spec`` (the view the pass was
@@ -215,14 +207,6 @@ class LongMaps:
     spec: GridSpec
     grids: tuple[MapGrid, ...]
     rollout: torch.Tensor | None = None  # (L, T, T) when the pass kept full head averages
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.tokenized.tokens
-
-    @property
-    def special(self) -> tuple[bool, ...]:
-        return self.tokenized.special
 
     def grid(self, layer: int, spec: GridSpec) -> MapGrid:
         """Layer ``layer``'s (0-based) maps as ``spec`` shows them."""

@@ -21,7 +21,7 @@ import contextvars
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import torch
@@ -166,18 +166,17 @@ class Capture:
 
 
 def _weights_only(steps: AttentionSteps) -> AttentionSteps:
-    weights = steps.attn_weights
-    empty = weights.new_empty(0)
-    return AttentionSteps(
+    """``steps`` without its score tensors and context: the weights (and sinks' share) stay."""
+    empty = steps.attn_weights.new_empty(0)
+    return replace(
+        steps,
         attn_scores=empty,
         scaled_scores=empty,
         masked_scores=empty,
-        attn_weights=weights,
         context_vec=empty,
-        scale=steps.scale,
         allowed=None,
-        softcap=steps.softcap,
-        sink_weights=steps.sink_weights,
+        biased_scores=None,
+        capped_scores=None,
     )
 
 
