@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
+from ..blocked_attention import AttentionCall
 from .blocked_pass import current_pass
 from .checkpoints import matched_state, read_config, write_checkpoint
 from .kv_cache import KVCache
@@ -88,9 +89,8 @@ class DecoderSelfAttention(nn.Module):
         grouped = self.num_kv_heads < self.num_heads
         blocked = current_pass()  # a long input, or every map kept: block by block
         if blocked is not None:
-            return blocked.steps(
-                self.layer_idx, q, k, v, attn_mask, is_causal, self.scale, enable_gqa=grouped
-            )
+            call = AttentionCall(q, k, v, attn_mask, is_causal, self.scale, grouped)
+            return blocked.steps(self.layer_idx, call)
         return attention_with_steps(
             q,
             k,

@@ -12,6 +12,7 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
+import { progressBar } from "./model-progress.js";
 import { canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
 import { buildHeadGrid, gridColumns, gridKey, mapName, thumbAtlas, usesAtlas } from "./model-grid.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
@@ -557,6 +558,8 @@ function setStatus(text) {
   $("model-status").textContent = text;
 }
 
+const progress = progressBar($("model-progress"));
+
 async function run() {
   const mine = ++seq;
   clearFieldErrors(form);
@@ -576,10 +579,12 @@ async function run() {
       for (const [field, text] of problems) showFieldError(form, field, text);
       if (meta) stale(problems.map(([, text]) => text).join(" "));
       setStatus("");
+      progress.stop();
       return;
     }
   }
   setStatus(generating ? "The model is writing…" : "Running the model…");
+  progress.start();
   grid.dataset.drawn = "0";
   const started = performance.now();
   writeUrl();
@@ -589,6 +594,7 @@ async function run() {
   let answerInfo = null;
   const callbacks = {
     isCurrent: () => mine === seq,
+    onProgress: (event) => progress.update(event),
     onInfo: (answer) => {
       answerInfo = answer;
     },
@@ -641,6 +647,7 @@ async function run() {
       await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, measure: state.measure, ...callbacks });
     }
     if (mine !== seq) return;
+    progress.stop();
     shown = asked;
     if (generating && state.sampling === "sample" && state.seed === null) {
       // The seed the server drew: kept in the form and the link, so a reload writes the same.
@@ -676,6 +683,7 @@ async function run() {
     });
   } catch (err) {
     if (mine !== seq) return;
+    progress.stop();
     const messages = showFieldErrors(form, plainModelError(err), modelErrorPlace);
     if (meta) stale(messages.join(" "));
     setStatus(meta ? "The maps below are still those of the last input that could be computed." : "");

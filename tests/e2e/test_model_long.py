@@ -73,10 +73,12 @@ def tokens(server_url: str) -> int:
     return T
 
 
+# The grid's first request is streamed (its progress), the others are plain.
+ATTENTION_URLS = ("/api/model/attention", "/api/model/attention/stream")
+
+
 def attention_bodies(requests: list[Request]) -> list[dict[str, Any]]:
-    return [
-        json.loads(r.post_data or "{}") for r in requests if r.url.endswith("/api/model/attention")
-    ]
+    return [json.loads(r.post_data or "{}") for r in requests if r.url.endswith(ATTENTION_URLS)]
 
 
 def open_long(page: Page, T: int, **params: str) -> list[Request]:
