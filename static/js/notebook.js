@@ -15,7 +15,7 @@ import { tokenLabels } from "./labels.js";
 import { drawMap, mapMax } from "./model-canvas.js";
 import { decodeCompact, mapView } from "./model-data.js";
 import { drawZoom } from "./model-plots.js";
-import { drawTokenView } from "./model-token-view.js";
+import { drawTokenView, rowsOfLayers } from "./model-token-view.js";
 import { renderTokenList } from "./model-tokens.js";
 
 const data = JSON.parse(document.getElementById("view-data").textContent);
@@ -164,6 +164,7 @@ function tokenViewParts(section, maps, H) {
       el("div", { id: "tv-headview", "data-testid": "headview" }),
       el("h3", { text: "Every layer × every head" }),
       el("div", { class: "plot tv-strip", "data-testid": "tv-strip" }),
+      el("div", { class: "tv-strip-canvas", "data-testid": "tv-strip-canvas", hidden: true }),
     ]),
   ]);
   let chosen = null;
@@ -171,7 +172,7 @@ function tokenViewParts(section, maps, H) {
   let mode = "lines";
   const draw = () => {
     renderTokenList(list, meta, { chosen, onChoose: choose });
-    drawTokenView(tv, { labels, tokens, generated: null, positions: meta.positions, causal: section.causal, layers, L: section.layers.length, H, chosen, layer, when: "input" }, { onChoose: choose, onMode: (m) => (mode = m), headViewMode: mode });
+    drawTokenView(tv, { labels, tokens, generated: null, positions: meta.positions, causal: section.causal, row: rowsOfLayers(layers), L: section.layers.length, H, chosen, layer, when: "input" }, { onChoose: choose, onMode: (m) => (mode = m), headViewMode: mode });
   };
   function choose(i) {
     chosen = i;
