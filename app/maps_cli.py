@@ -75,6 +75,13 @@ def pooled_maps(model: Any, text: str, cells: int, bar: LayerBar | None = None) 
 
     from attention_core.models.pooling import POOL_REDUCE, pool_to
 
+    from .long_inputs import long_pooled_maps
+
+    long = long_pooled_maps(model, text, cells)  # None: the full maps fit, as below
+    if long is not None:
+        if bar:
+            bar.update(bar.total)
+        return long
     with torch.inference_mode():
         maps = model.encode(text, None)
         heads, averages, rollouts = [], [], []
@@ -103,12 +110,13 @@ def write(path: Path, model_name: str, result: dict[str, Any]) -> None:
     import orjson
 
     meta = {"model": model_name, "tokens": result["tokens"], "pooled": result["pooled"]}
+    if result["rollout"] is None:  # a long input (see app.long_inputs): no rollout
+        meta["rollout_note"] = result["rollout_note"]
     if path.suffix == ".npz":
+        arrays = {k: result[k] for k in ("attentions", "head_average", "rollout")}
         np.savez_compressed(
             path,
-            attentions=result["attentions"],
-            head_average=result["head_average"],
-            rollout=result["rollout"],
+            **{k: v for k, v in arrays.items() if v is not None},
             tokens=np.array(result["tokens"], dtype=str),
             meta=np.array(orjson.dumps(meta).decode()),
         )

@@ -107,9 +107,8 @@ def maps_payload(
     H = int(maps.layer_attentions[0].shape[0]) if num_layers else 0
     view = map_view(options, T, H)
     out_rows, out_cols = view.shape
-    numbers = (
-        len(layers) * (len(view.heads) + 2) * out_rows * out_cols if options.format == "json" else 0
-    )
+    per_layer = len(view.heads) + (2 if options.head_average else 1)  # + average, rollout
+    numbers = len(layers) * per_layer * out_rows * out_cols if options.format == "json" else 0
     if hidden_states:
         numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
     check_json_maps(numbers, len(layers), f"{T} tokens")
@@ -136,7 +135,11 @@ def maps_payload(
             map_json(shown(view.select_heads(maps.layer_attentions[n - 1])), options)
             for n in layers
         ],
-        "head_average": [map_json(shown(averages[n - 1]), options) for n in layers],
+        "head_average": (
+            [map_json(shown(averages[n - 1]), options) for n in layers]
+            if options.head_average
+            else None
+        ),
         "rollout": [map_json(shown(rollout[n - 1]), options) for n in layers],
         **view.describe(),
     }

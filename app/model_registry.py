@@ -62,6 +62,7 @@ def build_registry(settings: Settings) -> ModelRegistry:
         hf_cache=hf_cache_dir() if settings.hf_cache else None,
         max_loaded=settings.loaded_models,
         max_tokens=settings.model_max_tokens,
+        long_cache_bytes=settings.model_long_cache_bytes,
         max_model_bytes=settings.max_model_bytes,
         device=check_device(settings.device),
     )

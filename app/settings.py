@@ -70,7 +70,28 @@ class Settings(BaseSettings):
         "default: the packaged MiniLM",
     )
     model_max_tokens: int = Field(
-        512, ge=3, description="tokens per model input (each model's context caps it too)"
+        4096, ge=3, description="tokens per model input (each model's context caps it too)"
+    )
+    model_full_maps_bytes: int = Field(
+        192 * 2**20,
+        ge=0,
+        description="every attention map of one input (layers × heads × T² × 4 bytes) at "
+        "most: a longer input's maps are gathered block by block, never all held "
+        "(POST /api/model/attention's long path); requests that need every map (one "
+        "head's trace, generate, value_norm, hidden_states, head scores, ablation, logit "
+        "lens) refuse it",
+    )
+    model_max_answer_cells: int = Field(
+        32 * 2**20,
+        ge=1,
+        description="map cells one long-path answer carries: layers × (heads + head "
+        "average) × rows × cols after pooling (ask with pool or a rows/cols region)",
+    )
+    model_long_cache_bytes: int = Field(
+        640 * 2**20,
+        ge=0,
+        description="per loaded model, the kept q and k of recent long inputs (GPT-2 small "
+        "at 4,096 tokens: ~300 MB), so a zoom into one head does not rerun the model",
     )
     device: Literal["cpu", "cuda"] = Field(
         "cpu",

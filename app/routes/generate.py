@@ -11,6 +11,7 @@ from fastapi import APIRouter, Response
 from attention_core.models import Decoder, ModelUnsupported
 
 from ..limits import over_limit
+from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import maps_payload
 from ..model_registry import RegistryDep, load
 from ..schemas.model import GenerateRequest, GenerateResponse
@@ -62,6 +63,9 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
             setting="ATTENTION_VIZ_MAX_NEW_TOKENS",
         )
     entry, model = load(registry, body.model)
+    # The maps of the whole sequence are kept step by step: prompt and new tokens must fit.
+    tokens = token_count(model, body.prompt, "prompt") + body.max_new_tokens
+    refuse_full_maps(model, tokens, "prompt", settings, "generation (with max_new_tokens)")
     if is_encoder_decoder(model):  # prompt: the source; the maps: the three stacks
         refuse_one_stack_options(entry.name, body)
         written = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))

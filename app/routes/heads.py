@@ -27,6 +27,7 @@ from attention_core.analysis import (
 from attention_core.analysis.access import HeadModel
 
 from ..limits import over_limit
+from ..long_inputs import refuse_full_maps, token_count
 from ..model_registry import RegistryDep, load
 from ..schemas.heads import (
     SCORE_LABELS,
@@ -48,7 +49,7 @@ def _grid(tensor: torch.Tensor) -> np.ndarray:
 
 
 @router.post("/head-scores", response_model=HeadScoresResponse, responses=ERRORS)
-def head_scores(body: HeadScoresRequest, registry: RegistryDep) -> Response:
+def head_scores(body: HeadScoresRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
     """Every head's previous-token, duplicate-token, first-token, entropy and induction scores.
 
     The first four on the text's own maps; induction on a seeded random block
@@ -57,6 +58,7 @@ def head_scores(body: HeadScoresRequest, registry: RegistryDep) -> Response:
     """
 
     entry, model = load(registry, body.model)
+    refuse_full_maps(model, token_count(model, body.text), "text", settings, "head scores")
     stack: str | None = None
     if is_encoder_decoder(model):
         from attention_core.analysis.seq2seq_scores import score_stack  # imports transformers
@@ -107,6 +109,7 @@ def ablate_heads(body: AblateRequest, registry: RegistryDep, settings: SettingsD
     the output projection: loss and next-token predictions before and after (decoders), or
     the sentence embedding's cosine (encoders).  ``each_head``: every head alone, as a grid."""
     entry, model = load(registry, body.model)
+    refuse_full_maps(model, token_count(model, body.text), "text", settings, "ablation")
     heads = head_model(model)
     chosen = [(layer - 1, head - 1) for layer, head in body.heads or []]
     if not body.each_head or chosen:
@@ -153,10 +156,11 @@ def ablate_heads(body: AblateRequest, registry: RegistryDep, settings: SettingsD
 
 
 @router.post("/logit-lens", response_model=LogitLensResponse, responses=ERRORS)
-def lens(body: LogitLensRequest, registry: RegistryDep) -> Response:
+def lens(body: LogitLensRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
     """Decoders: after each layer, each position's top five next tokens (final norm + LM head
     on the residual stream); the last layer's are the model's own predictions."""
     entry, model = load(registry, body.model)
+    refuse_full_maps(model, token_count(model, body.text), "text", settings, "the logit lens")
     heads = head_model(model)
     result = logit_lens(model, body.text)
     ids = result.top_ids.tolist()

@@ -34,6 +34,7 @@ from attention_core.models.backends import sliding_windows
 
 from ..errors import error_response
 from ..limits import over_limit
+from ..long_inputs import long_attention, refuse_full_maps, token_count
 from ..model_payloads import head_payload, maps_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
@@ -103,7 +104,9 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)
-def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Response:
+def model_attention(
+    body: ModelAttentionRequest, registry: RegistryDep, settings: SettingsDep
+) -> Response:
     """The tokens and every layer's attention, head average and rollout.
 
     Attentions are (heads, T, T) per layer in Hugging Face's layout: row i is
@@ -117,8 +120,15 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
     An encoder-decoder (T5, BART, Marian) takes ``target``, the decoder's
     text, and adds ``encoder_attentions``, ``decoder_attentions`` and
     ``cross_attentions`` (target rows, source columns).
+
+    A long input (maps over ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES``) takes the
+    long path (``maps_path`` 'long', see ``app.long_inputs``): its maps are
+    gathered block by block into what was asked, never all held.
     """
     entry, model = load(registry, body.model)
+    long = long_attention(model, body, entry.name, settings)  # None: the full maps fit
+    if long is not None:
+        return json_response(long)
     if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
         return json_response(seq2seq_attention(model, body, entry.name))
     check_fields(model, entry.name, body)
@@ -141,7 +151,7 @@ def model_attention(body: ModelAttentionRequest, registry: RegistryDep) -> Respo
 
 
 @router.post("/head", response_model=ModelHeadResponse, responses=ERRORS)
-def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
+def model_head(body: ModelHeadRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
     """One real head, step by step, in /api/attention's shape (layer and head from 1).
 
     x is the layer's attention input (after the layer's norm), then q, k, v,
@@ -152,6 +162,7 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep) -> Response:
     An encoder-decoder's head may be of any ``stack`` (encoder, decoder, cross).
     """
     entry, model = load(registry, body.model)
+    refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
     if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
         model.refuse_pair(body.text_b)
         with torch.inference_mode():

@@ -16,9 +16,10 @@ from attention_core.models.pooling import POOL_REDUCE
 
 from .attention import MAX_SEED
 
-# Characters per text: generous for 512 WordPieces, small enough to tokenize in
-# a millisecond.  The token limit itself is checked after tokenizing.
-MAX_TEXT_CHARS = 20_000
+# Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
+# token), small enough to tokenize in milliseconds.  The token limit itself is checked
+# after tokenizing.
+MAX_TEXT_CHARS = 40_000
 MAX_WORD_CHARS = 100
 
 
@@ -189,6 +190,12 @@ class MapOptions(Strict):
     cols: TokenRange | None = Field(
         None, description="[start, stop): only these columns (attended tokens), as rows"
     )
+    head_average: StrictBool = Field(
+        True,
+        description="false: no `head_average` in the answer (null).  On the long path "
+        "(`maps_path` 'long') the average reads every head of the layer, so a zoom into "
+        "one head is cheaper without it",
+    )
 
 
 class ModelAttentionRequest(MapOptions):
@@ -255,9 +262,25 @@ class MapsResponse(BaseModel):
     heads: int
     format: Literal["json", "compact"]
     attentions: list[Weights] = Field(description="per layer (heads, T, T); rows sum to 1")
-    head_average: list[Weights] = Field(description="per layer (T, T), mean over heads")
-    rollout: list[Weights] = Field(
-        description="per layer (T, T): attention rollout through that layer, residual 0.5"
+    head_average: list[Weights] | None = Field(
+        description="per layer (T, T), mean over heads; null when the request's "
+        "head_average is false"
+    )
+    rollout: list[Weights] | None = Field(
+        description="per layer (T, T): attention rollout through that layer, residual 0.5; "
+        "null on the long path (see rollout_note)"
+    )
+    maps_path: Literal["full", "long"] = Field(
+        "full",
+        description="'full': every map of the text was computed and held (inputs whose maps "
+        "fit ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES); 'long': each layer's q and k were kept and "
+        "the maps gathered block by block into what was asked (heads, region, pool), never "
+        "all held; another view of the same text is rebuilt from the kept q and k. A long "
+        "answer is at most ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS cells (ask with pool or a "
+        "region)",
+    )
+    rollout_note: str | None = Field(
+        None, description="why `rollout` is null (the long path), else null"
     )
     head_numbers: list[int] | None = Field(
         None, description="the heads (1..H) in `attentions`, in order (all when not asked)"

@@ -29,6 +29,7 @@ from ..errors import SpecError
 from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
+from .long_maps import current_long_pass
 from .outputs import LayerTrace
 
 
@@ -164,15 +165,19 @@ class GPT2Attention(nn.Module):
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, H, S, D)
         attn_mask, is_causal = decoder_mask(T, k.shape[-2])
-        steps = attention_with_steps(
-            q,
-            k,
-            v,
-            attn_mask=attn_mask,
-            dropout_p=self.attn_pdrop if self.training else 0.0,
-            is_causal=is_causal,
-            scale=self.scale,
-        )
+        long = current_long_pass()  # a long input: its maps gathered block by block
+        if long is not None:
+            steps = long.steps(self.layer_idx, q, k, v, attn_mask, is_causal, self.scale)
+        else:
+            steps = attention_with_steps(
+                q,
+                k,
+                v,
+                attn_mask=attn_mask,
+                dropout_p=self.attn_pdrop if self.training else 0.0,
+                is_causal=is_causal,
+                scale=self.scale,
+            )
         y = steps.context_vec.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
         return self.resid_dropout(self.c_proj(y)), steps, (q, k, v)
 

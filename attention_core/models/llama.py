@@ -42,6 +42,7 @@ from ..errors import SpecError
 from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
 from .kv_cache import KVCache
+from .long_maps import current_long_pass
 from .outputs import DecoderOutput, LayerTrace
 from .protocols import TransformersNames
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
@@ -309,16 +310,29 @@ class LlamaAttention(nn.Module):
         if cache is not None:
             keys, values = cache.update(self.layer_idx, k_rot, v)  # (B, H_kv, S, D)
         attn_mask, is_causal = decoder_mask(T, keys.shape[-2])
-        steps = attention_with_steps(
-            q_rot,
-            keys,
-            values,
-            attn_mask=attn_mask,
-            dropout_p=self.attention_dropout if self.training else 0.0,
-            is_causal=is_causal,
-            scale=self.scale,
-            enable_gqa=True,
-        )
+        long = current_long_pass()  # a long input: its maps gathered block by block
+        if long is not None:
+            steps = long.steps(
+                self.layer_idx,
+                q_rot,
+                keys,
+                values,
+                attn_mask,
+                is_causal,
+                self.scale,
+                enable_gqa=True,
+            )
+        else:
+            steps = attention_with_steps(
+                q_rot,
+                keys,
+                values,
+                attn_mask=attn_mask,
+                dropout_p=self.attention_dropout if self.training else 0.0,
+                is_causal=is_causal,
+                scale=self.scale,
+                enable_gqa=True,
+            )
         y = steps.context_vec.transpose(1, 2).reshape(
             B, T, H * D
         )  # (B, T, H*D): heads side by side

@@ -53,8 +53,9 @@ from .model_size import (
     default_max_model_bytes,
 )
 from .protocols import TextModel
-from .result_cache import DEFAULT_CACHE_BYTES
+from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .safetensors_io import checkpoint_files, read_header
+from .text_model_base import TextModelBase
 
 TOKENIZER_FILE = "tokenizer.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
@@ -211,7 +212,8 @@ class ModelRegistry:
     """Every model from every source; ``load`` keeps at most ``max_loaded`` in memory.
 
     ``max_tokens``: tokens a text may have (capped by each model's context);
-    ``cache_bytes``: recent results each loaded model keeps; ``max_model_bytes``: the
+    ``cache_bytes``: recent results each loaded model keeps (``long_cache_bytes``: its
+    long inputs' kept q and k); ``max_model_bytes``: the
     most one model's weights may take once loaded (None: half the machine's memory);
     ``device``: where models run (``device.check_device``), results always on the CPU.
     """
@@ -229,6 +231,7 @@ class ModelRegistry:
         max_loaded: int = 2,
         max_tokens: int = 512,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        long_cache_bytes: int = DEFAULT_LONG_CACHE_BYTES,
         max_model_bytes: int | None = None,
         device: torch.device = CPU,
     ) -> None:
@@ -241,6 +244,7 @@ class ModelRegistry:
         self.hf_cache = hf_cache
         self.max_tokens = max_tokens
         self.cache_bytes = cache_bytes
+        self.long_cache_bytes = long_cache_bytes
         self.max_model_bytes = (
             default_max_model_bytes() if max_model_bytes is None else max_model_bytes
         )
@@ -360,6 +364,8 @@ class ModelRegistry:
 
     def _load_on_device(self, family: Family, path: Path, name: str) -> TextModel:
         model = family.load(path, name, self.max_tokens, self.cache_bytes)
+        if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
+            model.long_cache = ResultCache(self.long_cache_bytes)
         if self.device.type != "cpu":
             model.to_device(self.device)
         return model

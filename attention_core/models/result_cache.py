@@ -19,6 +19,8 @@ V = TypeVar("V", bound=Sized)
 
 # Two 512-token inputs of a MiniLM-sized model (~80 MB each).
 DEFAULT_CACHE_BYTES = 192 * 2**20
+# Long inputs keep q and k per layer instead (GPT-2 small at 4,096 tokens: ~300 MB).
+DEFAULT_LONG_CACHE_BYTES = 640 * 2**20
 
 
 class ResultCache(Generic[K, V]):

@@ -15,11 +15,14 @@ import torch
 from torch import nn
 
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from .decoder_lm import DecoderLM
 from .device import CPU, running_on, to_cpu
+from .long_maps import LongMaps, LongPass, long_pass
+from .map_grid import GridSpec
 from .maps import TokenizedMaps
 from .outputs import LayerTrace, check_layer
 from .protocols import CausalLM, DecoderConfig, model_info
-from .result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -92,6 +95,8 @@ class TextModelBase(Generic[ModelT]):
         self.model = model
         self.tokenizer = tokenizer
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
+        # Long inputs' kept q/k (``encode_long``); the app sets its own budget.
+        self.long_cache: ResultCache[str, LongMaps] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
 
     def to_device(self, device: torch.device) -> None:
@@ -142,6 +147,31 @@ class TextModelBase(Generic[ModelT]):
                 to_cpu(tuple(h[0] for h in out.hidden_states)),  # (T, C) each
             )
         self._cache.put(text, maps)
+        return maps
+
+    def encode_long(self, text: str, spec: GridSpec, text_b: str | None = None) -> LongMaps:
+        """``text`` through ``long_maps.long_pass``: every layer's q/k kept and its maps
+        gathered as ``spec`` shows them, never an (H, T, T) tensor (or a recent result,
+        whose ``grid`` rebuilds another ``spec``)."""
+        self._refuse_pair(text_b)
+        cached = self.long_cache.get(text)
+        if cached is not None:
+            return cached
+        tokenized = self.tokenize(text)
+        layers = self.config.num_layers
+        # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
+        pass_ = LongPass(spec, layers, report_layers=not isinstance(self.model, DecoderLM))
+        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+            self.model(torch.tensor([tokenized.input_ids]), num_logits=0)
+        if sorted(pass_.layers) != list(range(layers)):
+            raise RuntimeError(f"{self.name}: the long pass saw layers {sorted(pass_.layers)}")
+        maps = LongMaps(
+            tokenized,
+            to_cpu(tuple(pass_.layers[i] for i in range(layers))),
+            spec,
+            tuple(pass_.grids[i] for i in range(layers)),
+        )
+        self.long_cache.put(text, maps)
         return maps
 
     def trace(

@@ -90,9 +90,15 @@ def randomize_norms(model: torch.nn.Module) -> None:
 
 
 def make_hf(
-    directory: Path, name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32
+    directory: Path,
+    name: str,
+    *,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    **overrides: Any,
 ) -> Path:
-    """The checkpoint ``name`` of ``HF_SPECS``, saved as transformers saves it."""
+    """The checkpoint ``name`` of ``HF_SPECS``, saved as transformers saves it
+    (``overrides`` change its config, e.g. a longer ``max_position_embeddings``)."""
     import transformers
 
     spec = HF_SPECS[name]
@@ -106,6 +112,7 @@ def make_hf(
         "eos_token_id": tokenizer.token_to_id(end),
         "tie_word_embeddings": False,
         **spec.settings,
+        **overrides,
     }
     config = transformers.AutoConfig.for_model(spec.model_type, **settings)
     torch.manual_seed(seed)

@@ -1,5 +1,10 @@
 """Long-text maps through the API: ``heads``, ``pool`` (max over blocks) and ``rows``/``cols``
-on a ~300-token random GPT-2, against the full maps of the same request and transformers'."""
+on a ~300-token random GPT-2, against the full maps of the same request and transformers'.
+
+The same requests on the long path (a server whose ``model_full_maps_bytes`` is 0, so
+every input takes it: maps gathered block by block from kept q and k) equal the full
+path's to float rounding; the long path's own limits and refusals are 4xx naming the field.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,19 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def client(model_dir: Path) -> Iterator[TestClient]:
     settings = Settings(models=str(model_dir), hf_cache=False)
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="module")
+def long_client(model_dir: Path) -> Iterator[TestClient]:
+    """Every input takes the long path (its maps are over 0 bytes)."""
+    settings = Settings(
+        models=str(model_dir),
+        hf_cache=False,
+        model_full_maps_bytes=0,
+        model_max_answer_cells=100_000,
+    )
     with TestClient(create_app(settings)) as test_client:
         yield test_client
 
@@ -119,6 +137,101 @@ def test_a_region_of_the_maps_without_special_tokens(client: TestClient) -> None
     np.testing.assert_array_equal(np.array(region["attentions"][0]), want)
 
 
+def close(got: Any, want: np.ndarray) -> None:
+    np.testing.assert_allclose(np.array(got), want, atol=1e-6, rtol=0)
+
+
+def test_long_path_pooled_overview_equals_pooling_the_full_maps(
+    long_client: TestClient, full: dict[str, Any]
+) -> None:
+    T = len(full["tokens"])
+    block = -(-T // POOL)
+    pooled = post(long_client, pool=POOL, heads=[4, 2])
+    assert pooled["maps_path"] == "long" and full.get("maps_path", "full") == "full"
+    assert pooled["rollout"] is None and "rollout" in pooled["rollout_note"]
+    assert pooled["tokens"] == full["tokens"] and pooled["head_numbers"] == [4, 2]
+    assert pooled["pooled"] == post(long_client, pool=POOL, layers=[1])["pooled"]
+    for layer in range(2):
+        close(
+            pooled["attentions"][layer],
+            max_pool(np.array(full["attentions"][layer])[[3, 1]], (block, block)),
+        )
+        close(
+            pooled["head_average"][layer],
+            max_pool(np.array(full["head_average"][layer]), (block, block)),
+        )
+
+
+def test_long_path_region_and_one_head_at_full_resolution(
+    long_client: TestClient, full: dict[str, Any]
+) -> None:
+    T = len(full["tokens"])
+    region = post(long_client, rows=[100, 181], cols=[7, T], heads=[3], layers=[2])
+    assert region["region"] == {"rows": [100, 181], "cols": [7, T]} and region["pooled"] is None
+    close(region["attentions"][0], np.array(full["attentions"][1])[[2], 100:181, 7:])
+    close(region["head_average"][0], np.array(full["head_average"][1])[100:181, 7:])
+    # One head, no average: the zoom a page makes after the overview.
+    head = post(long_client, heads=[1], layers=[1], head_average=False, format="compact")
+    assert head["head_average"] is None
+    assert head["attentions"][0]["shape"] == [1, T, T]
+
+
+def test_long_path_region_without_special_tokens(
+    client: TestClient, long_client: TestClient
+) -> None:
+    hidden = post(client, hide_special=True, layers=[1])
+    body = {"hide_special": True, "layers": [1], "rows": [0, 50], "cols": [10, 60], "pool": 10}
+    region = post(long_client, **body)
+    assert region["tokens"] == hidden["tokens"]
+    close(
+        region["attentions"][0], max_pool(np.array(hidden["attentions"][0])[:, 0:50, 10:60], (5, 5))
+    )
+    close(
+        region["head_average"][0],
+        max_pool(np.array(hidden["head_average"][0])[0:50, 10:60], (5, 5)),
+    )
+
+
+def test_long_path_answer_over_its_limit_is_refused_naming_pool(
+    long_client: TestClient, full: dict[str, Any]
+) -> None:
+    T = len(full["tokens"])
+    response = long_client.post("/api/model/attention", json={"model": NAME, "text": TEXT})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"] == ["body", "pool"]
+    assert detail["ctx"] == {
+        "limit": 100_000,
+        "found": 2 * 5 * T * T,
+        "setting": "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS",
+    }
+    assert "ask with pool" in detail["msg"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/model/attention", {"text": TEXT, "measure": "value_norm", "pool": 8}, "measure"),
+        ("/api/model/attention", {"text": TEXT, "hidden_states": True, "pool": 8}, "hidden_states"),
+        ("/api/model/head", {"text": TEXT, "layer": 1, "head": 1}, "text"),
+        ("/api/model/generate", {"prompt": "the bank", "max_new_tokens": 2}, "prompt"),
+        ("/api/model/head-scores", {"text": TEXT}, "text"),
+        ("/api/model/ablate", {"text": TEXT, "heads": [[1, 1]]}, "text"),
+        ("/api/model/logit-lens", {"text": TEXT}, "text"),
+    ],
+)
+def test_requests_that_need_every_map_refuse_a_long_input(
+    long_client: TestClient, path: str, body: dict[str, Any], field: str
+) -> None:
+    response = long_client.post(path, json={"model": NAME, **body})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"] == ["body", field]
+    assert detail["ctx"]["setting"] == "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
+    assert detail["ctx"]["limit"] == 0 and detail["ctx"]["found"] > 0
+
+
+@pytest.mark.parametrize("served", ["client", "long_client"])
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
@@ -133,8 +246,14 @@ def test_a_region_of_the_maps_without_special_tokens(client: TestClient) -> None
     ],
 )
 def test_bad_map_options_are_422_naming_the_field(
-    client: TestClient, full: dict[str, Any], body: dict[str, Any], field: str, words: str
+    request: pytest.FixtureRequest,
+    served: str,
+    full: dict[str, Any],
+    body: dict[str, Any],
+    field: str,
+    words: str,
 ) -> None:
+    client: TestClient = request.getfixturevalue(served)
     response = client.post("/api/model/attention", json={"model": NAME, "text": TEXT, **body})
     assert response.status_code == 422, response.text
     (detail,) = response.json()["detail"]

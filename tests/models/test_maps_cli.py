@@ -100,3 +100,24 @@ def test_bad_input_exits_2_naming_the_problem(
     err = capsys.readouterr().err
     assert err.startswith("attention-viz maps: ") and "400" in err, err
     assert not Path(out).exists()
+
+
+def test_a_long_input_is_pooled_block_by_block_without_rollout(
+    model_dir: Path,
+    tmp_path: Path,
+    api_answer: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES", "0")  # every input is long
+    get_settings.cache_clear()
+    out = tmp_path / "long.npz"
+    argv = ["maps", str(model_dir), "--text", TEXT, "--pool", str(POOL), "--out", str(out)]
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().err == "layer 3/3\n"
+    with np.load(out) as saved:
+        meta = json.loads(str(saved["meta"]))
+        assert meta["pooled"] == api_answer["pooled"] and "rollout" not in saved
+        assert "rollout" in meta["rollout_note"]
+        for key in ("attentions", "head_average"):
+            np.testing.assert_allclose(saved[key], np.array(api_answer[key]), rtol=0, atol=1e-6)

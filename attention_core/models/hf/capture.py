@@ -30,6 +30,7 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
+from ..long_maps import current_long_pass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
@@ -239,7 +240,7 @@ def core_attention(
     position_bias: torch.Tensor | None = None,
     s_aux: torch.Tensor | None = None,
     **_kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """transformers' attention signature over ``attention_with_steps``.
 
     Shapes: query (B, H, T, D), key and value (B, H_kv, S, D), the mask (B, 1,
@@ -247,12 +248,29 @@ def core_attention(
     eager attention returns them.  ``position_bias`` (T5) is the score bias,
     ``softcap`` (Gemma 2) caps the scores, ``s_aux`` (gpt-oss) are the sinks;
     the other keywords (``sliding_window``, ``is_causal``...) are already in
-    the mask.
+    the mask.  Inside ``long_maps.long_pass`` the pass computes it block by
+    block and no weights are returned (None, as SDPA's).
     """
     allowed, mask_bias = as_allowed(attention_mask)
     bias = position_bias
     if mask_bias is not None:
         bias = mask_bias if bias is None else bias + mask_bias
+    long = current_long_pass()
+    if long is not None:  # a long input: blocked, its maps gathered, no weights returned
+        layer = getattr(module, "layer_idx", None)
+        context = long.attend(
+            layer if isinstance(layer, int) else len(long.layers),
+            query,
+            key,
+            value,
+            allowed,
+            scale=scaling,
+            enable_gqa=key.shape[-3] != query.shape[-3],
+            score_bias=bias,
+            softcap=softcap,
+            sinks=s_aux,
+        )
+        return context.transpose(1, 2).contiguous(), None
     steps = attention_with_steps(
         query,
         key,

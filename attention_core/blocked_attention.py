@@ -1,0 +1,115 @@
+"""``attention_with_steps`` over a long input, a bounded block of query rows at a time.
+
+A 4,096-token layer of 12 heads has 201 M scores; ``attention_with_steps``
+keeps four tensors of them (scores, scaled, masked, weights): 3.2 GB at once.
+``blocked_attention`` calls it on ``block_rows`` query rows at a time, with
+only the keys some row of the block may see (a causal block of rows
+``r0..r1`` reads keys ``0..r1``: half the scores of a whole causal map are
+never computed; a sliding window's block skips the keys before its window
+too), and hands each block's weights to ``on_block`` before the next block is
+computed.  The context vectors are the blocks' own, concatenated: the keys
+left out have weight exactly 0, so they would add nothing.  The softmax
+itself stays in ``attention_with_steps``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from .attention import attention_with_steps
+
+# (first row, first column, weights (..., H, rows, cols)) of one block of rows.
+BlockSink = Callable[[int, int, torch.Tensor], None]
+
+# Scores per block, over every head: ~16 MB a step tensor, ~80 MB for all of a block's steps.
+DEFAULT_BLOCK_CELLS = 1 << 22
+
+
+def rows_per_block(
+    heads: int, keys: int, cells: int = DEFAULT_BLOCK_CELLS, multiple: int = 1
+) -> int:
+    """Query rows whose ``heads`` × rows × ``keys`` scores fit in ``cells`` (at least
+    ``multiple``), rounded down to a multiple of ``multiple``."""
+    rows = max(1, cells // max(1, heads * keys))
+    return max(multiple, rows - rows % multiple)
+
+
+def _rows_of(t: torch.Tensor, r0: int, r1: int) -> torch.Tensor:
+    """Rows ``r0..r1`` of a tensor broadcast over (..., T, S) (a size-1 row axis stays)."""
+    return t if t.shape[-2] == 1 else t[..., r0:r1, :]
+
+
+def _cols_of(t: torch.Tensor, c0: int, c1: int) -> torch.Tensor:
+    return t if t.shape[-1] == 1 else t[..., c0:c1]
+
+
+def _visible_span(
+    mask_rows: torch.Tensor | None, causal_stop: int | None, num_keys: int
+) -> tuple[int, int]:
+    """The columns [c0, c1) holding every key some row of the block may see."""
+    c1 = num_keys if causal_stop is None else causal_stop
+    if mask_rows is None:
+        return 0, c1
+    seen = mask_rows[..., :c1].reshape(-1, c1).any(dim=0).nonzero()  # (n, 1)
+    if seen.numel() == 0:  # every row masked: the full call says why
+        return 0, num_keys
+    return int(seen[0, 0]), int(seen[-1, 0]) + 1
+
+
+def blocked_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    score_bias: torch.Tensor | None = None,
+    softcap: float | None = None,
+    sinks: torch.Tensor | None = None,
+    block_rows: int | None = None,
+    on_block: BlockSink | None = None,
+) -> torch.Tensor:
+    """``attention_with_steps(...).context_vec``, computed ``block_rows`` query rows at a time.
+
+    Arguments as ``attention_with_steps`` (inference only: no dropout).
+    Shapes: query (..., H, T, D), key (..., H_kv, S, D), value (..., H_kv, S,
+    D_v) -> context (..., H, T, D_v).  ``on_block(r0, c0, weights)`` gets each
+    block's weights (..., H, rows, cols): rows ``r0..`` of the map, columns
+    ``c0..``; the columns outside [c0, c0 + cols) are exactly 0.
+    ``block_rows`` defaults to what keeps ``DEFAULT_BLOCK_CELLS`` scores a block.
+    """
+    T, S = query.shape[-2], key.shape[-2]
+    heads = query.shape[-3] if query.dim() >= 3 else 1
+    step = block_rows or rows_per_block(heads, S)
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    parts = []
+    for r0 in range(0, T, step):
+        r1 = min(T, r0 + step)
+        mask_rows = None if attn_mask is None else _rows_of(attn_mask, r0, r1)
+        c0, c1 = _visible_span(mask_rows, r1 if is_causal else None, S)
+        allowed = None if mask_rows is None else _cols_of(mask_rows, c0, c1)
+        if is_causal:  # top-left aligned, as attention_with_steps: row i sees keys 0..i
+            causal = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool).tril(r0 - c0)
+            allowed = causal if allowed is None else allowed & causal
+        bias = None if score_bias is None else _cols_of(_rows_of(score_bias, r0, r1), c0, c1)
+        steps = attention_with_steps(
+            query[..., r0:r1, :],
+            key[..., c0:c1, :],
+            value[..., c0:c1, :],
+            attn_mask=allowed,
+            scale=scale_factor,
+            enable_gqa=enable_gqa,
+            score_bias=bias,
+            softcap=softcap,
+            sinks=sinks,
+        )
+        if on_block is not None:
+            on_block(r0, c0, steps.attn_weights)
+        parts.append(steps.context_vec)
+        del steps  # this block's scores go before the next block's are made
+    return torch.cat(parts, dim=-2)  # (..., H, T, D_v)

@@ -1,0 +1,115 @@
+"""One layer's maps as the API shows them, gathered from blocks of rows as they are computed.
+
+A long input's (H, T, T) maps are never held: ``blocked_attention`` hands
+over a block of rows at a time and ``MapGrid.add`` keeps only what the
+answer shows, in the order the full path applies it (``app.map_view``): the
+head average over every head; hide the special tokens (drop their rows and
+columns, renormalize each row over the shown columns); keep some heads; crop
+the region; max-pool it (``pooling``: a cell is its block's maximum).  A
+pooled block may straddle two blocks of rows: its halves meet by ``amax``,
+so the result does not depend on how the rows were split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .pooling import Region
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """What to keep of a layer's maps.
+
+    ``hidden``: per token of the text, True where ``hide_special`` hides it
+    (None: nothing hidden, no renormalizing); ``region`` is over the shown
+    tokens; ``block`` (rows, cols) is the pooling block ((1, 1): full
+    resolution); ``heads``: the 0-based heads kept (None: all);
+    ``average``: also gather the head average (over every head).
+    """
+
+    hidden: tuple[bool, ...] | None
+    region: Region
+    block: tuple[int, int]
+    heads: tuple[int, ...] | None
+    average: bool = True
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        r = self.region
+        rows, cols = r.row_stop - r.row_start, r.col_stop - r.col_start
+        return -(-rows // self.block[0]), -(-cols // self.block[1])
+
+
+class MapGrid:
+    """One layer's shown maps gathered from blocks of rows: ``heads`` (n, r, c) and
+    ``average`` (r, c)."""
+
+    def __init__(self, spec: GridSpec, num_heads: int, num_tokens: int) -> None:
+        self.spec = spec
+        self.num_tokens = num_tokens
+        shown = (
+            torch.arange(num_tokens)
+            if spec.hidden is None
+            else torch.tensor([not h for h in spec.hidden]).nonzero().squeeze(-1)
+        )  # (K,) positions of the shown tokens
+        r = spec.region
+        self._shown = None if spec.hidden is None else shown
+        self._cols = slice(r.col_start, r.col_stop)  # over the shown tokens
+        # Per position of the text: the output row it is pooled into, -1 when not shown.
+        self._out_row = torch.full((num_tokens,), -1, dtype=torch.long)
+        self._out_row[shown[r.row_start : r.row_stop]] = (
+            torch.arange(r.row_stop - r.row_start) // spec.block[0]
+        )
+        self._heads = None if spec.heads is None else torch.tensor(spec.heads)
+        kept = num_heads if spec.heads is None else len(spec.heads)
+        self.heads = torch.zeros(kept, *spec.shape)
+        self.average = torch.zeros(spec.shape) if spec.average else None
+
+    def add(self, r0: int, c0: int, weights: torch.Tensor) -> None:
+        """Rows ``r0..`` of every head's map, columns ``c0..``: weights (H, rows, cols)."""
+        targets = self._out_row[r0 : r0 + weights.shape[-2]]
+        keep = targets >= 0
+        if not bool(keep.any()):
+            return
+        rows = keep.nonzero().squeeze(-1)
+        right = self.num_tokens - c0 - weights.shape[-1]
+        full = F.pad(weights.index_select(-2, rows), (c0, right))  # (H, n, T)
+        out_rows = targets[rows]
+        chosen = full if self._heads is None else full.index_select(0, self._heads)
+        _max_into(self.heads, out_rows, self._shown_cells(chosen))
+        if self.average is not None:
+            mean = full.mean(dim=0, keepdim=True)  # (1, n, T)
+            _max_into(self.average.unsqueeze(0), out_rows, self._shown_cells(mean))
+
+    def _shown_cells(self, rows: torch.Tensor) -> torch.Tensor:
+        """Shapes: (h, n, T) -> (h, n, cols pooled): hidden columns dropped and rows
+        renormalized, the region's columns, each run of ``block[1]`` pooled."""
+        if self._shown is not None:
+            rows = rows.index_select(-1, self._shown)
+            totals = rows.sum(dim=-1, keepdim=True)
+            rows = rows / totals.clamp_min(torch.finfo(rows.dtype).tiny)
+        rows = rows[..., self._cols]
+        width = self.spec.block[1]
+        if width == 1:
+            return rows
+        cells = -(-rows.shape[-1] // width)
+        padded = F.pad(rows, (0, cells * width - rows.shape[-1]))
+        return padded.view(*rows.shape[:-1], cells, width).amax(dim=-1)  # (h, n, cells)
+
+    @property
+    def nbytes(self) -> int:
+        tensors = [self.heads] + ([self.average] if self.average is not None else [])
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _max_into(out: torch.Tensor, rows: torch.Tensor, cells: torch.Tensor) -> None:
+    """``out[:, rows[i]] = max(out[:, rows[i]], cells[:, i])``, in place (rows may repeat).
+
+    Shapes: out (h, r, c), rows (n,), cells (h, n, c).
+    """
+    index = rows.view(1, -1, 1).expand_as(cells)
+    out.scatter_reduce_(1, index, cells, "amax")

@@ -1,0 +1,125 @@
+"""A 4,096-token input through the API on a tiny random GPT-2 (its maps, 537 MB, are over
+the default ``model_full_maps_bytes``): the long path's overview, one head's region at
+full resolution against transformers' eager attention, and no H × T × T tensor made."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from attention_core.models.map_grid import GridSpec
+from attention_core.models.pooling import Region
+from tests.models.checkpoints import make_gpt2
+from tests.models.test_long_maps import LargestOutput
+from tests.models.test_map_view import max_pool
+from tests.requires import require
+
+NAME = "gpt2-4k"
+CONTEXT = 4096
+HEADS = 4
+SENTENCE = "the river bank was muddy and the money was in the bank "
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require("transformers")
+    directory = tmp_path_factory.mktemp("long-api") / NAME
+    return make_gpt2(directory, n_positions=CONTEXT, n_head=HEADS, seed=11)
+
+
+@pytest.fixture(scope="module")
+def text(model_dir: Path) -> str:
+    """As many sentences as fit in the context."""
+    tokenizers = require("tokenizers")
+    tokenizer = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    per_sentence = len(tokenizer.encode(SENTENCE * 10).ids) / 10
+    count = int(CONTEXT / per_sentence) - 2
+    assert len(tokenizer.encode(SENTENCE * count).ids) <= CONTEXT
+    return SENTENCE * count
+
+
+@pytest.fixture(scope="module")
+def client(model_dir: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(models=str(model_dir), hf_cache=False))) as test_client:
+        assert test_client.get("/api/models").status_code == 200  # builds the registry
+        yield test_client
+
+
+def post(client: TestClient, text: str, **body: Any) -> dict[str, Any]:
+    response = client.post("/api/model/attention", json={"model": NAME, "text": text, **body})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.fixture(scope="module")
+def eager(model_dir: Path, client: TestClient, text: str) -> tuple[torch.Tensor, ...]:
+    """transformers' eager attention of the text, (1, H, T, T) per layer."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    transformers = require("transformers")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        model_dir, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    ids = torch.tensor([decoder.tokenize(text).input_ids])
+    with torch.inference_mode():
+        return tuple(hf(ids, output_attentions=True).attentions)
+
+
+def test_a_4096_token_overview_then_one_head_region(
+    client: TestClient, text: str, eager: tuple[torch.Tensor, ...]
+) -> None:
+    T = eager[0].shape[-1]
+    assert CONTEXT - 100 <= T <= CONTEXT
+    limits = client.get("/api/limits").json()
+    assert limits["model_max_tokens"] == CONTEXT
+    assert 2 * HEADS * T * T * 4 > limits["model_full_maps_bytes"]  # so: the long path
+    overview = post(client, text, pool=128)
+    assert overview["maps_path"] == "long" and overview["rollout"] is None
+    block = -(-T // 128)
+    assert overview["pooled"]["block"] == [block, block]
+    for layer in range(2):
+        want = max_pool(eager[layer][0].numpy(), (block, block))
+        np.testing.assert_allclose(overview["attentions"][layer], want, atol=1e-5, rtol=0)
+        average = max_pool(eager[layer][0].mean(0).numpy(), (block, block))
+        np.testing.assert_allclose(overview["head_average"][layer], average, atol=1e-5, rtol=0)
+    # The last 64 rows of head 3 at full resolution, rebuilt from the kept q and k.
+    rows = [T - 64, T]
+    zoom = post(client, text, heads=[3], layers=[2], rows=rows, head_average=False)
+    assert zoom["head_average"] is None and zoom["pooled"] is None
+    want = eager[1][0, [2], T - 64 :].numpy()
+    np.testing.assert_allclose(zoom["attentions"][0], want, atol=1e-5, rtol=0)
+
+
+def test_a_4096_token_pass_makes_no_tensor_of_every_head_s_map(
+    client: TestClient, text: str
+) -> None:
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    T = len(decoder.tokenize(text))
+    spec = GridSpec(None, Region(0, T, 0, T), (64, 64), None)
+    decoder.long_cache.max_bytes = 0  # the pass itself runs under the watch
+    with LargestOutput() as watched:
+        long = decoder.encode_long(text, spec)
+    assert watched.largest < T * T // 2  # blocks of rows: not even one head's whole map
+    with LargestOutput() as zoom:
+        grid = long.grid(1, GridSpec(None, Region(0, T, 0, T), (1, 1), (0,), average=False))
+    assert grid.heads.shape == (1, T, T)
+    assert zoom.largest == T * T  # the one head asked for, never all four
+
+
+def test_a_4096_token_map_without_pool_is_refused_before_any_work(
+    client: TestClient, text: str
+) -> None:
+    response = client.post("/api/model/attention", json={"model": NAME, "text": text})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"] == ["body", "pool"]
+    assert detail["ctx"]["setting"] == "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS"

@@ -1,0 +1,197 @@
+"""The long pass (``long_maps``): maps gathered from blocks of rows equal the full maps.
+
+GPT-2 and Llama (GQA) of the core, Gemma 2 (sliding window, soft-capping) and a
+RoBERTa encoder (no causal mask) of the transformers backend, on a ~300-token
+text; one head at full resolution against transformers' eager
+``output_attentions=True``; and no tensor of H × T × T elements is ever made (a
+dispatch mode watches every op's outputs).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from attention_core.attention import attention_with_steps
+from attention_core.blocked_attention import blocked_attention
+from attention_core.models import hidden_tokens, hide_special
+from attention_core.models.decoder import Decoder
+from attention_core.models.gpt2 import GPT2
+from attention_core.models.llama import Llama
+from attention_core.models.long_maps import LongMaps
+from attention_core.models.map_grid import GridSpec
+from attention_core.models.pooling import Region, max_pool_blocks
+from attention_core.models.text_model_base import TextModelBase
+from tests.models.checkpoints import make_gpt2, make_llama
+from tests.models.hf_checkpoints import make_hf
+from tests.requires import require
+
+TEXT = " ".join(["the river bank was muddy and the money was in the bank"] * 17)
+LENGTH = 400  # positions of every model here
+
+
+def whole(T: int, block: tuple[int, int] = (1, 1), **kw: Any) -> GridSpec:
+    return GridSpec(kw.pop("hidden", None), Region(0, T, 0, T), block, kw.pop("heads", None), **kw)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TextModelBase[Any]]:
+    require("transformers")
+    from attention_core.models.hf.text_models import load_transformers
+
+    root = tmp_path_factory.mktemp("long-maps")
+    gpt2 = make_gpt2(root / "gpt2", n_positions=LENGTH, seed=3)
+    llama = make_llama(root / "llama", max_position_embeddings=LENGTH, seed=4)
+    gemma = make_hf(root / "gemma2", "tiny-gemma2", seed=5, max_position_embeddings=LENGTH)
+    roberta = make_hf(root / "roberta", "tiny-roberta", seed=6, max_position_embeddings=LENGTH)
+    return {
+        "roberta": load_transformers(  # type: ignore[dict-item]
+            roberta, "roberta", 512, 0, kind="encoder", family="roberta"
+        ),
+        "gpt2": Decoder.from_dir(gpt2, GPT2.from_pretrained, "gpt2"),
+        "llama": Decoder.from_dir(llama, Llama.from_pretrained, "llama"),
+        "gemma2": load_transformers(gemma, "gemma2", 512, 0, kind="decoder", family="gemma2"),  # type: ignore[dict-item]
+    }
+
+
+FAMILIES = ["gpt2", "llama", "gemma2"]
+
+
+@pytest.mark.parametrize("family", [*FAMILIES, "roberta"])
+def test_pooled_overview_equals_pooling_the_full_maps(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    model = models[family]
+    full = model.encode(TEXT)
+    T = len(full.tokens)
+    assert 280 <= T <= 340
+    block = (-(-T // 48), -(-T // 48))
+    long = model.encode_long(TEXT, whole(T, block))
+    assert isinstance(long, LongMaps) and long.tokens == full.tokens
+    for layer, maps in enumerate(full.layer_attentions):
+        grid = long.grids[layer]
+        torch.testing.assert_close(grid.heads, max_pool_blocks(maps, *block), atol=1e-6, rtol=0)
+        assert grid.average is not None
+        want = max_pool_blocks(full.head_averages[layer], *block)
+        torch.testing.assert_close(grid.average, want, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_region_without_special_tokens_is_rebuilt_from_q_and_k(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    model = models[family]
+    full = model.encode(TEXT)
+    hidden = hidden_tokens(full.special)
+    long = model.encode_long(TEXT, whole(len(full.tokens), (7, 7)))
+    K = sum(not h for h in hidden)
+    region = Region(40, 201, 3, K - 5)
+    spec = GridSpec(hidden, region, (3, 5), heads=(3, 1))
+    grid = long.grid(1, spec)
+    shown = hide_special(full.layer_attentions[1], hidden)
+    want = max_pool_blocks(region.crop(shown[[3, 1]]), 3, 5)
+    torch.testing.assert_close(grid.heads, want, atol=1e-6, rtol=0)
+    average = max_pool_blocks(region.crop(hide_special(full.head_averages[1], hidden)), 3, 5)
+    assert grid.average is not None
+    torch.testing.assert_close(grid.average, average, atol=1e-6, rtol=0)
+    # One head at full resolution, without the average: only that head is computed.
+    one = long.grid(0, GridSpec(None, Region(0, K, 0, K), (1, 1), (2,), average=False))
+    assert one.average is None
+    torch.testing.assert_close(one.heads, full.layer_attentions[0][[2], :K, :K], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_one_head_at_full_resolution_equals_transformers_eager(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    transformers = require("transformers")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    model = models[family]
+    directory = Path(model.directory)  # type: ignore[attr-defined]
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(
+        directory, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    ids = torch.tensor([model.tokenize(TEXT).input_ids])
+    with torch.inference_mode():
+        want = theirs(ids, output_attentions=True).attentions
+    T = ids.shape[1]
+    long = model.encode_long(TEXT, whole(T, (5, 5)))
+    for layer in range(len(want)):
+        grid = long.grid(layer, whole(T, heads=(3,), average=False))
+        torch.testing.assert_close(grid.heads[0], want[layer][0, 3], atol=2e-6, rtol=0)
+
+
+def test_blocked_attention_equals_attention_with_steps() -> None:
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 4, 150, 8), torch.randn(1, 2, 150, 8), torch.randn(1, 2, 150, 5)
+    sinks = torch.randn(4)
+    window = torch.ones(150, 150, dtype=torch.bool).tril().triu(-20)[None, None]
+    bias = torch.randn(1, 4, 150, 150)
+    cases: list[dict[str, Any]] = [
+        {"is_causal": True, "softcap": 2.0, "sinks": sinks},
+        {"attn_mask": window, "score_bias": bias},
+        {},
+    ]
+    for extras in cases:
+        full = attention_with_steps(q, k, v, enable_gqa=True, scale=0.3, **extras)
+        weights = torch.zeros_like(full.attn_weights)
+        spans: list[tuple[int, int, int]] = []
+
+        def keep(
+            r0: int,
+            c0: int,
+            w: torch.Tensor,
+            weights: torch.Tensor = weights,
+            spans: list[tuple[int, int, int]] = spans,
+        ) -> None:
+            spans.append((r0, c0, w.shape[-1]))
+            weights[..., r0 : r0 + w.shape[-2], c0 : c0 + w.shape[-1]] = w
+
+        context = blocked_attention(
+            q, k, v, enable_gqa=True, scale=0.3, block_rows=32, on_block=keep, **extras
+        )
+        torch.testing.assert_close(context, full.context_vec, atol=1e-6, rtol=0)
+        torch.testing.assert_close(weights, full.attn_weights, atol=1e-6, rtol=0)
+        assert [s[0] for s in spans] == [0, 32, 64, 96, 128]
+        if extras.get("is_causal"):  # a causal block reads the keys up to its last row only
+            assert [s[1] + s[2] for s in spans] == [32, 64, 96, 128, 150]
+        if "attn_mask" in extras:  # a window's block starts at its first row's window
+            assert [s[1] for s in spans] == [0, 12, 44, 76, 108]
+
+
+class LargestOutput(TorchDispatchMode):
+    """Records the most elements any op's output tensor had."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_tensor_of_every_head_s_map_is_made(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    model = models[family]
+    T = len(model.tokenize(TEXT).input_ids)
+    H = model.config.num_heads
+    model.long_cache.max_bytes = 0  # no cached result: the pass runs under the mode
+    run: Callable[[], object] = lambda: model.encode_long(TEXT, whole(T, (9, 9)))  # noqa: E731
+    with LargestOutput() as watched:
+        run()
+    assert watched.largest < H * T * T // 2  # the blocks: a few rows of every head
+    with LargestOutput() as full:  # the same watch sees today's full pass make them
+        model.model(torch.tensor([model.tokenize(TEXT).input_ids]), output_attentions=True)
+    assert full.largest >= H * T * T
