@@ -15,8 +15,9 @@ with the load average before and after.  A child whose anonymous resident memory
    is ``POST /api/model/attention`` through the app (TestClient) for every layer's
    heads, head average and rollout, ``pool`` (default 128) and ``format: "compact"``
    (uint8); then, in the same server, one head as /model opens it (``layers`` +
-   ``heads``, pooled to 1,024 a side past 1,024 tokens), the same head with no pool
-   (full resolution), and a 1,024 × 1,024 region of it at full resolution.
+   ``heads``, pooled to 1,024 a side past 1,024 tokens; the layer's head average
+   comes too), the same without the head average (``head_average: false``), the head
+   with no pool (full resolution), and a 1,024 × 1,024 region of it.
    ``sdpa``: transformers' ``GPT2LMHeadModel`` with ``attn_implementation="sdpa"``,
    one forward without attentions: ``model(ids)`` (logits of every position) and
    ``model.transformer(ids)`` (no LM head, what a viewer needs), in alternating order.
@@ -55,6 +56,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +171,41 @@ class Clock:
         return time.perf_counter()
 
 
+@contextmanager
+def profiled(path: Path | None) -> Iterator[None]:
+    """With ``path``: torch.profiler around the endpoints called in the block, the operator
+    table of the longest written there.  The profiler records the thread it is started
+    on, so it is started inside the thread pool's thread FastAPI runs the endpoint on."""
+    if path is None:
+        yield
+        return
+    import fastapi.routing
+    from torch.profiler import ProfilerActivity, profile
+
+    original = fastapi.routing.run_in_threadpool
+    tables: list[tuple[float, str]] = []
+
+    def traced(func: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            result = func(*args, **kwargs)
+        table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30)
+        tables.append((time.perf_counter() - start, table))
+        return result
+
+    async def run(func: Any, *args: Any, **kwargs: Any) -> Any:
+        return await original(traced, func, *args, **kwargs)
+
+    fastapi.routing.run_in_threadpool = run  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        fastapi.routing.run_in_threadpool = original
+    if tables:
+        seconds, table = max(tables)
+        path.write_text(f"{seconds:.2f} s (profiled)\n{table}")
+
+
 def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
     """Figures 1 and 2: the API's requests through the app, in one server."""
     from fastapi.testclient import TestClient
@@ -205,7 +243,9 @@ def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         reset_peak()
         start = clock()
         if args.figure == 1:
-            first = post("overview", {"text": text, "format": "compact", "pool": args.pool})
+            overview = {"text": text, "format": "compact", "pool": args.pool}
+            with profiled(args.profile):
+                first = post("overview", overview)
             if first is not None:
                 answer = first.json()
                 assert len(answer["tokens"]) == args.tokens
@@ -215,7 +255,9 @@ def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
             layer, head = layers, heads  # the last layer's last head
             one = {"text": text, "format": "compact", "layers": [layer], "heads": [head]}
             page = {**one, "pool": ZOOM_MAX_SIDE} if args.tokens > ZOOM_MAX_SIDE else one
-            post("head_page", page)
+            post("head_page", page)  # as /model sends it (with the layer's head average)
+            one["head_average"] = False  # the head alone
+            post("head_alone", {**page, "head_average": False})
             post("head_full", one)
             side = min(ZOOM_MAX_SIDE, args.tokens)
             post("region", {**one, "rows": [args.tokens - side, args.tokens], "cols": [0, side]})
@@ -224,7 +266,8 @@ def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
             body: dict[str, Any] = {"text": text, "format": "compact"}
             if args.variant == "pooled":
                 body["pool"] = pool
-            post("first_layer", {**body, "layers": [1]})
+            with profiled(args.profile):
+                post("first_layer", {**body, "layers": [1]})
             if layers > 1:
                 post("other_layers", {**body, "layers": list(range(2, layers + 1))})
             out["grid_s"] = clock() - start
@@ -379,9 +422,10 @@ def report(args: argparse.Namespace, model: str, rows: dict[str, list[dict[str, 
         peak = median(ours, "overview_peak_mb")
         print(f"| peak resident growth, overview | {peak:.0f} MB | ≤ 2,048 MB |")
         for key, what in (
-            ("head_page", f"one head as /model opens it (pool {ZOOM_MAX_SIDE} past that side)"),
-            ("head_full", "one head, no pool (full resolution)"),
-            ("region", f"a {min(ZOOM_MAX_SIDE, args.tokens)}² region, full resolution"),
+            ("head_page", f"one head as /model asks (pool {ZOOM_MAX_SIDE}, + head average)"),
+            ("head_alone", f"the same, `head_average: false` (pool {ZOOM_MAX_SIDE})"),
+            ("head_full", "one head, no pool (full resolution), no head average"),
+            ("region", f"a {min(ZOOM_MAX_SIDE, args.tokens)}² region of it, full resolution"),
         ):
             errors = {r[key + "_error"] for r in ours if key + "_error" in r}
             size = median(ours, key + "_bytes") / 1e6
@@ -439,6 +483,12 @@ def main() -> None:
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help="also write every child's numbers here")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="figures 1, 2: torch.profiler around ours' first request, the table written here "
+        "(one round is enough; the profiler slows it)",
+    )
     args = parser.parse_args()
     models, tokens = FIGURES[args.figure]
     args.tokens = args.tokens or tokens
@@ -464,6 +514,8 @@ def main() -> None:
                 cmd += ["--pool", str(args.pool), "--variant", args.variant]
                 cmd += ["--threads", str(args.threads), "--device", args.device]
                 cmd += ["--round", str(r)]
+                if args.profile and side == "ours":
+                    cmd += ["--profile", str(args.profile)]
                 rows[side].append(run_child(cmd, int(args.max_rss_gb * 2**20)))
                 load = os.getloadavg()[0]
                 print(
