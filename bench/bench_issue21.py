@@ -6,9 +6,11 @@
 
 Random weights throughout (nothing is downloaded), 1 torch thread on every side (the
 app's default ``ATTENTION_VIZ_TORCH_THREADS``), each measurement in a fresh child
-process, rounds alternating which side goes first; medians and ratios of medians,
-with the load average before and after.  A child whose anonymous resident memory passes
-``--max-rss-gb`` (default 8) is killed and the run stops (the machine is shared).
+process, rounds alternating which side goes first; medians and ratios of medians
+of wall-clock time and of the process's CPU time (steadier on a busy machine: one
+torch thread), with the load average before and after.  A child whose anonymous
+resident memory passes ``--max-rss-gb`` (default 8) is killed and the run stops (the
+machine is shared).
 
 1. **Long text** (GPT-2 small's shape with 4,096 positions, ``bench/random_gpt2.py``;
    T = 4,096): ``ours``
@@ -225,9 +227,10 @@ def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     def post(key: str, body: dict[str, Any]) -> Any:
-        start = clock()
+        start, cpu = clock(), time.process_time()
         response = client.post("/api/model/attention", json={"model": name, **body})
         out[key + "_s"] = clock() - start
+        out[key + "_cpu"] = time.process_time() - cpu
         out[key + "_bytes"] = len(response.content)
         if response.status_code != 200:
             out[key + "_error"] = f"{response.status_code}: {response.text[:300]}"
@@ -241,7 +244,7 @@ def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         assert post("warm", warm) is not None, out
         before = rss_kb("VmRSS")
         reset_peak()
-        start = clock()
+        start, cpu = clock(), time.process_time()
         if args.figure == 1:
             overview = {"text": text, "format": "compact", "pool": args.pool}
             with profiled(args.profile):
@@ -271,6 +274,7 @@ def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
             if layers > 1:
                 post("other_layers", {**body, "layers": list(range(2, layers + 1))})
             out["grid_s"] = clock() - start
+            out["grid_cpu"] = time.process_time() - cpu
             out["grid_bytes"] = out["first_layer_bytes"] + out.get("other_layers_bytes", 0)
         out["peak_mb"] = (rss_kb("VmHWM") - before) / 1024
     return out
@@ -297,11 +301,12 @@ def ours_forward(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         model.encode(text_of(16, directory))
         before = rss_kb("VmRSS")
         reset_peak()
-        start = clock()
+        start, cpu = clock(), time.process_time()
         maps = model.encode(text)
         seconds = clock() - start
+        cpu = time.process_time() - cpu
     assert len(maps.tokenized) == args.tokens
-    return {"ours_s": seconds, "peak_mb": (rss_kb("VmHWM") - before) / 1024}
+    return {"ours_s": seconds, "ours_cpu": cpu, "peak_mb": (rss_kb("VmHWM") - before) / 1024}
 
 
 def transformers_side(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
@@ -342,9 +347,10 @@ def transformers_side(args: argparse.Namespace, directory: Path) -> dict[str, An
         for key, call in calls if args.round % 2 == 0 else calls[::-1]:
             before = rss_kb("VmRSS")
             reset_peak()
-            start = clock()
+            start, cpu = clock(), time.process_time()
             result = call()
             out[key + "_s"] = clock() - start
+            out[key + "_cpu"] = time.process_time() - cpu
             out[key + "_peak_mb"] = (rss_kb("VmHWM") - before) / 1024
             del result
     return out
@@ -405,22 +411,35 @@ def median(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def report(args: argparse.Namespace, model: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+    """Medians of wall-clock and CPU time (the process's: steadier on a busy machine)."""
     ours, theirs = rows["ours"], rows["theirs"]
     ref = "eager" if args.figure == 3 else "sdpa"
-    full, lean = median(theirs, "full_s"), median(theirs, "lean_s")
     lean_name = "same outputs as ours" if args.figure == 3 else "no LM head"
+
+    def times(group: list[dict[str, Any]], key: str) -> tuple[float, float]:
+        return median(group, key + "_s"), median(group, key + "_cpu")
+
+    def row(what: str, t: tuple[float, float], goal: str = "") -> None:
+        print(f"| {what} | {t[0]:.2f} s | {t[1]:.2f} s | {goal} |")
+
+    def ratio(what: str, a: tuple[float, float], b: tuple[float, float], goal: str) -> None:
+        print(f"| {what} | **{a[0] / b[0]:.2f}×** | **{a[1] / b[1]:.2f}×** | {goal} |")
+
+    full, lean = times(theirs, "full"), times(theirs, "lean")
     print(f"\n### figure {args.figure}: {model}, T = {args.tokens}, {args.rounds} rounds")
-    print("| measure | median | goal |")
-    print("|---|---:|---|")
-    print(f"| {ref}: logits of every position | {full:.2f} s | |")
-    print(f"| {ref}: {lean_name} | {lean:.2f} s | |")
+    print("| measure | wall | CPU | goal |")
+    print("|---|---:|---:|---|")
+    row(f"{ref}: logits of every position", full)
+    row(f"{ref}: {lean_name}", lean)
     if args.figure == 1:
-        o = median(ours, "overview_s")
-        print(f"| ours: overview, pool {args.pool} | {o:.2f} s | |")
-        print(f"| ours / {ref} | **{o / full:.2f}×** ({o / lean:.2f}× no LM head) | ≤ 1.5× |")
-        print(f"| overview answer | {median(ours, 'overview_bytes') / 1e6:.2f} MB | ≤ 8 MB |")
+        overview = times(ours, "overview")
+        row(f"ours: overview, pool {args.pool}", overview)
+        ratio(f"ours / {ref}", overview, full, "≤ 1.5×")
+        ratio(f"ours / {ref} no LM head", overview, lean, "")
+        size = median(ours, "overview_bytes") / 1e6
+        print(f"| overview answer | {size:.2f} MB | | ≤ 8 MB |")
         peak = median(ours, "overview_peak_mb")
-        print(f"| peak resident growth, overview | {peak:.0f} MB | ≤ 2,048 MB |")
+        print(f"| peak resident growth, overview | {peak:.0f} MB | | ≤ 2,048 MB |")
         for key, what in (
             ("head_page", f"one head as /model asks (pool {ZOOM_MAX_SIDE}, + head average)"),
             ("head_alone", f"the same, `head_average: false` (pool {ZOOM_MAX_SIDE})"),
@@ -430,39 +449,35 @@ def report(args: argparse.Namespace, model: str, rows: dict[str, list[dict[str, 
             errors = {r[key + "_error"] for r in ours if key + "_error" in r}
             size = median(ours, key + "_bytes") / 1e6
             note = f" (refused: {'; '.join(errors)})" if errors else ""
-            print(f"| {what} | {median(ours, key + '_s'):.2f} s, {size:.1f} MB{note} | ≤ 1 s |")
-        print(f"| peak resident growth, all four requests | {median(ours, 'peak_mb'):.0f} MB | |")
+            row(f"{what}: {size:.1f} MB{note}", times(ours, key), "≤ 1 s")
+        print(f"| peak resident growth, all five requests | {median(ours, 'peak_mb'):.0f} MB | | |")
     elif args.figure == 2:
-        g, first = median(ours, "grid_s"), median(ours, "first_layer_s")
-        print(f"| ours ({args.variant}): layer 1's request | {first:.2f} s | |")
-        print(
-            f"| ours ({args.variant}): layers 2..L's request | "
-            f"{median(ours, 'other_layers_s'):.2f} s | |"
-        )
-        print(f"| ours: to the first grid (both) | {g:.2f} s | |")
-        print(
-            f"| first request / {ref} | **{first / full:.2f}×** "
-            f"({first / lean:.2f}× no LM head) | ≤ 1.3× |"
-        )
-        print(f"| first grid / {ref} | **{g / full:.2f}×** ({g / lean:.2f}× no LM head) | |")
+        first, grid = times(ours, "first_layer"), times(ours, "grid")
+        row(f"ours ({args.variant}): layer 1's request", first)
+        row(f"ours ({args.variant}): layers 2..L's request", times(ours, "other_layers"))
+        row("ours: to the first grid (both)", grid)
+        ratio(f"first request / {ref}", first, full, "≤ 1.3×")
+        ratio(f"first request / {ref} no LM head", first, lean, "")
+        ratio(f"first grid / {ref}", grid, full, "")
+        ratio(f"first grid / {ref} no LM head", grid, lean, "")
         print(
             f"| bytes: layer 1 / all layers | {median(ours, 'first_layer_bytes') / 1e6:.2f} / "
-            f"**{median(ours, 'grid_bytes') / 1e6:.2f} MB** | ≤ 5 MB |"
+            f"**{median(ours, 'grid_bytes') / 1e6:.2f} MB** | | ≤ 5 MB |"
         )
-        print(f"| peak resident growth | {median(ours, 'peak_mb'):.0f} MB | |")
+        print(f"| peak resident growth | {median(ours, 'peak_mb'):.0f} MB | | |")
     else:
-        o = median(ours, "ours_s")
-        print(f"| ours: encode, every map and hidden state | {o:.2f} s | |")
-        print(f"| ours / eager (logits of every position) | **{o / full:.2f}×** | ≤ 0.75× |")
-        print(f"| ours / eager (same outputs) | **{o / lean:.2f}×** | |")
+        encode = times(ours, "ours")
+        row("ours: encode, every map and hidden state", encode)
+        ratio("ours / eager (logits of every position)", encode, full, "≤ 0.75×")
+        ratio("ours / eager (same outputs)", encode, lean, "")
         print(
             f"| peak resident growth ours / eager | {median(ours, 'peak_mb'):.0f} / "
-            f"{median(theirs, 'full_peak_mb'):.0f} MB | |"
+            f"{median(theirs, 'full_peak_mb'):.0f} MB | | |"
         )
     for side, group in rows.items():
         rss = max(r["child_rss_gb"] for r in group)
         anon = max(r["child_anon_gb"] for r in group)
-        print(f"| {side}: largest child resident set (anonymous) | {rss:.1f} ({anon:.1f}) GB | |")
+        print(f"| {side}: largest child resident set (anonymous) | {rss:.1f} ({anon:.1f}) GB | | |")
 
 
 FIGURES = {1: (["gpt2-small"], 4096), 2: (["llama-1b"], 512), 3: (["gpt2-small", "llama"], 1024)}
