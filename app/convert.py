@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from .schemas.attention import (
     SeededLinearProjectionIn,
     SeededRandomEmbeddingIn,
     SeededRandProjectionIn,
+    Strict,
     VocabularyEmbeddingIn,
 )
 from .steps import HEAD_STEPS, STEP_NAMES
@@ -99,31 +100,25 @@ def spec_from_request(body: AttentionRequest) -> AttentionSpec:
     return replace(spec, source_tokens=tuple(body.source_tokens), source_embedding=source_embedding)
 
 
+# The API body of each core spec: its fields carry the spec's names.
+_BODIES: dict[type, type[Strict]] = {
+    VocabularyEmbedding: VocabularyEmbeddingIn,
+    ExplicitEmbedding: ExplicitEmbeddingIn,
+    SeededRandomEmbedding: SeededRandomEmbeddingIn,
+    HashedEmbedding: HashedEmbeddingIn,
+    IdentityProjection: IdentityProjectionIn,
+    ExplicitProjection: ExplicitProjectionIn,
+    SeededRandProjection: SeededRandProjectionIn,
+    SeededLinearProjection: SeededLinearProjectionIn,
+}
+
+
 def embedding_from_core(e: EmbeddingSpec) -> EmbeddingIn:
-    if isinstance(e, VocabularyEmbedding):
-        return VocabularyEmbeddingIn(extra={w: list(v) for w, v in e.extra.items()})
-    if isinstance(e, ExplicitEmbedding):
-        return ExplicitEmbeddingIn(vectors=[list(r) for r in e.vectors])
-    if isinstance(e, SeededRandomEmbedding):
-        return SeededRandomEmbeddingIn(
-            dim=e.dim, seed=e.seed, batch=e.batch, batch_index=e.batch_index
-        )
-    return HashedEmbeddingIn(dim=e.dim, seed=e.seed)
+    return cast(EmbeddingIn, _BODIES[type(e)].model_validate(e, from_attributes=True))
 
 
 def projection_from_core(p: ProjectionSpec) -> ProjectionIn:
-    if isinstance(p, IdentityProjection):
-        return IdentityProjectionIn()
-    if isinstance(p, ExplicitProjection):
-        return ExplicitProjectionIn(
-            W_query=[list(r) for r in p.W_query],
-            W_key=[list(r) for r in p.W_key],
-            W_value=[list(r) for r in p.W_value],
-            W_out=None if p.W_out is None else [list(r) for r in p.W_out],
-        )
-    if isinstance(p, SeededRandProjection):
-        return SeededRandProjectionIn(d_out=p.d_out, seed=p.seed, order=list(p.order))
-    return SeededLinearProjectionIn(d_out=p.d_out, seed=p.seed, order=list(p.order))
+    return cast(ProjectionIn, _BODIES[type(p)].model_validate(p, from_attributes=True))
 
 
 def request_from_spec(spec: AttentionSpec) -> AttentionRequest:

@@ -3,10 +3,11 @@
 **Which requests take the long path.**  An input whose maps (layers × heads ×
 T² float32) would take more than ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES``
 (192 MiB: GPT-2 small up to ~590 tokens, a Llama-3.2-1B shape up to ~300).
-Every shorter input keeps the full path and today's answers bit for bit.  The
+Every smaller input keeps the full path and today's answers bit for bit.  The
 long path serves every decoder (core and transformers backends) and the
-transformers backend's encoders; BERT (core) keeps the full path (its context
-of 512 bounds it) and an encoder-decoder past the limit is refused.
+transformers backend's encoders; BERT (core) keeps the full path up to 512
+tokens (as before; its context usually ends there) and past them over the limit
+is refused, as is an encoder-decoder over the limit.
 
 On the long path (``attention_core.models.long_maps``) each layer's q and k
 are kept and its maps gathered block by block into what the request shows
@@ -26,8 +27,11 @@ head at full resolution, a region) rebuilds it from the kept q and k
   ``pool``) before any work: ask with ``pool`` or a smaller region.
 
 Requests that need every full map (one head's step-by-step trace, generation,
-``value_norm``, ``hidden_states``, head scores, ablation, the logit lens)
-refuse an input past the limit with a 422 naming the field and the setting.
+``value_norm``, ``hidden_states``, head scores, ablation, the logit lens,
+compare-word) refuse an input of more than ``LEGACY_MAX_TOKENS`` (512) tokens
+past the limit with a 422 naming the field and the setting; up to 512 tokens,
+the most any input had before the long path, every request answers as it did
+(``value_norm`` and ``hidden_states`` then take the full path).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from attention_core.models import TextModel, hidden_tokens, hide_special
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region
 from attention_core.models.text_model_base import TextModelBase
+from attention_core.progress import report
 
 from .limits import over_limit
 from .map_view import map_view
@@ -55,6 +60,9 @@ ROLLOUT_NOTE = (
     "the next (L products of T³), which no pooling or region avoids"
 )
 BYTES_PER_WEIGHT = 4  # float32
+# ATTENTION_VIZ_MODEL_MAX_TOKENS's default before the long path: up to here every request
+# answers as it did, whatever its maps take (BERT-large's 512 tokens: 403 MB).
+LEGACY_MAX_TOKENS = 512
 
 
 def full_maps_bytes(model: TextModel, tokens: int) -> int:
@@ -70,10 +78,11 @@ def refuse_full_maps(
     model: TextModel, tokens: int, field: str, settings: Settings, what: str
 ) -> None:
     """A 422 on ``field`` when ``what`` would hold every full map of ``tokens`` tokens
-    and they are over ``model_full_maps_bytes``."""
+    and they are over ``model_full_maps_bytes``, past ``LEGACY_MAX_TOKENS`` tokens (up
+    to there every request answers as it did before the long path)."""
     found = full_maps_bytes(model, tokens)
     limit = settings.model_full_maps_bytes
-    if found > limit:
+    if tokens > LEGACY_MAX_TOKENS and found > limit:
         raise over_limit(
             ["body", field],
             f"{what} needs every attention map of the text: layers × heads × T² × 4 bytes "
@@ -103,17 +112,19 @@ def long_attention(
         if body.target is not None:
             refuse_full_maps(model, len(model.target_text(body.target)), "target", settings, what)
         return None
-    if not isinstance(model, TextModelBase):
+    if not isinstance(model, TextModelBase):  # BERT: no long path
+        refuse_full_maps(model, token_count(model, body.text), "text", settings, "BERT's maps")
         return None
     tokenized = model.tokenize(body.text)
     if full_maps_bytes(model, len(tokenized)) <= settings.model_full_maps_bytes:
         return None
     check_fields(model, name, body)
     require_attention(name, model.info())
-    if body.measure == "value_norm":
-        refuse_full_maps(model, len(tokenized), "measure", settings, "measure 'value_norm'")
-    if body.hidden_states:
-        refuse_full_maps(model, len(tokenized), "hidden_states", settings, "hidden_states")
+    if body.measure == "value_norm" or body.hidden_states:  # the long path has neither
+        field = "measure" if body.measure == "value_norm" else "hidden_states"
+        what = "measure 'value_norm'" if field == "measure" else "hidden_states"
+        refuse_full_maps(model, len(tokenized), field, settings, what)
+        return None  # up to LEGACY_MAX_TOKENS: the full path, as before
     return long_maps_payload(model, body, name, settings)
 
 
@@ -154,7 +165,10 @@ def long_maps_payload(
         average=body.head_average,
     )
     long = model.encode_long(body.text, spec, body.text_b)
-    grids = [long.grid(n - 1, spec) for n in layers]
+    grids = []
+    for i, n in enumerate(layers):  # another view of a cached text is rebuilt layer by layer
+        grids.append(long.grid(n - 1, spec))
+        report("maps", i + 1, len(layers))
     return {
         "model": name,
         "family": model.family,

@@ -88,10 +88,11 @@ class Settings(BaseSettings):
         "average) × rows × cols after pooling (ask with pool or a rows/cols region)",
     )
     model_long_cache_bytes: int = Field(
-        640 * 2**20,
+        768 * 2**20,
         ge=0,
-        description="per loaded model, the kept q and k of recent long inputs (GPT-2 small "
-        "at 4,096 tokens: ~300 MB), so a zoom into one head does not rerun the model",
+        description="per loaded model, the kept q and k of recent long inputs (4,096 "
+        "tokens: GPT-2 small ~300 MB, Llama-3.2-1B ~710 MB), so a zoom into one head does "
+        "not rerun the model",
     )
     device: Literal["cpu", "cuda"] = Field(
         "cpu",

@@ -19,13 +19,29 @@ from .errors import SpecError
 
 
 @dataclass(frozen=True)
-class AttentionSteps:
-    """Every tensor one attention call computes.
+class CoreSteps:
+    """The steps every attention call has, and the scale it used: what a lesson shows.
 
     Shapes (``...`` is any leading batch/head dims, L queries, S keys):
     attn_scores, scaled_scores, masked_scores, attn_weights: (..., L, S);
-    context_vec: (..., L, D_v).  ``allowed`` is the boolean mask actually
-    applied, (L, S) or broadcastable, or None when nothing was masked.
+    context_vec: (..., L, D_v).  ``AttentionSteps`` (one call), ``AttentionTrace``
+    (a toy layer) and ``HeadTrace`` (one real head) extend it.
+    """
+
+    attn_scores: torch.Tensor
+    scaled_scores: torch.Tensor
+    masked_scores: torch.Tensor
+    attn_weights: torch.Tensor
+    context_vec: torch.Tensor
+    scale: float
+
+
+@dataclass(frozen=True)
+class AttentionSteps(CoreSteps):
+    """Every tensor one attention call computes: the ``CoreSteps`` and these.
+
+    ``allowed`` is the boolean mask actually applied, (L, S) or broadcastable,
+    or None when nothing was masked.
 
     The optional steps exist only when their input was given (None otherwise):
     ``biased_scores`` (..., L, S) = scaled + ``score_bias`` (T5's relative
@@ -37,12 +53,6 @@ class AttentionSteps:
     always what the softmax read (without the sink column).
     """
 
-    attn_scores: torch.Tensor
-    scaled_scores: torch.Tensor
-    masked_scores: torch.Tensor
-    attn_weights: torch.Tensor
-    context_vec: torch.Tensor
-    scale: float
     allowed: torch.Tensor | None
     biased_scores: torch.Tensor | None = None
     capped_scores: torch.Tensor | None = None

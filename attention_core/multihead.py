@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import attention_with_steps, uniform_causal_weights
+from .attention import CoreSteps, attention_with_steps, uniform_causal_weights
 from .errors import HEADS_INDIVISIBLE, SpecError
 
 
@@ -31,7 +31,7 @@ class Projections:
 
 
 @dataclass(frozen=True)
-class AttentionTrace:
+class AttentionTrace(CoreSteps):
     """Every step of one attention layer on one sequence.
 
     Shapes (T queries, S keys, H heads):
@@ -46,14 +46,8 @@ class AttentionTrace:
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
-    attn_scores: torch.Tensor
-    scaled_scores: torch.Tensor
-    masked_scores: torch.Tensor
-    attn_weights: torch.Tensor
-    context_vec: torch.Tensor
     concat: torch.Tensor
     output: torch.Tensor
-    scale: float
     causal: bool
     cross: bool
 

@@ -43,6 +43,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from attention_core.models import GPT2, GPT2Config, Llama, LlamaConfig  # noqa: E402
+from attention_core.models.blocked_pass import FullMapsPass, blocked_pass  # noqa: E402
 
 MODELS = ("gpt2-small", "llama-100m")
 M_MMAP_MAX = -4  # glibc mallopt parameter (malloc.h)
@@ -107,6 +108,12 @@ def main() -> None:
     parser.add_argument("--hidden", action="store_true", help="both also return hidden states")
     parser.add_argument("--no-keep-freed-memory", action="store_true")
     parser.add_argument(
+        "--blocked",
+        action="store_true",
+        help="also time ours inside a FullMapsPass (what Decoder.encode runs from 256 "
+        "tokens: every map computed in blocks of rows, causal blocks skipping masked keys)",
+    )
+    parser.add_argument(
         "--heap-only",
         action="store_true",
         help="also mallopt(M_MMAP_MAX, 0): blocks over glibc's 32 MB mmap ceiling come from "
@@ -153,19 +160,25 @@ def main() -> None:
         def run_theirs(ids: torch.Tensor, model: nn.Module = theirs) -> None:
             model(ids, output_attentions=True, output_hidden_states=args.hidden)
 
+        def run_blocked(ids: torch.Tensor, model: nn.Module = ours) -> None:
+            with blocked_pass(FullMapsPass()):
+                model(ids, output_attentions=True, output_hidden_states=args.hidden)
+
         check = torch.randint(0, vocab, (1, 128), generator=torch.Generator().manual_seed(2))
         print(f"{name}: {same_outputs(ours, theirs, check)}")
         sides: list[tuple[str, Callable[[torch.Tensor], None]]] = [
             ("ours", run_ours),
             ("theirs", run_theirs),
         ]
+        if args.blocked:
+            sides.append(("blocked", run_blocked))
         for threads in args.threads:
             torch.set_num_threads(threads)
             for length in args.lengths:
                 ids = torch.randint(
                     0, vocab, (1, length), generator=torch.Generator().manual_seed(1)
                 )
-                times: dict[str, list[float]] = {"ours": [], "theirs": []}
+                times: dict[str, list[float]] = {side: [] for side, _ in sides}
                 with torch.inference_mode():
                     for _ in range(args.warmup):
                         for _, run in sides:
@@ -178,9 +191,17 @@ def main() -> None:
                             times[side].append(clock() - start)
                 ours_ms, theirs_ms = median_ms(times["ours"]), median_ms(times["theirs"])
                 low = min(times["ours"]) / min(times["theirs"])
+                blocked = ""
+                if args.blocked:
+                    blocked_ms = median_ms(times["blocked"])
+                    low_blocked = min(times["blocked"]) / min(times["theirs"])
+                    blocked = (
+                        f"   blocked {blocked_ms:9.1f} {blocked_ms / theirs_ms:>7.2f} "
+                        f"({low_blocked:.2f})"
+                    )
                 print(
                     f"{name:<11} {threads:>7} {length:>5} {ours_ms:>9.1f} {theirs_ms:>9.1f} "
-                    f"{ours_ms / theirs_ms:>7.2f} ({low:.2f})",
+                    f"{ours_ms / theirs_ms:>7.2f} ({low:.2f}){blocked}",
                     flush=True,
                 )
         del ours, theirs

@@ -3,12 +3,11 @@ tokens and the attention of the whole sequence, in /api/model/attention's format
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 import torch
 from fastapi import APIRouter, Response
 
 from attention_core.models import Decoder, ModelUnsupported
+from attention_core.models.generation import Sampling
 
 from ..limits import over_limit
 from ..long_inputs import refuse_full_maps, token_count
@@ -23,14 +22,6 @@ from ..seq2seq_payloads import (
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
-
-
-class Sampling(TypedDict):
-    """How a request asks the model to pick each token (``generate``'s keywords)."""
-
-    temperature: float
-    top_k: int | None
-    seed: int | None
 
 
 def _sampling(body: GenerateRequest) -> Sampling:

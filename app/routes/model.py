@@ -188,10 +188,15 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep, settings: Settings
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
-def compare_word(body: CompareWordRequest, registry: RegistryDep) -> Response:
+def compare_word(
+    body: CompareWordRequest, registry: RegistryDep, settings: SettingsDep
+) -> Response:
     """How one word's hidden state differs between two texts, layer by layer (cosine)."""
     entry, model = load(registry, body.model)
     encoder = encoder_only(entry.name, model, "compare-word")
+    for field, text in (("text_a", body.text_a), ("text_b", body.text_b)):
+        tokens = token_count(encoder, text, field)
+        refuse_full_maps(encoder, tokens, field, settings, "compare-word")
     result = encoder.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
         {

@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from attention_core.compare import SharedToken
 
 from ..steps import StepName
 
@@ -229,14 +232,10 @@ class AttentionResponse(BaseModel):
     output: ResultMatrix | None = None
 
 
-class SharedTokenOut(BaseModel):
-    token: str
-    position_a: int
-    position_b: int
-    input_cosine: float
-    input_distance: float
-    output_cosine: float
-    output_distance: float
+# attention_core's SharedToken as the API writes it (the fields are the core dataclass's).
+@pydantic_dataclass(frozen=True)
+class SharedTokenOut(SharedToken):
+    pass
 
 
 class CompareResponse(BaseModel):

@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from attention_core.training.events import Progress, Sample
 
 from .attention import ErrorItem
 from .model import CompactTensorOut
@@ -39,18 +42,13 @@ class TrainStartEvent(_Event):
     probe_tokens: list[str] = Field(description="the probe, one character per token")
 
 
-class TrainProgressEvent(_Event):
+# The frames of progress and samples are those events' fields (app/training/sse.py): their
+# models are the core dataclasses, as pydantic dataclasses that forbid unknown fields.
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class TrainProgressEvent(Progress):
     """`progress`: after ``step`` updates; the loss estimates only on evaluation steps."""
 
-    step: int
-    max_steps: int
-    train_loss: float | None = Field(description="the last batch's loss (null at step 0)")
-    val_loss: float | None
-    eval_train_loss: float | None
-    learning_rate: float
-    tokens_per_s: float | None
-    elapsed_s: float
-    eta_s: float | None
+    train_loss: Annotated[float | None, Field(description="the last batch's loss (null at step 0)")]
 
 
 class TrainSnapshotEvent(_Event):
@@ -65,12 +63,9 @@ class TrainSnapshotEvent(_Event):
     )
 
 
-class TrainSampleEvent(_Event):
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class TrainSampleEvent(Sample):
     """`sample`: text the model as it is at ``step`` writes after the prompt."""
-
-    step: int
-    prompt: str
-    text: str
 
 
 class TrainDoneEvent(_Event):
@@ -92,7 +87,7 @@ class TrainErrorEvent(_Event):
     detail: list[ErrorItem]
 
 
-TRAIN_EVENTS: dict[str, type[_Event]] = {
+TRAIN_EVENTS: dict[str, type] = {
     "start": TrainStartEvent,
     "progress": TrainProgressEvent,
     "snapshot": TrainSnapshotEvent,

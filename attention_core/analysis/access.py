@@ -38,7 +38,8 @@ from torch import nn
 from ..errors import SpecError
 from ..models.bert import Encoder
 from ..models.decoder import Decoder
-from ..models.protocols import TextModel
+from ..models.maps import TokenizedLike
+from ..models.protocols import DecoderConfig, TextModel
 from ..models.text_model_base import TextModelBase
 
 ContextEdit = Callable[[int, torch.Tensor], torch.Tensor]
@@ -76,12 +77,10 @@ class RunOutput:
 class HeadModel(Protocol):
     """What the analysis functions use of a model (see the module doc)."""
 
-    @property
-    def num_layers(self) -> int: ...
-    @property
-    def num_heads(self) -> int: ...
-    @property
-    def causal(self) -> bool: ...
+    num_layers: int
+    num_heads: int
+    causal: bool
+
     @property
     def max_tokens(self) -> int: ...
 
@@ -110,11 +109,34 @@ class HeadModel(Protocol):
         ...
 
 
-class TextModelTokens:
-    """The tokenizer half of a ``HeadModel`` over a ``TextModelBase`` (``self.text_model``):
-    limits, tokens, the framing of an induction block, ordinary ids, token texts."""
+class _TokenizedIds(TokenizedLike, Protocol):
+    @property
+    def input_ids(self) -> tuple[int, ...]: ...
 
-    text_model: TextModelBase[Any]
+
+class _LoadedModel(Protocol):
+    """What ``HeadModelBase`` reads of a loaded model (a ``TextModelBase``, an ``Encoder``)."""
+
+    @property
+    def config(self) -> DecoderConfig: ...
+    @property
+    def max_tokens(self) -> int: ...
+
+    def tokenize(self, text: str) -> _TokenizedIds: ...
+
+
+class HeadModelBase:
+    """What every ``HeadModel`` over a loaded model (``self.text_model``) shares: the
+    model's sizes, its limit, its tokens and the framing of an induction block."""
+
+    text_model: _LoadedModel
+
+    def __init__(self, text_model: _LoadedModel) -> None:
+        self.text_model = text_model
+        config = text_model.config
+        self.num_layers = config.num_layers
+        self.num_heads = config.num_heads
+        self.head_dim = config.head_dim
 
     @property
     def max_tokens(self) -> int:
@@ -127,6 +149,12 @@ class TextModelTokens:
     def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
         prefix, suffix = _framing(self.tokenize("a"))
         return [*prefix, *block, *suffix], len(prefix)
+
+
+class TextModelTokens(HeadModelBase):
+    """``HeadModelBase`` over a ``TextModelBase``, with its ordinary ids and token texts."""
+
+    text_model: TextModelBase[Any]
 
     def ordinary_ids(self) -> torch.Tensor:
         tokenizer = self.text_model.tokenizer
@@ -143,13 +171,10 @@ class DecoderHeadModel(TextModelTokens):
     causal = True
 
     def __init__(self, decoder: Decoder, module: nn.Module | None = None) -> None:
-        self.decoder = self.text_model = decoder
+        super().__init__(decoder)
+        self.decoder = decoder
         self.module: nn.Module = module or decoder.model  # type: ignore[assignment]
-        config = decoder.config
-        self.num_layers = config.num_layers
-        self.num_heads = config.num_heads
-        self.head_dim = config.head_dim
-        self.vocabulary_size = config.vocabulary_size
+        self.vocabulary_size = decoder.config.vocabulary_size
         self.projections = output_projections(self.module, self.num_layers)
         self.blocks = layer_blocks(self.module, self.num_layers)
         self.final_norm: nn.Module = _submodule(self.module, FINAL_NORM_NAMES, "final norm")
@@ -183,29 +208,14 @@ class DecoderHeadModel(TextModelTokens):
         return out
 
 
-class EncoderHeadModel:
+class EncoderHeadModel(HeadModelBase):
     """``HeadModel`` of a BERT-family ``Encoder`` (single texts, no sentence pairs)."""
 
     causal = False
 
     def __init__(self, encoder: Encoder) -> None:
+        super().__init__(encoder)
         self.encoder = encoder
-        c = encoder.config
-        self.num_layers = c.num_hidden_layers
-        self.num_heads = c.num_attention_heads
-        self.head_dim = c.head_dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self.encoder.max_tokens
-
-    def tokenize(self, text: str) -> Tokens:
-        t = self.encoder.tokenize(text)
-        return Tokens(t.input_ids, t.tokens, t.special)
-
-    def frame(self, block: Sequence[int]) -> tuple[list[int], int]:
-        prefix, suffix = _framing(self.tokenize("a"))
-        return [*prefix, *block, *suffix], len(prefix)
 
     def ordinary_ids(self) -> torch.Tensor:
         return _without(self.encoder.config.vocab_size, self.encoder.tokenizer.special_ids)

@@ -65,11 +65,8 @@ class TransformersEncoderHeadModel(TextModelTokens):
     causal = False
 
     def __init__(self, encoder: TransformersEncoder) -> None:
-        self.encoder = self.text_model = encoder
-        sizes = encoder.config
-        self.num_layers = sizes.num_layers
-        self.num_heads = sizes.num_heads
-        self.head_dim = sizes.head_dim
+        super().__init__(encoder)
+        self.encoder = encoder
         module = encoder.model.model
         self.projections = output_projections(module, self.num_layers)
         install_edit_hooks(self.projections, [])

@@ -11,7 +11,7 @@ decoders.
 """
 
 from .bert import Encoder, EncoderConfig, EncoderOutput, default_model_dir
-from .decoder import Decoder, DecoderMaps, GeneratedText
+from .decoder import Decoder, GeneratedText
 from .families import FAMILIES, Family, Sizes, family_of
 from .features import (
     ROLLOUT_RESIDUAL,
@@ -38,6 +38,7 @@ from .safetensors_io import (
     read_header,
     save_safetensors,
 )
+from .text_model_base import DecoderMaps
 from .text_tokenizer import TextTokenizer, TokenizedText
 from .transport import (
     COMPACT_DTYPES,

@@ -16,9 +16,22 @@ from ..errors import SpecError
 from .safetensors_io import save_safetensors
 from .untrusted_json import read_json
 
-__all__ = ["check_supported", "matched_state", "read_config", "read_json", "write_checkpoint"]
+__all__ = [
+    "CONFIG_FILE",
+    "GENERATION_CONFIG_FILE",
+    "TOKENIZER_FILE",
+    "WEIGHTS_FILE",
+    "check_supported",
+    "matched_state",
+    "read_config",
+    "read_json",
+    "write_checkpoint",
+]
 
+# The files of a checkpoint directory in Hugging Face's layout.
 CONFIG_FILE = "config.json"
+GENERATION_CONFIG_FILE = "generation_config.json"
+TOKENIZER_FILE = "tokenizer.json"
 WEIGHTS_FILE = "model.safetensors"
 
 

@@ -10,24 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Unpack
 
 import torch
 
-from ..errors import PAIR_NEEDS_ENCODER, SpecError
-from .checkpoints import read_json
+from ..errors import PAIR_NEEDS_ENCODER
+from .checkpoints import CONFIG_FILE, GENERATION_CONFIG_FILE, read_json
 from .device import running_on, to_cpu
-from .generation import Generation, StopReason, generate
+from .generation import Generation, Sampling, StopReason, generate
 from .maps import MapFeatures
 from .model_size import check_token_ids
 from .protocols import CausalLM
 from .result_cache import DEFAULT_CACHE_BYTES
-from .text_model_base import TOKENIZER_FILE as TOKENIZER_FILE
-from .text_model_base import DecoderMaps as DecoderMaps
-from .text_model_base import TextModelBase, checkpoint_tokenizer, tokenizer_file
+from .text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .text_tokenizer import TextTokenizer, TokenizedText
-
-CONFIG_FILE = "config.json"
-GENERATION_CONFIG_FILE = "generation_config.json"
 
 
 @dataclass(frozen=True)
@@ -130,13 +126,8 @@ class Decoder(TextModelBase[CausalLM]):
         )
 
     def _refuse_pair(self, text_b: str | None) -> None:
-        if text_b is not None:
-            raise SpecError(
-                f"text_b (a sentence pair) is for encoders; {self.name} is a decoder: "
-                "put the whole text in text",
-                field="text_b",
-                kind=PAIR_NEEDS_ENCODER,
-            )
+        why = f"for encoders; {self.name} is a decoder: put the whole text in text"
+        refuse_pair(text_b, why, PAIR_NEEDS_ENCODER)
 
     # --- generation ---------------------------------------------------------------------
 
@@ -145,10 +136,8 @@ class Decoder(TextModelBase[CausalLM]):
         prompt: str,
         max_new_tokens: int,
         *,
-        temperature: float = 0.0,
-        top_k: int | None = None,
-        seed: int | None = None,
         capture_attentions: bool = True,
+        **sampling: Unpack[Sampling],
     ) -> GeneratedText:
         """Continue ``prompt``; see ``generation.generate``.  Stops after an EOS token."""
         tokenized = self.tokenize(prompt, field="prompt")
@@ -158,11 +147,9 @@ class Decoder(TextModelBase[CausalLM]):
                     self.model,
                     tokenized.input_ids,
                     max_new_tokens,
-                    temperature=temperature,
-                    top_k=top_k,
-                    seed=seed,
                     eos_token_ids=self.eos_ids,
                     capture_attentions=capture_attentions,
+                    **sampling,
                 )
             )
         special_ids = self.tokenizer.special_ids

@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar, cast
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, Unpack, cast
 
 import torch
 import torch.nn.functional as F
@@ -23,7 +23,7 @@ from torch import nn
 from .checkpoints import matched_state, read_config, write_checkpoint
 from .kv_cache import KVCache
 from .outputs import DecoderOutput
-from .protocols import DecoderConfig
+from .protocols import DecoderConfig, ForwardOptions, Wanted
 from .safetensors_io import load_checkpoint_tensors
 from .stack import first_position, run_blocks
 
@@ -63,15 +63,6 @@ class FamilyConfig(DecoderConfig, Protocol):
 
 
 ConfigT = TypeVar("ConfigT", bound=FamilyConfig)
-
-
-class Wanted(NamedTuple):
-    """What a forward pass returns besides the cache's advance (see ``DecoderLM.forward``)."""
-
-    num_logits: int | None
-    output_attentions: bool
-    output_hidden_states: bool
-    trace_layer: int | None
 
 
 class DecoderLM(nn.Module, Generic[ConfigT]):
@@ -144,24 +135,12 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
             c.num_layers, batch, c.num_kv_heads, max_length or c.max_positions, c.head_dim
         )
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        *,
-        cache: KVCache | None = None,
-        num_logits: int | None = None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
-        trace_layer: int | None = None,
-    ) -> DecoderOutput:
-        """Logits for ``input_ids`` (B, T), placed after the ``cache``'s positions if given.
-
-        ``num_logits``: None for every position, k for the last k, 0 for none.
-        ``trace_layer`` (0-based) returns that layer's full ``LayerTrace``.
-        """
+    def forward(self, input_ids: torch.Tensor, **options: Unpack[ForwardOptions]) -> DecoderOutput:
+        """Logits for ``input_ids`` (B, T), placed after the ``cache``'s positions if given
+        (see ``protocols.ForwardOptions``)."""
+        cache = options.get("cache")
         start = first_position(cache, input_ids.shape[1], self.config.max_positions)
-        wanted = Wanted(num_logits, output_attentions, output_hidden_states, trace_layer)
-        return self.decode(input_ids, start, cache, wanted)
+        return self.decode(input_ids, start, cache, Wanted.of(options))
 
     def decode(
         self, input_ids: torch.Tensor, start: int, cache: KVCache | None, wanted: Wanted

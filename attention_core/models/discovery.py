@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ..errors import SpecError
 from .bert.config import DEFAULT_MODEL_NAME, default_model_dir
+from .checkpoints import CONFIG_FILE
 
-CONFIG_FILE = "config.json"
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 HF_PREFIX = "models--"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import torch
 
@@ -27,6 +27,23 @@ from .kv_cache import KVCache
 from .protocols import CausalLM
 
 StopReason = Literal["eos", "max_new_tokens"]
+
+
+class Sampling(TypedDict, total=False):
+    """How each new token is picked (``generate``'s keywords; see ``sample``).
+
+    ``temperature`` (default 0: greedy), ``top_k`` (default None: every token),
+    ``seed`` of the sampler (default None: a random one).
+    """
+
+    temperature: float
+    top_k: int | None
+    seed: int | None
+
+
+def sampling_values(sampling: Sampling) -> tuple[float, int | None, int | None]:
+    """(temperature, top_k, seed) of ``sampling``, the defaults filled in."""
+    return sampling.get("temperature", 0.0), sampling.get("top_k"), sampling.get("seed")
 
 
 def sample(
@@ -130,16 +147,27 @@ class Generation:
         return self.prompt_ids + self.new_ids
 
 
+def sampler_seed(temperature: float, seed: int | None) -> tuple[int | None, torch.Generator | None]:
+    """The seed to report and the CPU generator to sample with.
+
+    Greedy (``temperature`` 0) takes the argmax each time: no sampler, seed None
+    (a seed that played no part is not reported).  Sampling uses ``seed``, or
+    one drawn at random so the answer can be reproduced.
+    """
+    if temperature <= 0.0:
+        return None, None
+    seed = secrets.randbits(31) if seed is None else seed
+    return seed, torch.Generator(device="cpu").manual_seed(seed)
+
+
 def generate(
     model: CausalLM,
     prompt_ids: Sequence[int],
     max_new_tokens: int,
     *,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    seed: int | None = None,
     eos_token_ids: Collection[int] = (),
     capture_attentions: bool = True,
+    **sampling: Unpack[Sampling],
 ) -> Generation:
     """Up to ``max_new_tokens`` tokens after ``prompt_ids``, stopping after an EOS token.
 
@@ -148,6 +176,7 @@ def generate(
     ``seed``.  The prompt and every generated
     position must fit in the model's context.
     """
+    temperature, top_k, seed = sampling_values(sampling)
     if not prompt_ids:
         raise SpecError("the prompt has no tokens", field="prompt")
     if max_new_tokens < 1:
@@ -166,12 +195,7 @@ def generate(
             setting=MODEL_CONTEXT,
             extra={"prompt_tokens": len(prompt_ids), "max_new_tokens": max_new_tokens},
         )
-    generator = None
-    if temperature <= 0.0:
-        seed = None  # greedy: the argmax each time, no sampler to seed
-    else:
-        seed = secrets.randbits(31) if seed is None else seed
-        generator = torch.Generator(device="cpu").manual_seed(seed)
+    seed, generator = sampler_seed(temperature, seed)
     cache = model.new_cache(batch=1, max_length=total)
     c = model.config
     recorder = AttentionRecorder(c.num_layers, c.num_heads, total) if capture_attentions else None

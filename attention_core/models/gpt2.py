@@ -26,10 +26,10 @@ from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
+from .blocked_pass import current_pass
 from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
-from .long_maps import current_long_pass
 from .outputs import LayerTrace
 
 
@@ -165,9 +165,9 @@ class GPT2Attention(nn.Module):
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, H, S, D)
         attn_mask, is_causal = decoder_mask(T, k.shape[-2])
-        long = current_long_pass()  # a long input: its maps gathered block by block
-        if long is not None:
-            steps = long.steps(self.layer_idx, q, k, v, attn_mask, is_causal, self.scale)
+        blocked = current_pass()  # a long input, or every map kept: block by block
+        if blocked is not None:
+            steps = blocked.steps(self.layer_idx, q, k, v, attn_mask, is_causal, self.scale)
         else:
             steps = attention_with_steps(
                 q,

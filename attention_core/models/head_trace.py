@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import torch
 
+from ..attention import CoreSteps
 from ..errors import SpecError
 from .outputs import LayerTrace
 
 
 @dataclass(frozen=True)
-class HeadTrace:
+class HeadTrace(CoreSteps):
     """Shapes (T queries, S keys, C model width, D head width): x (T, C); q (T, D);
     k, v (S, D); attn_scores, scaled_scores, masked_scores, attn_weights (T, S);
     context_vec (T, D); q_unrotated (T, D) and k_unrotated (S, D) with RoPE, else None.
@@ -34,12 +35,6 @@ class HeadTrace:
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
-    attn_scores: torch.Tensor
-    scaled_scores: torch.Tensor
-    masked_scores: torch.Tensor
-    attn_weights: torch.Tensor
-    context_vec: torch.Tensor
-    scale: float
     causal: bool
     q_unrotated: torch.Tensor | None = None
     k_unrotated: torch.Tensor | None = None

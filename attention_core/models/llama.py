@@ -39,12 +39,12 @@ from torch import nn
 
 from ..attention import AttentionSteps, attention_with_steps
 from ..errors import SpecError
+from .blocked_pass import current_pass
 from .checkpoints import check_supported
-from .decoder_lm import ACTIVATIONS, DecoderLM, Wanted, decoder_mask
+from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
-from .long_maps import current_long_pass
 from .outputs import DecoderOutput, LayerTrace
-from .protocols import TransformersNames
+from .protocols import TransformersNames, Wanted
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
@@ -146,7 +146,7 @@ class LlamaConfig(TransformersNames):
                 field="model",
             )
 
-    # The rest of ``protocols.DecoderConfig``'s common names (see ``TransformersNames``).
+    # Where Llama's common names differ from ``TransformersNames`` (grouped-query heads, RoPE).
     @property
     def num_kv_heads(self) -> int:
         return self.num_key_value_heads
@@ -310,9 +310,9 @@ class LlamaAttention(nn.Module):
         if cache is not None:
             keys, values = cache.update(self.layer_idx, k_rot, v)  # (B, H_kv, S, D)
         attn_mask, is_causal = decoder_mask(T, keys.shape[-2])
-        long = current_long_pass()  # a long input: its maps gathered block by block
-        if long is not None:
-            steps = long.steps(
+        blocked = current_pass()  # a long input, or every map kept: block by block
+        if blocked is not None:
+            steps = blocked.steps(
                 self.layer_idx,
                 q_rot,
                 keys,

@@ -1,8 +1,8 @@
 """A long input's forward pass that never holds every full map: q and k kept, maps gathered.
 
-Inside ``long_pass(pass_)`` every attention layer of the core decoders
-(``GPT2Attention`` and ``LlamaAttention`` call ``LongPass.steps``) and of the
-transformers backend (``hf.capture.core_attention``) goes to ``LongPass.attend``:
+Inside ``long_pass(pass_)`` (a ``blocked_pass.blocked_pass``) every attention
+layer of the core decoders (``GPT2Attention``, ``LlamaAttention``) and of the
+transformers backend (``hf.capture.core_attention``) goes to ``LongPass.steps``:
 it keeps what rebuilds any of the layer's maps (``KeptLayer``: q as the
 softmax saw it, after RoPE; the layer's k with its kv heads; the scale, mask,
 soft-cap, sinks and score bias), computes each head's map once through
@@ -17,10 +17,8 @@ resolution) from the kept q/k, a block of rows at a time.
 
 from __future__ import annotations
 
-import contextvars
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
 import torch
@@ -28,6 +26,7 @@ import torch
 from ..attention import AttentionSteps
 from ..blocked_attention import DEFAULT_BLOCK_CELLS, blocked_attention, rows_per_block
 from ..progress import report
+from .blocked_pass import BlockedPass, blocked_pass, context_steps
 from .map_grid import GridSpec, MapGrid
 from .maps import TokenizedLike
 
@@ -186,7 +185,7 @@ class LongPass:
 
     def steps(
         self,
-        layer: int,
+        layer: int | None,
         query: torch.Tensor,
         key: torch.Tensor,
         value: torch.Tensor,
@@ -194,41 +193,34 @@ class LongPass:
         is_causal: bool,
         scale: float | None,
         enable_gqa: bool = False,
+        *,
+        score_bias: torch.Tensor | None = None,
+        softcap: float | None = None,
+        sinks: torch.Tensor | None = None,
     ) -> AttentionSteps:
-        """``attend`` for a core decoder's attention module, in its ``attention_with_steps``
-        return shape: the context only (the scores and weights were gathered block by
-        block; their tensors here are empty)."""
-        context = self.attend(layer, query, key, value, attn_mask, is_causal, scale, enable_gqa)
-        empty = query.new_empty(0)
-        return AttentionSteps(
-            attn_scores=empty,
-            scaled_scores=empty,
-            masked_scores=empty,
-            attn_weights=empty,
-            context_vec=context,
-            scale=self.layers[layer].scale,
-            allowed=None,
+        """``attend`` as a ``BlockedPass``: the context only (the scores and weights were
+        gathered block by block; their tensors here are empty).  ``layer`` None: the
+        next layer in call order."""
+        index = len(self.layers) if layer is None else layer
+        context = self.attend(
+            index,
+            query,
+            key,
+            value,
+            attn_mask,
+            is_causal,
+            scale,
+            enable_gqa,
+            score_bias=score_bias,
+            softcap=softcap,
+            sinks=sinks,
         )
+        return context_steps(query, context, None, self.layers[index].scale)
 
 
-_CURRENT: contextvars.ContextVar[LongPass | None] = contextvars.ContextVar(
-    "attention_viz_long_pass", default=None
-)
-
-
-def current_long_pass() -> LongPass | None:
-    """The long pass this thread is inside, if any."""
-    return _CURRENT.get()
-
-
-@contextmanager
-def long_pass(pass_: LongPass) -> Iterator[LongPass]:
-    """Every attention layer run by this thread inside the block goes to ``pass_.attend``."""
-    token = _CURRENT.set(pass_)
-    try:
-        yield pass_
-    finally:
-        _CURRENT.reset(token)
+def long_pass(pass_: LongPass) -> AbstractContextManager[BlockedPass]:
+    """Every attention layer run by this thread inside the block goes to ``pass_``."""
+    return blocked_pass(pass_)
 
 
 @dataclass(frozen=True)

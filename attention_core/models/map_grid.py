@@ -100,6 +100,12 @@ class MapGrid:
         padded = F.pad(rows, (0, cells * width - rows.shape[-1]))
         return padded.view(*rows.shape[:-1], cells, width).amax(dim=-1)  # (h, n, cells)
 
+    def to_cpu(self) -> MapGrid:
+        """The gathered maps on the CPU (a pass on a GPU gathers them there)."""
+        self.heads = self.heads.cpu()
+        self.average = None if self.average is None else self.average.cpu()
+        return self
+
     @property
     def nbytes(self) -> int:
         tensors = [self.heads] + ([self.average] if self.average is not None else [])

@@ -1,6 +1,6 @@
 """What every model's forward pass over one text gives the maps: attentions and what follows.
 
-Both families' results (``bert.EncoderOutput``, ``decoder.DecoderMaps``) carry
+Both families' results (``bert.EncoderOutput``, ``text_model_base.DecoderMaps``) carry
 per-layer attentions and hidden states without the batch axis; ``MapFeatures``
 derives the stacked tensors, head averages and rollout from them, once, on
 first use.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol, TypedDict, Unpack
 
 import torch
 
@@ -52,11 +52,14 @@ def model_info(
 
 class TransformersNames:
     """``DecoderConfig``'s common names, for a config dataclass whose fields carry
-    transformers' own names (``num_hidden_layers``, ``num_attention_heads``, ``vocab_size``)."""
+    transformers' own names (``num_hidden_layers``, ``num_attention_heads``, ``vocab_size``,
+    ``max_position_embeddings``).  As in transformers, one key/value head per query head
+    unless a family says otherwise."""
 
     num_hidden_layers: int
     num_attention_heads: int
     vocab_size: int
+    max_position_embeddings: int
 
     @property
     def num_layers(self) -> int:
@@ -67,30 +70,63 @@ class TransformersNames:
         return self.num_attention_heads
 
     @property
+    def num_kv_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def max_positions(self) -> int:
+        return self.max_position_embeddings
+
+    @property
     def vocabulary_size(self) -> int:
         return self.vocab_size
+
+
+class ForwardOptions(TypedDict, total=False):
+    """What a ``CausalLM``'s forward pass may be asked besides its ``input_ids`` (B, T).
+
+    ``cache`` (default None): the new positions follow the cached ones and the cache
+    advances by T; ``num_logits`` (default None): None for every position, k for the
+    last k, 0 for none; ``output_attentions``, ``output_hidden_states`` (default
+    False); ``trace_layer`` (0-based, default None): that layer's full ``LayerTrace``.
+    """
+
+    cache: KVCache | None
+    num_logits: int | None
+    output_attentions: bool
+    output_hidden_states: bool
+    trace_layer: int | None
+
+
+class Wanted(NamedTuple):
+    """What a forward pass returns besides the cache's advance, defaults filled in."""
+
+    num_logits: int | None
+    output_attentions: bool
+    output_hidden_states: bool
+    trace_layer: int | None
+
+    @classmethod
+    def of(cls, options: ForwardOptions) -> Wanted:
+        return cls(
+            options.get("num_logits"),
+            options.get("output_attentions", False),
+            options.get("output_hidden_states", False),
+            options.get("trace_layer"),
+        )
 
 
 class CausalLM(Protocol):
     """A decoder-only language model (GPT-2, Llama family) as this package writes them.
 
-    ``forward(input_ids (B, T), cache=…, num_logits=…, output_attentions=…,
-    output_hidden_states=…, trace_layer=…) -> DecoderOutput``; with a cache the
-    new positions follow the cached ones and the cache advances by T.
+    ``model(input_ids (B, T), **options) -> DecoderOutput`` (see ``ForwardOptions``).
     """
 
     @property
     def config(self) -> DecoderConfig: ...
 
     def __call__(
-        self,
-        input_ids: torch.Tensor,
-        *,
-        cache: KVCache | None = None,
-        num_logits: int | None = None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
-        trace_layer: int | None = None,
+        self, input_ids: torch.Tensor, **options: Unpack[ForwardOptions]
     ) -> DecoderOutput: ...
 
     def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache: ...

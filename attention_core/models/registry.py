@@ -32,7 +32,7 @@ import torch
 
 from ..errors import SpecError
 from .backends import CORE
-from .checkpoints import read_json
+from .checkpoints import CONFIG_FILE, GENERATION_CONFIG_FILE, TOKENIZER_FILE, read_json
 from .device import CPU
 from .discovery import (
     BUILTIN_DIR,
@@ -57,8 +57,6 @@ from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultC
 from .safetensors_io import checkpoint_files, read_header
 from .text_model_base import TextModelBase
 
-TOKENIZER_FILE = "tokenizer.json"
-GENERATION_CONFIG_FILE = "generation_config.json"
 # Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
 # checkpoints' RoPE frequencies): not parameters.
 _BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
@@ -149,7 +147,7 @@ def describe(
         return entry
     family: Family | None = None
     try:
-        raw = read_json(candidate.path / "config.json")
+        raw = read_json(candidate.path / CONFIG_FILE)
         check_config_numbers(raw)
         family = family_of(raw)
         sizes = family.sizes(raw)

@@ -19,8 +19,9 @@ V = TypeVar("V", bound=Sized)
 
 # Two 512-token inputs of a MiniLM-sized model (~80 MB each).
 DEFAULT_CACHE_BYTES = 192 * 2**20
-# Long inputs keep q and k per layer instead (GPT-2 small at 4,096 tokens: ~300 MB).
-DEFAULT_LONG_CACHE_BYTES = 640 * 2**20
+# Long inputs keep q and k per layer instead (at 4,096 tokens: GPT-2 small ~300 MB,
+# Llama-3.2-1B ~710 MB).
+DEFAULT_LONG_CACHE_BYTES = 768 * 2**20
 
 
 class ResultCache(Generic[K, V]):

@@ -7,6 +7,7 @@ refuse a sentence pair; their maps and their one-layer trace are the same pass.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar, cast
@@ -15,6 +16,8 @@ import torch
 from torch import nn
 
 from ..errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from .blocked_pass import FullMapsPass, blocked_pass
+from .checkpoints import TOKENIZER_FILE
 from .decoder_lm import DecoderLM
 from .device import CPU, running_on, to_cpu
 from .long_maps import LongMaps, LongPass, long_pass
@@ -25,7 +28,10 @@ from .protocols import CausalLM, DecoderConfig, model_info
 from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .text_tokenizer import TextTokenizer, TokenizedText
 
-TOKENIZER_FILE = "tokenizer.json"
+# From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
+# ~0.5x the attention's time at T = 1,024): past 512, the most any input had before long
+# inputs, so every earlier answer stays bit for bit (blocks round differently, ~1e-7).
+FULL_MAPS_BLOCKED_TOKENS = 513
 
 ModelT = TypeVar("ModelT", bound=CausalLM)
 
@@ -71,6 +77,13 @@ def within_vocabulary(tokenized: TokenizedText, vocabulary: int, name: str) -> T
             field="model",
         )
     return tokenized
+
+
+def refuse_pair(text_b: str | None, why: str, kind: str | None = None) -> None:
+    """A ``SpecError`` on ``text_b`` when it is given: ``why`` this model reads no
+    sentence pair, and what to do instead."""
+    if text_b is not None:
+        raise SpecError(f"text_b (a sentence pair) is {why}", field="text_b", kind=kind)
 
 
 class TextModelBase(Generic[ModelT]):
@@ -134,7 +147,13 @@ class TextModelBase(Generic[ModelT]):
         if cached is not None:
             return cached
         tokenized = self.tokenize(text)
-        with torch.inference_mode(), running_on(self.device):
+        # A decoder's maps in blocks of rows: the masked half of each map is never computed.
+        blocked = self.causal and len(tokenized) >= FULL_MAPS_BLOCKED_TOKENS
+        with (
+            torch.inference_mode(),
+            running_on(self.device),
+            blocked_pass(FullMapsPass()) if blocked else nullcontext(),
+        ):
             out = self.model(
                 torch.tensor([tokenized.input_ids]),
                 num_logits=0,
@@ -169,7 +188,7 @@ class TextModelBase(Generic[ModelT]):
             tokenized,
             to_cpu(tuple(pass_.layers[i] for i in range(layers))),
             spec,
-            tuple(pass_.grids[i] for i in range(layers)),
+            tuple(pass_.grids[i].to_cpu() for i in range(layers)),
         )
         self.long_cache.put(text, maps)
         return maps

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..models.checkpoints import TOKENIZER_FILE
 from ..models.gpt2 import GPT2
 from ..models.untrusted_json import read_json
 from .corpus import CharVocabulary
 
-TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TRAINING_FILE = "training.json"
 RUN_FORMAT = "attention-viz training run"

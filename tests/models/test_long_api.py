@@ -18,6 +18,7 @@ from app.main import create_app
 from app.settings import Settings
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region
+from attention_core.models.result_cache import ResultCache
 from tests.models.checkpoints import make_gpt2
 from tests.models.test_long_maps import LargestOutput
 from tests.models.test_map_view import max_pool
@@ -105,7 +106,7 @@ def test_a_4096_token_pass_makes_no_tensor_of_every_head_s_map(
     decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
     T = len(decoder.tokenize(text))
     spec = GridSpec(None, Region(0, T, 0, T), (64, 64), None)
-    decoder.long_cache.max_bytes = 0  # the pass itself runs under the watch
+    decoder.long_cache = ResultCache(0)  # no cached result: the pass runs under the watch
     with LargestOutput() as watched:
         long = decoder.encode_long(text, spec)
     assert watched.largest < T * T // 2  # blocks of rows: not even one head's whole map
@@ -123,3 +124,33 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
     (detail,) = response.json()["detail"]
     assert detail["loc"] == ["body", "pool"]
     assert detail["ctx"]["setting"] == "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/model/attention", {"measure": "value_norm", "pool": 8}, "measure"),
+        ("/api/model/attention", {"hidden_states": True, "pool": 8}, "hidden_states"),
+        ("/api/model/head", {"layer": 1, "head": 1}, "text"),
+        ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
+        ("/api/model/head-scores", {}, "text"),
+        ("/api/model/ablate", {"heads": [[1, 1]]}, "text"),
+        ("/api/model/logit-lens", {}, "text"),
+    ],
+)
+def test_requests_that_need_every_map_refuse_a_4096_token_text(
+    client: TestClient, text: str, path: str, body: dict[str, Any], field: str
+) -> None:
+    key = "prompt" if path.endswith("generate") else "text"
+    response = client.post(path, json={"model": NAME, key: text, **body})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"] == ["body", field]
+    T = len(client.app.state.models.load(NAME).tokenize(text))  # type: ignore[attr-defined]
+    if field == "prompt":
+        T += 2  # the maps cover the new tokens too
+    assert detail["ctx"] == {
+        "limit": 192 * 2**20,
+        "found": 2 * HEADS * T * T * 4,
+        "setting": "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES",
+    }

@@ -10,7 +10,6 @@ dispatch mode watches every op's outputs).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_core.attention import attention_with_steps
 from attention_core.blocked_attention import blocked_attention
 from attention_core.models import hidden_tokens, hide_special
+from attention_core.models.blocked_pass import FullMapsPass, blocked_pass
 from attention_core.models.decoder import Decoder
 from attention_core.models.gpt2 import GPT2
 from attention_core.models.llama import Llama
-from attention_core.models.long_maps import LongMaps
+from attention_core.models.long_maps import LongMaps, LongPass, long_pass
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region, max_pool_blocks
-from attention_core.models.text_model_base import TextModelBase
+from attention_core.models.result_cache import ResultCache
+from attention_core.models.text_model_base import FULL_MAPS_BLOCKED_TOKENS, TextModelBase
+from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.models.hf_checkpoints import make_hf
 from tests.requires import require
@@ -106,21 +108,46 @@ def test_a_region_without_special_tokens_is_rebuilt_from_q_and_k(
     torch.testing.assert_close(one.heads, full.layer_attentions[0][[2], :K, :K], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_one_head_at_full_resolution_equals_transformers_eager(
-    models: dict[str, TextModelBase[Any]], family: str
-) -> None:
+def eager_attentions(model: TextModelBase[Any]) -> tuple[torch.Tensor, ...]:
+    """transformers' eager ``output_attentions`` of TEXT on ``model``'s checkpoint."""
     transformers = require("transformers")
     os.environ["HF_HUB_OFFLINE"] = "1"
-    model = models[family]
     directory = Path(model.directory)  # type: ignore[attr-defined]
     theirs = transformers.AutoModelForCausalLM.from_pretrained(
         directory, attn_implementation="eager", dtype=torch.float32
     ).eval()
     ids = torch.tensor([model.tokenize(TEXT).input_ids])
     with torch.inference_mode():
-        want = theirs(ids, output_attentions=True).attentions
-    T = ids.shape[1]
+        return tuple(theirs(ids, output_attentions=True).attentions)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_full_maps_computed_in_blocks_equal_transformers_eager(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    """What ``encode`` runs past FULL_MAPS_BLOCKED_TOKENS tokens (a ``FullMapsPass``, in
+    blocks of 64 rows), here on ~300: the maps of transformers and of one whole
+    ``attention_with_steps`` per layer (the full path below that length)."""
+    model = models[family]
+    want = eager_attentions(model)
+    ids = torch.tensor([model.tokenize(TEXT).input_ids])
+    assert ids.shape[1] < FULL_MAPS_BLOCKED_TOKENS
+    with torch.inference_mode():
+        with blocked_pass(FullMapsPass()):
+            ours = model.model(ids, num_logits=0, output_attentions=True).attentions
+        whole_maps = model.encode(TEXT).layer_attentions
+    for layer, theirs in enumerate(want):
+        torch.testing.assert_close(ours[layer], theirs, atol=2e-6, rtol=0)
+        torch.testing.assert_close(ours[layer][0], whole_maps[layer], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_one_head_at_full_resolution_equals_transformers_eager(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    model = models[family]
+    want = eager_attentions(model)
+    T = want[0].shape[-1]
     long = model.encode_long(TEXT, whole(T, (5, 5)))
     for layer in range(len(want)):
         grid = long.grid(layer, whole(T, heads=(3,), average=False))
@@ -184,14 +211,31 @@ class LargestOutput(TorchDispatchMode):
 def test_no_tensor_of_every_head_s_map_is_made(
     models: dict[str, TextModelBase[Any]], family: str
 ) -> None:
+    """At T ≈ 300 a whole map fits the default block budget, so the budget is set to 32
+    rows of every head here; the 4,096-token API test watches the default one."""
     model = models[family]
-    T = len(model.tokenize(TEXT).input_ids)
-    H = model.config.num_heads
-    model.long_cache.max_bytes = 0  # no cached result: the pass runs under the mode
-    run: Callable[[], object] = lambda: model.encode_long(TEXT, whole(T, (9, 9)))  # noqa: E731
-    with LargestOutput() as watched:
-        run()
-    assert watched.largest < H * T * T // 2  # the blocks: a few rows of every head
+    ids = torch.tensor([model.tokenize(TEXT).input_ids])
+    T, H = ids.shape[1], model.config.num_heads
+    pass_ = LongPass(whole(T, (9, 9)), model.config.num_layers, block_cells=32 * H * T)
+    with torch.inference_mode(), LargestOutput() as watched, long_pass(pass_):
+        model.model(ids, num_logits=0)
+    assert sorted(pass_.grids) == [0, 1]
+    # Blocks of 32 rows of every head; at most the (1, 1, T, T) boolean mask transformers
+    # builds for the whole text (one per layer type, not per head).
+    assert watched.largest <= T * T < H * T * T
     with LargestOutput() as full:  # the same watch sees today's full pass make them
-        model.model(torch.tensor([model.tokenize(TEXT).input_ids]), output_attentions=True)
+        model.model(ids, output_attentions=True)
     assert full.largest >= H * T * T
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gemma2"])
+def test_the_long_pass_reports_each_layer(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    model = models[family]
+    model.long_cache = ResultCache(0)  # no cached result: the pass runs
+    T = len(model.tokenize(TEXT).input_ids)
+    seen: list[tuple[str, int, int]] = []
+    with reporting(lambda *event: seen.append(event)):
+        model.encode_long(TEXT, whole(T, (9, 9)))
+    assert seen == [("forward", 1, 2), ("forward", 2, 2)]

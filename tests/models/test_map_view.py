@@ -3,7 +3,7 @@ on a ~300-token random GPT-2, against the full maps of the same request and tran
 
 The same requests on the long path (a server whose ``model_full_maps_bytes`` is 0, so
 every input takes it: maps gathered block by block from kept q and k) equal the full
-path's to float rounding; the long path's own limits and refusals are 4xx naming the field.
+path's to float rounding; the long path's answer limit is a 422 naming ``pool``.
 """
 
 from __future__ import annotations
@@ -208,27 +208,16 @@ def test_long_path_answer_over_its_limit_is_refused_naming_pool(
     assert "ask with pool" in detail["msg"]
 
 
-@pytest.mark.parametrize(
-    ("path", "body", "field"),
-    [
-        ("/api/model/attention", {"text": TEXT, "measure": "value_norm", "pool": 8}, "measure"),
-        ("/api/model/attention", {"text": TEXT, "hidden_states": True, "pool": 8}, "hidden_states"),
-        ("/api/model/head", {"text": TEXT, "layer": 1, "head": 1}, "text"),
-        ("/api/model/generate", {"prompt": "the bank", "max_new_tokens": 2}, "prompt"),
-        ("/api/model/head-scores", {"text": TEXT}, "text"),
-        ("/api/model/ablate", {"text": TEXT, "heads": [[1, 1]]}, "text"),
-        ("/api/model/logit-lens", {"text": TEXT}, "text"),
-    ],
-)
-def test_requests_that_need_every_map_refuse_a_long_input(
-    long_client: TestClient, path: str, body: dict[str, Any], field: str
+def test_what_the_long_path_lacks_takes_the_full_path_up_to_512_tokens(
+    client: TestClient, long_client: TestClient
 ) -> None:
-    response = long_client.post(path, json={"model": NAME, **body})
-    assert response.status_code == 422, response.text
-    (detail,) = response.json()["detail"]
-    assert detail["loc"] == ["body", field]
-    assert detail["ctx"]["setting"] == "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
-    assert detail["ctx"]["limit"] == 0 and detail["ctx"]["found"] > 0
+    """value_norm and hidden_states have no long path; up to 512 tokens they are answered
+    from the full maps, as before (past 512: refused, see test_long_api)."""
+    for extra in ({"measure": "value_norm"}, {"hidden_states": True}):
+        body = {"layers": [2], "pool": 8, **extra}
+        answer = post(long_client, **body)
+        assert "maps_path" not in answer and answer["rollout"] is not None
+        assert answer == post(client, **body)
 
 
 @pytest.mark.parametrize("served", ["client", "long_client"])

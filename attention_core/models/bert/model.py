@@ -22,18 +22,13 @@ import torch.nn.functional as F
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
+from ..checkpoints import CONFIG_FILE, TOKENIZER_FILE
 from ..device import CPU, move, running_on, to_cpu
 from ..maps import TokenizedMaps
 from ..outputs import LayerTrace, check_layer
 from ..protocols import model_info
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
-from .config import (
-    CONFIG_FILE,
-    DEFAULT_MODEL_NAME,
-    TOKENIZER_FILE,
-    EncoderConfig,
-    resolve_model_dir,
-)
+from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights
 from .words import WordComparison, find_word, layer_cosines

@@ -30,7 +30,7 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
-from ..long_maps import current_long_pass
+from ..blocked_pass import current_pass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
@@ -248,46 +248,48 @@ def core_attention(
     eager attention returns them.  ``position_bias`` (T5) is the score bias,
     ``softcap`` (Gemma 2) caps the scores, ``s_aux`` (gpt-oss) are the sinks;
     the other keywords (``sliding_window``, ``is_causal``...) are already in
-    the mask.  Inside ``long_maps.long_pass`` the pass computes it block by
-    block and no weights are returned (None, as SDPA's).
+    the mask.  Inside a ``blocked_pass.blocked_pass`` the pass computes it
+    block by block (a long pass returns no weights: None, as SDPA's).
     """
     allowed, mask_bias = as_allowed(attention_mask)
     bias = position_bias
     if mask_bias is not None:
         bias = mask_bias if bias is None else bias + mask_bias
-    long = current_long_pass()
-    if long is not None:  # a long input: blocked, its maps gathered, no weights returned
+    blocked = current_pass()  # a long input, or every map kept: block by block
+    if blocked is not None:
         layer = getattr(module, "layer_idx", None)
-        context = long.attend(
-            layer if isinstance(layer, int) else len(long.layers),
+        steps = blocked.steps(
+            layer if isinstance(layer, int) else None,
             query,
             key,
             value,
             allowed,
+            False,
+            scaling,
+            key.shape[-3] != query.shape[-3],
+            score_bias=bias,
+            softcap=softcap,
+            sinks=s_aux,
+        )
+    else:
+        steps = attention_with_steps(
+            query,
+            key,
+            value,
+            attn_mask=allowed,
+            dropout_p=dropout if module.training else 0.0,
             scale=scaling,
             enable_gqa=key.shape[-3] != query.shape[-3],
             score_bias=bias,
             softcap=softcap,
             sinks=s_aux,
         )
-        return context.transpose(1, 2).contiguous(), None
-    steps = attention_with_steps(
-        query,
-        key,
-        value,
-        attn_mask=allowed,
-        dropout_p=dropout if module.training else 0.0,
-        scale=scaling,
-        enable_gqa=key.shape[-3] != query.shape[-3],
-        score_bias=bias,
-        softcap=softcap,
-        sinks=s_aux,
-    )
     capture = _CURRENT.get()
     if capture is not None:
         capture.record(module, query, key, value, steps)
     output = steps.context_vec.transpose(1, 2).contiguous()  # (B, T, H, D)
-    return output, steps.attn_weights
+    kept = steps.attn_weights.numel() > 0 or steps.context_vec.numel() == 0
+    return output, steps.attn_weights if kept else None  # a long pass keeps no weights
 
 
 def boolean_mask(**kwargs: Any) -> torch.Tensor | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 import torch
 from torch import nn
@@ -22,6 +22,7 @@ from transformers import AutoModel, AutoModelForCausalLM, DynamicCache, Pretrain
 from ...errors import SpecError
 from ..kv_cache import KVCache
 from ..outputs import DecoderOutput, LayerTrace
+from ..protocols import ForwardOptions, Wanted
 from ..stack import first_position
 from .capture import ATTENTION_NAME, Kind, Site, Stack, attention_sites, capturing, register
 
@@ -182,21 +183,14 @@ class TransformersLM:
     def save_pretrained(self, directory: Path) -> None:
         self.model.save_pretrained(directory)  # type: ignore[operator]
 
-    def __call__(
-        self,
-        input_ids: torch.Tensor,
-        *,
-        cache: KVCache | None = None,
-        num_logits: int | None = None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
-        trace_layer: int | None = None,
-    ) -> DecoderOutput:
+    def __call__(self, input_ids: torch.Tensor, **options: Unpack[ForwardOptions]) -> DecoderOutput:
         """Shapes: input_ids (B, T) -> ``DecoderOutput``; see ``protocols.CausalLM``.
 
         The attentions are the captured (B, H, T, S) weights of each layer;
         with ``trace_layer`` that layer's q, k, v, every step and its input x.
         """
+        cache = options.get("cache")
+        num_logits, output_attentions, output_hidden_states, trace_layer = Wanted.of(options)
         length = input_ids.shape[1]
         first_position(cache, length, self.config.max_positions)
         arguments: dict[str, Any] = {

@@ -16,21 +16,20 @@ token included (it is fed once more, its logits unused).
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 
 from ...errors import SpecError
-from ..generation import StopReason, sample
+from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
 from ..maps import MapFeatures
 from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
-from ..text_model_base import tokenizer_file, within_vocabulary
+from ..text_model_base import refuse_pair, tokenizer_file, within_vocabulary
 from ..text_tokenizer import TextTokenizer, TokenizedText
 from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
 from .seq2seq_rules import apply_rules, generation_rules
@@ -103,7 +102,7 @@ class GeneratedTarget(Seq2SeqMaps):
     new_tokens: tuple[str, ...] = ()  # the text each written token adds
     text: str = ""
     stop_reason: StopReason = "max_new_tokens"
-    seed: int = 0
+    seed: int | None = None  # None: greedy
 
 
 class EncoderDecoder:
@@ -267,12 +266,11 @@ class EncoderDecoder:
         )
 
     def refuse_pair(self, text_b: str | None) -> None:
-        if text_b is not None:
-            raise SpecError(
-                f"text_b (a sentence pair) is for encoders; {self.name} is an encoder-decoder: "
-                "put the source in text and the decoder's text in target",
-                field="text_b",
-            )
+        refuse_pair(
+            text_b,
+            f"for encoders; {self.name} is an encoder-decoder: "
+            "put the source in text and the decoder's text in target",
+        )
 
     # --- the forward pass -----------------------------------------------------------------
 
@@ -362,10 +360,7 @@ class EncoderDecoder:
         self,
         prompt: str,
         max_new_tokens: int,
-        *,
-        temperature: float = 0.0,
-        top_k: int | None = None,
-        seed: int | None = None,
+        **sampling: Unpack[Sampling],
     ) -> GeneratedTarget:
         """Write a target for ``prompt`` (the source): greedy with ``temperature`` 0.
 
@@ -374,6 +369,7 @@ class EncoderDecoder:
         """
         from transformers import DynamicCache, EncoderDecoderCache
 
+        temperature, top_k, seed = sampling_values(sampling)
         if max_new_tokens < 1:
             raise SpecError(
                 f"max_new_tokens is {max_new_tokens}; it must be at least 1",
@@ -387,8 +383,7 @@ class EncoderDecoder:
                 field="max_new_tokens",
             )
         source = self.tokenize(prompt, field="prompt")
-        seed = secrets.randbits(31) if seed is None else seed
-        generator = torch.Generator().manual_seed(seed)
+        seed, generator = sampler_seed(temperature, seed)
         rules = generation_rules(self.model.generation_config, max_new_tokens)
         config = self.model.config
         length, width = 1 + max_new_tokens, len(source)

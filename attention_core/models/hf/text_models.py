@@ -14,7 +14,7 @@ from pathlib import Path
 from ...errors import SpecError
 from ..decoder import Decoder
 from ..protocols import TextModel
-from ..text_model_base import TextModelBase, checkpoint_tokenizer, tokenizer_file
+from ..text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .capture import Kind
 from .language_model import TransformersLM
 from .seq2seq import EncoderDecoder
@@ -31,12 +31,11 @@ class TransformersEncoder(TextModelBase[TransformersLM]):
     causal = False
 
     def _refuse_pair(self, text_b: str | None) -> None:
-        if text_b is not None:
-            raise SpecError(
-                f"text_b (a sentence pair) is read by the hand-written BERT family only; "
-                f"{self.name} is a {self.family} encoder: put the whole text in text",
-                field="text_b",
-            )
+        refuse_pair(
+            text_b,
+            "read by the hand-written BERT family only; "
+            f"{self.name} is a {self.family} encoder: put the whole text in text",
+        )
 
 
 def load_transformers(
