@@ -369,10 +369,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 # --- the parent -----------------------------------------------------------------------
 
 
-def run_child(cmd: list[str], max_anon_kb: int) -> dict[str, Any]:
+def run_child(
+    cmd: list[str], max_anon_kb: int, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run one child, killing it if its anonymous resident memory passes ``max_anon_kb``
     (file-backed pages, the memory-mapped checkpoint's, are page cache: not counted)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = {"VmRSS": 0, "RssAnon": 0}
 
     def watch() -> None:
@@ -412,7 +414,7 @@ def median(rows: list[dict[str, Any]], key: str) -> float:
 
 def report(args: argparse.Namespace, model: str, rows: dict[str, list[dict[str, Any]]]) -> None:
     """Medians of wall-clock and CPU time (the process's: steadier on a busy machine)."""
-    ours, theirs = rows["ours"], rows["theirs"]
+    ours, theirs, before = rows["ours"], rows["theirs"], rows.get("before", [])
     ref = "eager" if args.figure == 3 else "sdpa"
     lean_name = "same outputs as ours" if args.figure == 3 else "no LM head"
 
@@ -453,6 +455,15 @@ def report(args: argparse.Namespace, model: str, rows: dict[str, list[dict[str, 
         print(f"| peak resident growth, all five requests | {median(ours, 'peak_mb'):.0f} MB | | |")
     elif args.figure == 2:
         first, grid = times(ours, "first_layer"), times(ours, "grid")
+        if before:
+            b_first, b_grid = times(before, "first_layer"), times(before, "grid")
+            row("before: layer 1's request", b_first)
+            row("before: to the first grid (both)", b_grid)
+            ratio(f"before: first request / {ref}", b_first, full, "")
+            ratio(f"before: first grid / {ref}", b_grid, full, "")
+            ratio("ours / before: first grid", grid, b_grid, "")
+            size = median(before, "grid_bytes") / 1e6
+            print(f"| before: bytes, all layers | {size:.2f} MB | | |")
         row(f"ours ({args.variant}): layer 1's request", first)
         row(f"ours ({args.variant}): layers 2..L's request", times(ours, "other_layers"))
         row("ours: to the first grid (both)", grid)
@@ -467,6 +478,12 @@ def report(args: argparse.Namespace, model: str, rows: dict[str, list[dict[str, 
         print(f"| peak resident growth | {median(ours, 'peak_mb'):.0f} MB | | |")
     else:
         encode = times(ours, "ours")
+        if before:
+            b_encode = times(before, "ours")
+            row("before: encode", b_encode)
+            ratio("before / eager (logits of every position)", b_encode, full, "")
+            ratio("before / eager (same outputs)", b_encode, lean, "")
+            ratio("ours / before", encode, b_encode, "")
         row("ours: encode, every map and hidden state", encode)
         ratio("ours / eager (logits of every position)", encode, full, "≤ 0.75×")
         ratio("ours / eager (same outputs)", encode, lean, "")
@@ -475,6 +492,8 @@ def report(args: argparse.Namespace, model: str, rows: dict[str, list[dict[str, 
             f"{median(theirs, 'full_peak_mb'):.0f} MB | | |"
         )
     for side, group in rows.items():
+        if not group:
+            continue
         rss = max(r["child_rss_gb"] for r in group)
         anon = max(r["child_anon_gb"] for r in group)
         print(f"| {side}: largest child resident set (anonymous) | {rss:.1f} ({anon:.1f}) GB | | |")
@@ -499,6 +518,12 @@ def main() -> None:
     parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help="also write every child's numbers here")
     parser.add_argument(
+        "--before",
+        type=Path,
+        help="figures 2, 3: a source tree of the code before (`git archive main | tar -x -C "
+        "DIR`, with this bench copied into DIR/bench): its ours runs as a third side",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         help="figures 1, 2: torch.profiler around ours' first request, the table written here "
@@ -521,17 +546,23 @@ def main() -> None:
     everything: dict[str, Any] = {}
     for model in args.models or models:
         checkpoint(model)  # made here, once, not in a timed child
-        rows: dict[str, list[dict[str, Any]]] = {"ours": [], "theirs": []}
+        rows: dict[str, list[dict[str, Any]]] = {"ours": [], "theirs": [], "before": []}
+        sides = ["ours", "theirs"] + (["before"] if args.before else [])
         for r in range(args.rounds):
-            for side in ("ours", "theirs") if r % 2 == 0 else ("theirs", "ours"):
-                cmd = [sys.executable, __file__, "--child", side, "--model", model]
+            for side in sides[r % len(sides) :] + sides[: r % len(sides)]:
+                script, env = __file__, None
+                if side == "before":  # ours, from another source tree (its own bench copy)
+                    script = str(args.before / "bench" / "bench_issue21.py")
+                    env = {**os.environ, "PYTHONPATH": str(args.before)}
+                child_side = "ours" if side == "before" else side
+                cmd = [sys.executable, script, "--child", child_side, "--model", model]
                 cmd += ["--figure", str(args.figure), "--tokens", str(args.tokens)]
                 cmd += ["--pool", str(args.pool), "--variant", args.variant]
                 cmd += ["--threads", str(args.threads), "--device", args.device]
                 cmd += ["--round", str(r)]
                 if args.profile and side == "ours":
                     cmd += ["--profile", str(args.profile)]
-                rows[side].append(run_child(cmd, int(args.max_rss_gb * 2**20)))
+                rows[side].append(run_child(cmd, int(args.max_rss_gb * 2**20), env))
                 load = os.getloadavg()[0]
                 print(
                     f"round {r + 1} {model} {side} (load {load:.1f}): {rows[side][-1]}", flush=True
