@@ -129,7 +129,9 @@ def llama_dir(directory: Path, shape: dict[str, Any], dtype: str) -> Path:
         )
     torch.manual_seed(0)
     config = transformers.LlamaConfig(**shape, bos_token_id=None, eos_token_id=None)
-    model = transformers.LlamaForCausalLM._from_config(config, dtype=getattr(torch, dtype))
+    model = transformers.LlamaForCausalLM._from_config(  # type: ignore[no-untyped-call]
+        config, dtype=getattr(torch, dtype)
+    )
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
     tokenizer_json(directory)
@@ -184,7 +186,7 @@ def profiled(path: Path | None) -> Iterator[None]:
     import fastapi.routing
     from torch.profiler import ProfilerActivity, profile
 
-    original = fastapi.routing.run_in_threadpool
+    original = fastapi.routing.run_in_threadpool  # type: ignore[attr-defined]
     tables: list[tuple[float, str]] = []
 
     def traced(func: Any, *args: Any, **kwargs: Any) -> Any:
@@ -198,11 +200,11 @@ def profiled(path: Path | None) -> Iterator[None]:
     async def run(func: Any, *args: Any, **kwargs: Any) -> Any:
         return await original(traced, func, *args, **kwargs)
 
-    fastapi.routing.run_in_threadpool = run  # type: ignore[assignment]
+    fastapi.routing.run_in_threadpool = run  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        fastapi.routing.run_in_threadpool = original
+        fastapi.routing.run_in_threadpool = original  # type: ignore[attr-defined]
     if tables:
         seconds, table = max(tables)
         path.write_text(f"{seconds:.2f} s (profiled)\n{table}")
@@ -256,7 +258,8 @@ def ours_app(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
                 out["overview_pooled"] = answer.get("pooled")
             out["overview_peak_mb"] = (rss_kb("VmHWM") - before) / 1024
             layer, head = layers, heads  # the last layer's last head
-            one = {"text": text, "format": "compact", "layers": [layer], "heads": [head]}
+            one: dict[str, Any] = {"text": text, "format": "compact"}
+            one |= {"layers": [layer], "heads": [head]}
             page = {**one, "pool": ZOOM_MAX_SIDE} if args.tokens > ZOOM_MAX_SIDE else one
             post("head_page", page)  # as /model sends it (with the layer's head average)
             one["head_average"] = False  # the head alone
@@ -305,7 +308,7 @@ def ours_forward(args: argparse.Namespace, directory: Path) -> dict[str, Any]:
         maps = model.encode(text)
         seconds = clock() - start
         cpu = time.process_time() - cpu
-    assert len(maps.tokenized) == args.tokens
+    assert len(maps.tokens) == args.tokens
     return {"ours_s": seconds, "ours_cpu": cpu, "peak_mb": (rss_kb("VmHWM") - before) / 1024}
 
 
