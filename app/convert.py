@@ -78,15 +78,20 @@ def projection_to_core(p: ProjectionIn) -> ProjectionSpec:
     return kind(d_out=p.d_out, seed=p.seed, order=tuple(p.order))
 
 
+# The options that the API body and the core spec carry under one name with one value.
+_SAME_OPTIONS = ("num_heads", "causal", "scale", "mode")
+
+
+def _same_options(source: AttentionOptions | AttentionSpec) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in _SAME_OPTIONS}
+
+
 def spec_from_options(options: AttentionOptions, tokens: list[str]) -> AttentionSpec:
     return AttentionSpec(
         tokens=tuple(tokens),
         embedding=embedding_to_core(options.embedding),
         projection=projection_to_core(options.projection),
-        num_heads=options.num_heads,
-        causal=options.causal,
-        scale=options.scale,
-        mode=options.mode,
+        **_same_options(options),
     )
 
 
@@ -127,10 +132,7 @@ def request_from_spec(spec: AttentionSpec) -> AttentionRequest:
         tokens=list(spec.tokens),
         embedding=embedding_from_core(spec.embedding),
         projection=projection_from_core(spec.projection),
-        num_heads=spec.num_heads,
-        causal=spec.causal,
-        scale=spec.scale,
-        mode=spec.mode,
+        **_same_options(spec),
         source_tokens=None if spec.source_tokens is None else list(spec.source_tokens),
         source_embedding=None
         if spec.source_embedding is None

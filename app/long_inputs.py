@@ -16,9 +16,11 @@ tensor is ever made.  A later request for another view of the same text (one
 head at full resolution, a region) rebuilds it from the kept q and k
 (``ATTENTION_VIZ_MODEL_LONG_CACHE_BYTES`` of them per model).  The answer:
 
-- ``rollout`` is null (``rollout_note`` says why): exact rollout chains L
-  full T × T products (GPT-2 at 4,096 tokens: ~1.6 TFLOP and 64 MB a layer),
-  which no pooling or region avoids.
+- ``rollout`` is computed up to ``ATTENTION_VIZ_MODEL_LONG_ROLLOUT_TOKENS``
+  (1,024) tokens: the pass also keeps each layer's full head average (T² a
+  layer, not H × T²) and chains them; past that it is null (``rollout_note``
+  says why): exact rollout chains L full T × T products (GPT-2 at 4,096
+  tokens: ~1.6 TFLOP and 64 MB a layer), which no pooling or region avoids.
 - ``head_average`` is computed from every head's blocks; ``head_average``:
   false in the request skips it (a zoom into one head then computes that head
   only).
@@ -47,7 +49,7 @@ from attention_core.models.text_model_base import TextModelBase
 from attention_core.progress import report
 
 from .limits import over_limit
-from .map_view import map_view
+from .map_view import MapView, map_view
 from .model_payloads import check_json_maps, map_json, require_attention, select_layers
 from .schemas.model import ModelAttentionRequest
 from .seq2seq_payloads import check_fields, is_encoder_decoder
@@ -56,8 +58,9 @@ from .settings import Settings
 FULL_MAPS_SETTING = "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
 ANSWER_CELLS_SETTING = "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS"
 ROLLOUT_NOTE = (
-    "not computed for a long input: rollout multiplies every layer's full T × T map into "
-    "the next (L products of T³), which no pooling or region avoids"
+    "not computed for an input this long: rollout multiplies every layer's full T × T map "
+    "into the next (L products of T³), which no pooling or region avoids; the long path "
+    "computes it up to ATTENTION_VIZ_MODEL_LONG_ROLLOUT_TOKENS tokens"
 )
 BYTES_PER_WEIGHT = 4  # float32
 # ATTENTION_VIZ_MODEL_MAX_TOKENS's default before the long path: up to here every request
@@ -142,7 +145,8 @@ def long_maps_payload(
     layers = select_layers(body.layers, config.num_layers)
     view = map_view(body, len(positions), config.num_heads)
     rows, cols = view.shape
-    maps_per_layer = len(view.heads) + (1 if body.head_average else 0)
+    rollout = len(tokens) <= settings.model_long_rollout_tokens
+    maps_per_layer = len(view.heads) + (1 if body.head_average else 0) + (1 if rollout else 0)
     cells = len(layers) * maps_per_layer * rows * cols
     limit = settings.model_max_answer_cells
     if cells > limit:
@@ -164,7 +168,7 @@ def long_maps_payload(
         None if view.all_heads else tuple(h - 1 for h in view.heads),
         average=body.head_average,
     )
-    long = model.encode_long(body.text, spec, body.text_b)
+    long = model.encode_long(body.text, spec, body.text_b, rollout=rollout)
     grids = []
     for i, n in enumerate(layers):  # another view of a cached text is rebuilt layer by layer
         grids.append(long.grid(n - 1, spec))
@@ -188,36 +192,52 @@ def long_maps_payload(
             if body.head_average
             else None
         ),
-        "rollout": None,
-        "rollout_note": ROLLOUT_NOTE,
+        "rollout": None
+        if long.rollout is None
+        else [
+            map_json(shown(long.rollout[n - 1], hidden if body.hide_special else None, view), body)
+            for n in layers
+        ],
+        "rollout_note": None if long.rollout is not None else ROLLOUT_NOTE,
         "maps_path": "long",
         **view.describe(),
     }
 
 
 def long_pooled_maps(model: TextModel, text: str, cells: int) -> dict[str, Any] | None:
-    """``attention-viz maps``' result through the long path (``rollout`` None), or None
-    when the full maps of ``text`` fit ``model_full_maps_bytes``."""
+    """``attention-viz maps``' result through the long path (``rollout`` None past
+    ``model_long_rollout_tokens``), or None when the full maps fit ``model_full_maps_bytes``."""
     import numpy as np
 
-    from attention_core.models.pooling import POOL_REDUCE, block_size
+    from attention_core.models.pooling import POOL_REDUCE, block_size, max_pool_blocks
 
     from .settings import get_settings
 
     if not isinstance(model, TextModelBase):
         return None
     T = len(model.tokenize(text))
-    if full_maps_bytes(model, T) <= get_settings().model_full_maps_bytes:
+    settings = get_settings()
+    if full_maps_bytes(model, T) <= settings.model_full_maps_bytes:
         return None
     block = (block_size(T, cells), block_size(T, cells))
     spec = GridSpec(None, Region(0, T, 0, T), block, None)
-    long = model.encode_long(text, spec)
+    long = model.encode_long(text, spec, rollout=T <= settings.model_long_rollout_tokens)
     grids = [long.grid(n, spec) for n in range(model.config.num_layers)]
     return {
         "tokens": list(long.tokens),
         "pooled": {"block": list(block), "shape": list(spec.shape), "reduce": POOL_REDUCE},
         "attentions": np.stack([g.heads.numpy() for g in grids]),  # (L, H, r, c)
         "head_average": np.stack([g.average.numpy() for g in grids if g.average is not None]),
-        "rollout": None,
-        "rollout_note": ROLLOUT_NOTE,
+        "rollout": (
+            None
+            if long.rollout is None
+            else np.stack([max_pool_blocks(r, *block).numpy() for r in long.rollout])
+        ),
+        "rollout_note": None if long.rollout is not None else ROLLOUT_NOTE,
     }
+
+
+def shown(maps: torch.Tensor, hidden: tuple[bool, ...] | None, view: MapView) -> torch.Tensor:
+    """A full (T, T) map as the answer shows it: special tokens hidden, then the view's
+    region and pooling (the order of ``maps_payload``)."""
+    return view.apply(maps if hidden is None else hide_special(maps, hidden))

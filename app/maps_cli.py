@@ -110,7 +110,7 @@ def write(path: Path, model_name: str, result: dict[str, Any]) -> None:
     import orjson
 
     meta = {"model": model_name, "tokens": result["tokens"], "pooled": result["pooled"]}
-    if result["rollout"] is None:  # a long input (see app.long_inputs): no rollout
+    if result["rollout"] is None:  # a long input past its rollout limit (app.long_inputs)
         meta["rollout_note"] = result["rollout_note"]
     if path.suffix == ".npz":
         arrays = {k: result[k] for k in ("attentions", "head_average", "rollout")}

@@ -87,6 +87,13 @@ class Settings(BaseSettings):
         description="map cells one long-path answer carries: layers × (heads + head "
         "average) × rows × cols after pooling (ask with pool or a rows/cols region)",
     )
+    model_long_rollout_tokens: int = Field(
+        1024,
+        ge=0,
+        description="the long path computes rollout up to this many tokens (each layer's "
+        "full head average kept, T² floats, and L products of T × T: at 1,024 tokens ~2 "
+        "GFLOP a layer); beyond it rollout is null",
+    )
     model_long_cache_bytes: int = Field(
         768 * 2**20,
         ge=0,

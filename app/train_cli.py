@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-BAR_WIDTH = 24
+from .terminal_bar import draw_bar
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -77,9 +77,7 @@ class ProgressBar:
         if eta is not None:
             parts.append(f"ETA {format_seconds(eta)}")
         if self.tty:
-            filled = round(BAR_WIDTH * step / max(total, 1))
-            bar = "#" * filled + "-" * (BAR_WIDTH - filled)
-            self.stream.write(f"\r[{bar}] " + "  ".join(parts) + "\x1b[K")
+            self.stream.write(f"\r{draw_bar(step, total)} " + "  ".join(parts) + "\x1b[K")
             if step == total:
                 self.stream.write("\n")
         elif val is not None:

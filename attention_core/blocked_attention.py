@@ -73,6 +73,7 @@ def blocked_attention(
     sinks: torch.Tensor | None = None,
     block_rows: int | None = None,
     on_block: BlockSink | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """``attention_with_steps(...).context_vec``, computed ``block_rows`` query rows at a time.
 
@@ -82,14 +83,17 @@ def blocked_attention(
     block's weights (..., H, rows, cols): rows ``r0..`` of the map, columns
     ``c0..``; the columns outside [c0, c0 + cols) are exactly 0.
     ``block_rows`` defaults to what keeps ``DEFAULT_BLOCK_CELLS`` scores a block.
+    ``rows`` = [start, stop): only these query rows (a region's), context (..., H,
+    stop - start, D_v).
     """
     T, S = query.shape[-2], key.shape[-2]
     heads = query.shape[-3] if query.dim() >= 3 else 1
     step = block_rows or rows_per_block(heads, S)
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     parts = []
-    for r0 in range(0, T, step):
-        r1 = min(T, r0 + step)
+    start, stop = rows if rows is not None else (0, T)
+    for r0 in range(start, stop, step):
+        r1 = min(stop, r0 + step)
         mask_rows = None if attn_mask is None else _rows_of(attn_mask, r0, r1)
         c0, c1 = _visible_span(mask_rows, r1 if is_causal else None, S)
         allowed = None if mask_rows is None else _cols_of(mask_rows, c0, c1)

@@ -268,7 +268,7 @@ class MapsResponse(BaseModel):
     )
     rollout: list[Weights] | None = Field(
         description="per layer (T, T): attention rollout through that layer, residual 0.5; "
-        "null on the long path (see rollout_note)"
+        "null on the long path past ATTENTION_VIZ_MODEL_LONG_ROLLOUT_TOKENS (see rollout_note)"
     )
     maps_path: Literal["full", "long"] = Field(
         "full",

@@ -93,10 +93,16 @@ class FullMapsPass:
         softcap: float | None = None,
         sinks: torch.Tensor | None = None,
     ) -> AttentionSteps:
-        weights = query.new_zeros(*query.shape[:-1], key.shape[-2])  # (B, H, T, S)
+        weights = query.new_empty(*query.shape[:-1], key.shape[-2])  # (B, H, T, S)
 
         def put(r0: int, c0: int, block: torch.Tensor) -> None:
-            weights[..., r0 : r0 + block.shape[-2], c0 : c0 + block.shape[-1]] = block
+            # Each row block written once: its weights, and zeros where no row of it looks
+            # (half a causal map: filling the whole tensor with zeros first costs a pass more).
+            rows = weights[..., r0 : r0 + block.shape[-2], :]
+            c1 = c0 + block.shape[-1]
+            rows[..., :c0] = 0.0
+            rows[..., c0:c1] = block
+            rows[..., c1:] = 0.0
 
         context = blocked_attention(
             query,

@@ -31,6 +31,7 @@ from .checkpoints import check_supported
 from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
 from .kv_cache import KVCache
 from .outputs import LayerTrace
+from .protocols import Alias
 
 
 @dataclass(frozen=True)
@@ -79,29 +80,12 @@ class GPT2Config:
         return self.n_inner if self.n_inner is not None else 4 * self.n_embd
 
     # The common names of ``protocols.DecoderConfig``.
-    @property
-    def num_layers(self) -> int:
-        return self.n_layer
-
-    @property
-    def num_heads(self) -> int:
-        return self.n_head
-
-    @property
-    def num_kv_heads(self) -> int:
-        return self.n_head
-
-    @property
-    def hidden_size(self) -> int:
-        return self.n_embd
-
-    @property
-    def max_positions(self) -> int:
-        return self.n_positions
-
-    @property
-    def vocabulary_size(self) -> int:
-        return self.vocab_size
+    num_layers = Alias("n_layer")
+    num_heads = Alias("n_head")
+    num_kv_heads = Alias("n_head")
+    hidden_size = Alias("n_embd")
+    max_positions = Alias("n_positions")
+    vocabulary_size = Alias("vocab_size")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> GPT2Config:

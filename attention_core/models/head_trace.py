@@ -16,11 +16,11 @@ import torch
 
 from ..attention import CoreSteps
 from ..errors import SpecError
-from .outputs import LayerTrace
+from .outputs import AttentionInputs, LayerTrace
 
 
 @dataclass(frozen=True)
-class HeadTrace(CoreSteps):
+class HeadTrace(CoreSteps, AttentionInputs):
     """Shapes (T queries, S keys, C model width, D head width): x (T, C); q (T, D);
     k, v (S, D); attn_scores, scaled_scores, masked_scores, attn_weights (T, S);
     context_vec (T, D); q_unrotated (T, D) and k_unrotated (S, D) with RoPE, else None.
@@ -28,13 +28,8 @@ class HeadTrace(CoreSteps):
     biased_scores, capped_scores (T, S) with ``softcap``; sink_weights (T,).
     """
 
-    layer: int  # 0-based
     head: int  # 0-based query head
     kv_head: int
-    x: torch.Tensor
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
     causal: bool
     q_unrotated: torch.Tensor | None = None
     k_unrotated: torch.Tensor | None = None

@@ -29,6 +29,7 @@ from ..progress import report
 from .blocked_pass import BlockedPass, blocked_pass, context_steps
 from .map_grid import GridSpec, MapGrid
 from .maps import TokenizedLike
+from .pooling import Region
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class KeptLayer:
             sinks=sinks,
             block_rows=rows_per_block(len(heads), int(key.shape[-2]), block_cells),
             on_block=inner.add,
+            rows=grid.row_span,  # a region's rows only
         )
         if inner is not grid:
             grid.heads.copy_(inner.heads)
@@ -116,13 +118,17 @@ class LongPass:
         *,
         report_layers: bool = False,
         block_cells: int = DEFAULT_BLOCK_CELLS,
+        full_averages: bool = False,
     ) -> None:
         self.spec = spec
         self.num_layers = num_layers
         self.report_layers = report_layers
         self.block_cells = block_cells
+        self.full_averages = full_averages
         self.layers: dict[int, KeptLayer] = {}
         self.grids: dict[int, MapGrid] = {}
+        # With ``full_averages``: each layer's head average at full resolution, (T, T).
+        self.averages: dict[int, torch.Tensor] = {}
 
     def attend(
         self,
@@ -152,8 +158,10 @@ class LongPass:
             return t[0] if t is not None and t.dim() == 4 else t
 
         kept = KeptLayer(
-            query=query[0],
-            key=key[0],
+            # Own copies where they are views (GPT-2's q and k are views of one projection
+            # that holds v too): what is kept is what ``nbytes`` counts.
+            query=query[0].contiguous(),
+            key=key[0].contiguous(),
             scale=scale_factor,
             causal=is_causal,
             mask=unbatched(attn_mask),
@@ -163,6 +171,14 @@ class LongPass:
         )
         H, T = int(query.shape[1]), int(query.shape[2])
         grid = MapGrid(self.spec, H, T)
+        whole = Region(0, T, 0, T)
+        average = MapGrid(GridSpec(None, whole, (1, 1), ()), H, T) if self.full_averages else None
+
+        def gather(r0: int, c0: int, weights: torch.Tensor) -> None:
+            grid.add(r0, c0, weights[0])
+            if average is not None:
+                average.add(r0, c0, weights[0])
+
         context = blocked_attention(
             query,
             key,
@@ -175,10 +191,12 @@ class LongPass:
             softcap=softcap,
             sinks=sinks,
             block_rows=rows_per_block(H, int(key.shape[-2]), self.block_cells),
-            on_block=lambda r0, c0, weights: grid.add(r0, c0, weights[0]),
+            on_block=gather,
         )
         self.layers[layer] = kept
         self.grids[layer] = grid
+        if average is not None and average.average is not None:
+            self.averages[layer] = average.average
         if self.report_layers:
             report("forward", len(self.layers), self.num_layers)
         return context
@@ -229,12 +247,15 @@ class LongMaps:
 
     ``grids``: per layer, the ``MapGrid`` of ``spec`` (the view the pass was
     run for); ``grid(layer, spec)`` gives that one or rebuilds another.
+    ``rollout``: ``features.attention_rollout`` of the full head averages, when
+    the pass kept them (``LongPass(full_averages=True)``: T² a layer), else None.
     """
 
     tokenized: TokenizedLike
     layers: tuple[KeptLayer, ...]
     spec: GridSpec
     grids: tuple[MapGrid, ...]
+    rollout: torch.Tensor | None = None  # (L, T, T) when the pass kept full head averages
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -257,7 +278,8 @@ class LongMaps:
     def nbytes(self) -> int:
         kept = {id(t): t for layer in self.layers for t in _tensors(layer)}  # masks are shared
         held = sum(t.numel() * t.element_size() for t in kept.values())
-        return held + sum(g.nbytes for g in self.grids)
+        rollout = 0 if self.rollout is None else self.rollout.numel() * 4
+        return held + rollout + sum(g.nbytes for g in self.grids)
 
 
 def _tensors(layer: KeptLayer) -> list[torch.Tensor]:

@@ -64,10 +64,16 @@ class MapGrid:
         self._out_row[shown[r.row_start : r.row_stop]] = (
             torch.arange(r.row_stop - r.row_start) // spec.block[0]
         )
-        self._heads = None if spec.heads is None else torch.tensor(spec.heads)
+        self._heads = None if spec.heads is None else torch.tensor(spec.heads, dtype=torch.long)
         kept = num_heads if spec.heads is None else len(spec.heads)
         self.heads = torch.zeros(kept, *spec.shape)
         self.average = torch.zeros(spec.shape) if spec.average else None
+
+    @property
+    def row_span(self) -> tuple[int, int]:
+        """[first, last + 1) of the text's positions whose rows the grid shows."""
+        shown = (self._out_row >= 0).nonzero()
+        return int(shown[0, 0]), int(shown[-1, 0]) + 1
 
     def add(self, r0: int, c0: int, weights: torch.Tensor) -> None:
         """Rows ``r0..`` of every head's map, columns ``c0..``: weights (H, rows, cols)."""
@@ -76,14 +82,37 @@ class MapGrid:
         if not bool(keep.any()):
             return
         rows = keep.nonzero().squeeze(-1)
-        right = self.num_tokens - c0 - weights.shape[-1]
-        full = F.pad(weights.index_select(-2, rows), (c0, right))  # (H, n, T)
+        block = weights if bool(keep.all()) else weights.index_select(-2, rows)  # (H, n, w)
         out_rows = targets[rows]
-        chosen = full if self._heads is None else full.index_select(0, self._heads)
-        _max_into(self.heads, out_rows, self._shown_cells(chosen))
-        if self.average is not None:
-            mean = full.mean(dim=0, keepdim=True)  # (1, n, T)
-            _max_into(self.average.unsqueeze(0), out_rows, self._shown_cells(mean))
+        mean = block.mean(dim=0, keepdim=True) if self.average is not None else None  # (1, n, w)
+        chosen = block if self._heads is None else block.index_select(0, self._heads)
+        for out, part in ((self.heads, chosen), (self.average, mean)):
+            if out is None or part is None or out.numel() == 0:
+                continue
+            grid = out if out.dim() == 3 else out.unsqueeze(0)  # (h, r, c)
+            if self._shown is None:
+                first, cells = self._visible_cells(c0, part)
+                if cells.shape[-1]:
+                    _max_into(grid[..., first : first + cells.shape[-1]], out_rows, cells)
+                continue
+            right = self.num_tokens - c0 - part.shape[-1]
+            _max_into(grid, out_rows, self._shown_cells(F.pad(part, (c0, right))))  # (h, n, T)
+
+    def _visible_cells(self, c0: int, part: torch.Tensor) -> tuple[int, torch.Tensor]:
+        """Nothing hidden: the pooled cells of the columns a block holds (c0..), within the
+        region, and the first of them; the rest of each row is 0 and adds nothing.
+        Shapes: (h, n, w) -> (h, n, cells)."""
+        r, width = self.spec.region, self.spec.block[1]
+        lo, hi = max(c0, r.col_start), min(c0 + part.shape[-1], r.col_stop)
+        if lo >= hi:
+            return 0, part[..., :0]
+        first = (lo - r.col_start) // width
+        start = r.col_start + first * width  # the first cell's first column
+        cells = -(-(hi - start) // width)
+        piece = F.pad(part[..., lo - c0 : hi - c0], (lo - start, start + cells * width - hi))
+        if width == 1:
+            return first, piece
+        return first, piece.view(*piece.shape[:-1], cells, width).amax(dim=-1)
 
     def _shown_cells(self, rows: torch.Tensor) -> torch.Tensor:
         """Shapes: (h, n, T) -> (h, n, cols pooled): hidden columns dropped and rows

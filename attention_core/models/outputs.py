@@ -11,22 +11,29 @@ from ..errors import SpecError
 
 
 @dataclass(frozen=True)
-class LayerTrace:
-    """Every tensor one attention layer computed, for the step-by-step view of a real head.
-
-    Shapes (B batch, T new positions, S = cached + new positions, C width,
-    H query heads, H_kv key/value heads, D head width): x (B, T, C) is the
-    attention's input after the layer's norm; q (B, H, T, D), k and v
-    (B, H_kv, S, D) exactly as attention used them (so after RoPE where the
-    family has it); ``q_unrotated``/``k_unrotated`` are the projections before
-    RoPE (None without RoPE); ``steps`` holds (B, H, T, S) scores and weights.
-    """
+class AttentionInputs:
+    """What attention read in one layer (0-based ``layer``): its input ``x`` (after the
+    layer's norm) and ``q``, ``k``, ``v`` exactly as attention used them (so after RoPE
+    where the family has it).  ``LayerTrace`` holds them for a whole layer, ``HeadTrace``
+    for one head."""
 
     layer: int
     x: torch.Tensor
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
+
+
+@dataclass(frozen=True)
+class LayerTrace(AttentionInputs):
+    """Every tensor one attention layer computed, for the step-by-step view of a real head.
+
+    Shapes (B batch, T new positions, S = cached + new positions, C width,
+    H query heads, H_kv key/value heads, D head width): x (B, T, C); q (B, H, T, D),
+    k and v (B, H_kv, S, D); ``q_unrotated``/``k_unrotated`` are the projections
+    before RoPE (None without RoPE); ``steps`` holds (B, H, T, S) scores and weights.
+    """
+
     steps: AttentionSteps
     q_unrotated: torch.Tensor | None = None
     k_unrotated: torch.Tensor | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple, Protocol, TypedDict, Unpack
+from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 
 import torch
 
@@ -48,6 +48,22 @@ def model_info(
         "max_positions": config.max_positions,
         "max_tokens": max_tokens,
     }
+
+
+class Alias:
+    """A ``DecoderConfig`` common name read from the field a checkpoint's config calls it
+    by: ``num_layers = Alias("n_layer")``, written in the config class's own body (mypy
+    2.4 does not see one inherited from another module as satisfying the protocol)."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    @overload
+    def __get__(self, config: None, owner: type) -> Alias: ...
+    @overload
+    def __get__(self, config: object, owner: type | None = None) -> int: ...
+    def __get__(self, config: object, owner: type | None = None) -> int | Alias:
+        return self if config is None else cast(int, getattr(config, self.field))
 
 
 class TransformersNames:

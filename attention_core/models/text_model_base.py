@@ -20,6 +20,7 @@ from .blocked_pass import FullMapsPass, blocked_pass
 from .checkpoints import TOKENIZER_FILE
 from .decoder_lm import DecoderLM
 from .device import CPU, running_on, to_cpu
+from .features import attention_rollout
 from .long_maps import LongMaps, LongPass, long_pass
 from .map_grid import GridSpec
 from .maps import TokenizedMaps
@@ -168,10 +169,13 @@ class TextModelBase(Generic[ModelT]):
         self._cache.put(text, maps)
         return maps
 
-    def encode_long(self, text: str, spec: GridSpec, text_b: str | None = None) -> LongMaps:
+    def encode_long(
+        self, text: str, spec: GridSpec, text_b: str | None = None, *, rollout: bool = False
+    ) -> LongMaps:
         """``text`` through ``long_maps.long_pass``: every layer's q/k kept and its maps
         gathered as ``spec`` shows them, never an (H, T, T) tensor (or a recent result,
-        whose ``grid`` rebuilds another ``spec``)."""
+        whose ``grid`` rebuilds another ``spec``).  ``rollout``: also keep each layer's
+        full head average (T² a layer) and return the rollout (L products of T × T)."""
         self._refuse_pair(text_b)
         cached = self.long_cache.get(text)
         if cached is not None:
@@ -179,7 +183,12 @@ class TextModelBase(Generic[ModelT]):
         tokenized = self.tokenize(text)
         layers = self.config.num_layers
         # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-        pass_ = LongPass(spec, layers, report_layers=not isinstance(self.model, DecoderLM))
+        pass_ = LongPass(
+            spec,
+            layers,
+            report_layers=not isinstance(self.model, DecoderLM),
+            full_averages=rollout,
+        )
         with torch.inference_mode(), running_on(self.device), long_pass(pass_):
             self.model(torch.tensor([tokenized.input_ids]), num_logits=0)
         if sorted(pass_.layers) != list(range(layers)):
@@ -189,6 +198,11 @@ class TextModelBase(Generic[ModelT]):
             to_cpu(tuple(pass_.layers[i] for i in range(layers))),
             spec,
             tuple(pass_.grids[i].to_cpu() for i in range(layers)),
+            rollout=(
+                attention_rollout([pass_.averages[i].cpu()[None] for i in range(layers)])
+                if rollout
+                else None
+            ),
         )
         self.long_cache.put(text, maps)
         return maps

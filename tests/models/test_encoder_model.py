@@ -140,9 +140,7 @@ def test_recent_results_are_reused_within_the_budget(encoder: Encoder) -> None:
     first = encoder.encode("cache me", "please")
     assert encoder.encode("cache me", "please") is first
     assert encoder.encode("cache me") is not first
-    uncached = Encoder(
-        encoder.config, encoder.tokenizer, encoder.embeddings, encoder.layers, encoder.model_dir, 0
-    )
+    uncached = Encoder(encoder.config, encoder.tokenizer, encoder.embeddings, encoder.layers, 0)
     assert uncached.encode("cache me") is not uncached.encode("cache me")
 
 

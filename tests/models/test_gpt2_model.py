@@ -227,3 +227,19 @@ def test_weights_that_do_not_match_the_config_are_an_error(tmp_path: Path) -> No
 def test_cross_attention_gpt2_is_refused() -> None:
     with pytest.raises(SpecError, match="cross-attention"):
         GPT2Config.from_dict({"model_type": "gpt2", "add_cross_attention": True})
+
+
+def test_config_common_names_read_the_gpt2_fields() -> None:
+    """``DecoderConfig``'s names (``Alias`` in GPT2Config) give GPT-2's own fields."""
+    config = GPT2Config(vocab_size=37, n_positions=19, n_embd=12, n_layer=5, n_head=3)
+    common = (
+        config.num_layers,
+        config.num_heads,
+        config.num_kv_heads,
+        config.hidden_size,
+        config.head_dim,
+        config.max_positions,
+        config.vocabulary_size,
+    )
+    assert common == (5, 3, 3, 12, 4, 19, 37)
+    assert "num_layers" not in config.to_dict()  # names, not fields: config.json is GPT-2's

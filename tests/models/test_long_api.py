@@ -85,6 +85,7 @@ def test_a_4096_token_overview_then_one_head_region(
     assert 2 * HEADS * T * T * 4 > limits["model_full_maps_bytes"]  # so: the long path
     overview = post(client, text, pool=128)
     assert overview["maps_path"] == "long" and overview["rollout"] is None
+    assert "ATTENTION_VIZ_MODEL_LONG_ROLLOUT_TOKENS" in overview["rollout_note"]
     block = -(-T // 128)
     assert overview["pooled"]["block"] == [block, block]
     for layer in range(2):

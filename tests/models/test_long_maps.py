@@ -239,3 +239,17 @@ def test_the_long_pass_reports_each_layer(
     with reporting(lambda *event: seen.append(event)):
         model.encode_long(TEXT, whole(T, (9, 9)))
     assert seen == [("forward", 1, 2), ("forward", 2, 2)]
+
+
+def test_a_region_is_rebuilt_from_its_own_rows_only(
+    models: dict[str, TextModelBase[Any]],
+) -> None:
+    model = models["llama"]
+    T = len(model.tokenize(TEXT))
+    long = model.encode_long(TEXT, whole(T, (7, 7)))
+    spec = GridSpec(None, Region(100, 140, 0, T), (1, 1), (1,), average=False)
+    with LargestOutput() as watched:
+        grid = long.grid(1, spec)
+    want = model.encode(TEXT).layer_attentions[1][[1], 100:140]
+    torch.testing.assert_close(grid.heads, want, atol=1e-6, rtol=0)
+    assert watched.largest <= 40 * T  # 40 rows of one head: no other row is computed

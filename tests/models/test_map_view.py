@@ -48,7 +48,7 @@ def long_client(model_dir: Path) -> Iterator[TestClient]:
         models=str(model_dir),
         hf_cache=False,
         model_full_maps_bytes=0,
-        model_max_answer_cells=100_000,
+        model_max_answer_cells=200_000,
     )
     with TestClient(create_app(settings)) as test_client:
         yield test_client
@@ -148,7 +148,7 @@ def test_long_path_pooled_overview_equals_pooling_the_full_maps(
     block = -(-T // POOL)
     pooled = post(long_client, pool=POOL, heads=[4, 2])
     assert pooled["maps_path"] == "long" and full.get("maps_path", "full") == "full"
-    assert pooled["rollout"] is None and "rollout" in pooled["rollout_note"]
+    assert pooled["rollout_note"] is None  # under model_long_rollout_tokens: computed
     assert pooled["tokens"] == full["tokens"] and pooled["head_numbers"] == [4, 2]
     assert pooled["pooled"] == post(long_client, pool=POOL, layers=[1])["pooled"]
     for layer in range(2):
@@ -160,6 +160,8 @@ def test_long_path_pooled_overview_equals_pooling_the_full_maps(
             pooled["head_average"][layer],
             max_pool(np.array(full["head_average"][layer]), (block, block)),
         )
+        want = max_pool(np.array(full["rollout"][layer]), (block, block))
+        close(pooled["rollout"][layer], want)
 
 
 def test_long_path_region_and_one_head_at_full_resolution(
@@ -170,6 +172,7 @@ def test_long_path_region_and_one_head_at_full_resolution(
     assert region["region"] == {"rows": [100, 181], "cols": [7, T]} and region["pooled"] is None
     close(region["attentions"][0], np.array(full["attentions"][1])[[2], 100:181, 7:])
     close(region["head_average"][0], np.array(full["head_average"][1])[100:181, 7:])
+    close(region["rollout"][0], np.array(full["rollout"][1])[100:181, 7:])
     # One head, no average: the zoom a page makes after the overview.
     head = post(long_client, heads=[1], layers=[1], head_average=False, format="compact")
     assert head["head_average"] is None
@@ -190,6 +193,8 @@ def test_long_path_region_without_special_tokens(
         region["head_average"][0],
         max_pool(np.array(hidden["head_average"][0])[0:50, 10:60], (5, 5)),
     )
+    want = max_pool(np.array(hidden["rollout"][0])[0:50, 10:60], (5, 5))
+    close(region["rollout"][0], want)
 
 
 def test_long_path_answer_over_its_limit_is_refused_naming_pool(
@@ -201,8 +206,8 @@ def test_long_path_answer_over_its_limit_is_refused_naming_pool(
     (detail,) = response.json()["detail"]
     assert detail["loc"] == ["body", "pool"]
     assert detail["ctx"] == {
-        "limit": 100_000,
-        "found": 2 * 5 * T * T,
+        "limit": 200_000,
+        "found": 2 * 6 * T * T,  # 4 heads, their average and the rollout
         "setting": "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS",
     }
     assert "ask with pool" in detail["msg"]

@@ -14,7 +14,7 @@ Dropout is the identity (inference), so the maps are deterministic.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import InitVar, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -82,6 +82,7 @@ def _layer_trace(
     )
 
 
+@dataclass(eq=False, repr=False)
 class Encoder:
     """A loaded checkpoint: tokenizer, weights, and the forward pass.
 
@@ -94,21 +95,14 @@ class Encoder:
     it once at start-up (see ``app.routes.model.load_encoder``).
     """
 
-    def __init__(
-        self,
-        config: EncoderConfig,
-        tokenizer: WordPieceTokenizer,
-        embeddings: EmbeddingWeights,
-        layers: tuple[LayerWeights, ...],
-        model_dir: Path,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
-    ) -> None:
-        self.config = config
-        self.tokenizer = tokenizer
-        self.embeddings = embeddings
-        self.layers = layers
-        self.model_dir = model_dir
-        self._act = _activation(config.hidden_act)
+    config: EncoderConfig
+    tokenizer: WordPieceTokenizer
+    embeddings: EmbeddingWeights
+    layers: tuple[LayerWeights, ...]
+    cache_bytes: InitVar[int] = DEFAULT_CACHE_BYTES
+
+    def __post_init__(self, cache_bytes: int) -> None:
+        self._act = _activation(self.config.hidden_act)
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
         self.device = CPU
 
@@ -155,7 +149,7 @@ class Encoder:
                 limit, setting = max_tokens, MODEL_MAX_TOKENS
         tokenizer = WordPieceTokenizer(path / TOKENIZER_FILE, limit, setting)
         embeddings, layers = load_weights(path, config)
-        return cls(config, tokenizer, embeddings, layers, path, cache_bytes)
+        return cls(config, tokenizer, embeddings, layers, cache_bytes)
 
     @property
     def max_tokens(self) -> int:

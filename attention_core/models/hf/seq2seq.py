@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -26,7 +26,7 @@ import torch
 
 from ...errors import SpecError
 from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
-from ..maps import MapFeatures
+from ..maps import TokenizedMaps
 from ..outputs import LayerTrace, check_layer
 from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ..text_model_base import refuse_pair, tokenizer_file, within_vocabulary
@@ -52,8 +52,8 @@ class TargetText:
 
 
 @dataclass(frozen=True)
-class Seq2SeqMaps(MapFeatures):
-    """One source and target through an encoder-decoder.
+class Seq2SeqMaps(TokenizedMaps):
+    """One source (``tokenized``) and target through an encoder-decoder.
 
     ``layer_attentions`` (H, S, S) and ``layer_hidden_states`` (S, C) are the
     encoder's (so ``tokens``, head averages and rollout are the source's);
@@ -61,7 +61,7 @@ class Seq2SeqMaps(MapFeatures):
     decoder layer.
     """
 
-    source: TokenizedText
+    tokenized: TokenizedText
     target: TargetText
     layer_attentions: tuple[torch.Tensor, ...]
     layer_hidden_states: tuple[torch.Tensor, ...]
@@ -69,12 +69,8 @@ class Seq2SeqMaps(MapFeatures):
     cross_attentions: tuple[torch.Tensor, ...]
 
     @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.source.tokens
-
-    @property
-    def special(self) -> tuple[bool, ...]:
-        return self.source.special
+    def source(self) -> TokenizedText:
+        return self.tokenized
 
     @property
     def token_type_ids(self) -> tuple[int, ...]:
@@ -105,47 +101,42 @@ class GeneratedTarget(Seq2SeqMaps):
     seed: int | None = None  # None: greedy
 
 
+@dataclass(eq=False, repr=False)
 class EncoderDecoder:
     """A transformers encoder-decoder checkpoint whose every attention is the core's.
 
     ``encode_pair`` gives the three stacks' maps; ``trace_stack`` one layer's
     every tensor in one stack; ``generate`` writes a target.  The model is in
     eval mode and each call makes its own cache and capture, so threads may
-    share it.
+    share it.  The most recent maps (up to ``cache_bytes`` of tensors) are kept.
     """
 
     causal = False  # the encoder's maps (``attentions``) are bidirectional
     kind = "encoder-decoder"
 
-    def __init__(
-        self,
-        name: str,
-        model: Any,
-        tokenizer: TextTokenizer,
-        directory: Path,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
-    ) -> None:
-        self.name = name
-        self.model = model
-        self.tokenizer = tokenizer
-        self.directory = directory
-        config = model.config
+    name: str
+    model: Any
+    tokenizer: TextTokenizer
+    cache_bytes: InitVar[int] = DEFAULT_CACHE_BYTES
+
+    def __post_init__(self, cache_bytes: int) -> None:
+        config = self.model.config
         self.family = str(config.model_type)
-        self.sites: dict[int, Site] = attention_sites(model, "encoder-decoder")
-        modules = dict(model.named_modules())
+        self.sites: dict[int, Site] = attention_sites(self.model, "encoder-decoder")
+        modules = dict(self.model.named_modules())
         # (stack, layer) -> (module path, module), for hooking one layer's input
         self.layer_modules: dict[tuple[Stack, int], tuple[str, torch.nn.Module]] = {}
         for path, module in modules.items():
             site = self.sites.get(id(module))
             if site is not None and path.endswith(_ATTENTION_SUFFIXES):
                 self.layer_modules.setdefault((site.stack, site.layer), (path, module))
-        generation = model.generation_config
+        generation = self.model.generation_config
         start = generation.decoder_start_token_id
         if start is None:
             start = config.decoder_start_token_id
         if start is None:
             raise SpecError(
-                f"{name}: the config has no decoder_start_token_id: the decoder cannot start",
+                f"{self.name}: the config has no decoder_start_token_id: the decoder cannot start",
                 field="model",
             )
         self.start_id = int(start)
@@ -194,7 +185,7 @@ class EncoderDecoder:
         if isinstance(context, int) and context <= limit:
             limit, source = context, "the model's context"
         tokenizer = TextTokenizer(tokenizer_path, limit, source)
-        return cls(name or directory.name, model, tokenizer, directory, cache_bytes)
+        return cls(name or directory.name, model, tokenizer, cache_bytes)
 
     # --- what it is -----------------------------------------------------------------------
 
