@@ -10,12 +10,14 @@ One GPT-2-small-shaped attention layer (12 heads of width 64, causal, random q, 
   the keys no row sees; the long path's attention before gathering);
 - ``+ MapGrid.add``: the long path's layer as the library runs it (each block of
   weights gathered into the pooled grid and the head average);
-- ``+ lean add``: the same gathering by ``lean_add`` below, an experiment kept here
-  (not library code): no copy of a block whose rows are all shown (``index_select``),
-  and no padding of each block to T columns before pooling (a causal block of rows
-  r0..r1 has r1 columns; the grid's cells past them stay 0, which is their maximum).
-  It handles the overview's case only (nothing hidden, the whole map, c0 = 0) and
-  falls back to ``MapGrid.add`` otherwise.  Checked: the grids are equal.
+- ``+ lean add``: the same gathering by ``lean_add`` below, the experiment that
+  measured what the library's first ``MapGrid.add`` lost: no copy of a block whose
+  rows are all shown (``index_select``), and no padding of each block to T columns
+  before pooling (a causal block of rows r0..r1 has r1 columns; the grid's cells past
+  them stay 0, which is their maximum).  It handles the overview's case only
+  (nothing hidden, the whole map, c0 = 0) and falls back to ``MapGrid.add``
+  otherwise.  Checked: the heads equal, the averages within 1e-6.  ``MapGrid.add``
+  does the same since i21-long's 7318379, so the two now take about the same time.
 
 Best of ``--repeats`` of each, the process's CPU time.
 """
@@ -105,8 +107,9 @@ def main() -> None:
         lean = best_cpu("+ lean add (experiment)", lambda: gathered(lean_add), args.repeats)
     assert torch.equal(branch.heads, lean.heads), "the lean add changed the heads"
     assert branch.average is not None and lean.average is not None
-    assert torch.equal(branch.average, lean.average), "the lean add changed the average"
-    print("grids equal: yes")
+    gap = (branch.average - lean.average).abs().max().item()  # the means may round apart
+    assert gap <= 1e-6, f"the lean add changed the average by {gap:.1e}"
+    print(f"heads equal; head averages within {gap:.1e}")
 
 
 if __name__ == "__main__":
