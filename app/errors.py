@@ -76,13 +76,33 @@ def spec_error_loc(exc: SpecError) -> list[str | int]:
     return ["body", *(exc.field.split(".") if exc.field else [])]
 
 
-async def _spec_error(_: Request, exc: SpecError) -> Response:
+def spec_error_response(exc: SpecError) -> Response:
     status = 404 if isinstance(exc, ModelNotFound) else 422
     return error_response(status, spec_error_loc(exc), exc.message, exc.kind, ctx=exc.ctx)
 
 
-async def _limit_error(_: Request, exc: LimitError) -> Response:
+def limit_error_response(exc: LimitError) -> Response:
     return error_response(422, exc.loc, exc.message, exc.kind, ctx=exc.ctx)
+
+
+def known_error_response(exc: Exception) -> Response | None:
+    """The answer the handlers give ``exc`` raised inside a route, or None for a bug.
+
+    For work that runs outside a route's return (a streamed answer's ``error`` event).
+    """
+    if isinstance(exc, SpecError):
+        return spec_error_response(exc)
+    if isinstance(exc, LimitError):
+        return limit_error_response(exc)
+    return None
+
+
+async def _spec_error(_: Request, exc: SpecError) -> Response:
+    return spec_error_response(exc)
+
+
+async def _limit_error(_: Request, exc: LimitError) -> Response:
+    return limit_error_response(exc)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:

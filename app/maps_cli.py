@@ -3,8 +3,9 @@
 What /model's overview grid shows, for a notebook or a script: each layer's heads,
 head average and rollout, max-pooled (``attention_core.models.pooling``) to at most
 ``--pool`` × ``--pool`` cells, as ``.npz`` (arrays) or ``.json`` (nested lists).  The
-forward pass runs once; the progress bar on stderr then counts the layers as each is
-pooled.  Errors (a missing directory, a text past the model's limits) exit with 2.
+forward pass runs once; the progress bar on stderr counts its layers as they run (the
+model's own progress reports), then the layers as each is pooled.  Errors (a missing
+directory, a text past the model's limits) exit with 2.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from .terminal_bar import draw_bar
+
 DEFAULT_POOL = 64
-BAR_WIDTH = 24
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -43,23 +45,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     maps.set_defaults(func=run)
 
 
-class LayerBar:
-    """Layers pooled so far: one redrawn line on a terminal, a plain line each otherwise."""
+class ProgressBar:
+    """Each stage's units so far (``forward``: the pass's layers as they run; ``pool``: the
+    layers pooled): one redrawn line per stage on a terminal, a plain line each otherwise.
 
-    def __init__(self, stream: TextIO, total: int, enabled: bool) -> None:
-        self.stream, self.total, self.enabled = stream, total, enabled
+    ``report`` is an ``attention_core.progress`` callback: the forward pass's own
+    reports draw it (an encoder-decoder's total: its encoder's and decoder's layers).
+    """
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream, self.enabled = stream, enabled
         self.tty = stream.isatty()
 
-    def update(self, done: int) -> None:
+    def report(self, stage: str, done: int, total: int) -> None:
         if not self.enabled:
             return
         if self.tty:
-            filled = round(BAR_WIDTH * done / max(self.total, 1))
-            end = "\n" if done == self.total else ""
-            bar = "#" * filled + "." * (BAR_WIDTH - filled)
-            self.stream.write(f"\r[{bar}] layer {done}/{self.total}{end}")
+            end = "\n" if done == total else ""
+            self.stream.write(f"\r{draw_bar(done, total)} {stage:<7} layer {done}/{total}{end}")
         else:
-            self.stream.write(f"layer {done}/{self.total}\n")
+            self.stream.write(f"{stage} layer {done}/{total}\n")
         self.stream.flush()
 
 
@@ -68,22 +73,25 @@ def _fail(message: str) -> int:
     return 2
 
 
-def pooled_maps(model: Any, text: str, cells: int, bar: LayerBar | None = None) -> dict[str, Any]:
+def pooled_maps(
+    model: Any, text: str, cells: int, bar: ProgressBar | None = None
+) -> dict[str, Any]:
     """Every layer's maps of ``text`` pooled to at most ``cells`` a side (numpy arrays)."""
     import numpy as np
     import torch
 
     from attention_core.models.pooling import POOL_REDUCE, pool_to
+    from attention_core.progress import reporting
 
     from .long_inputs import long_pooled_maps
 
-    long = long_pooled_maps(model, text, cells)  # None: the full maps fit, as below
-    if long is not None:
-        if bar:
-            bar.update(bar.total)
-        return long
     with torch.inference_mode():
-        maps = model.encode(text, None)
+        with reporting(bar.report if bar else None):
+            # A long input is pooled inside its pass: its bar is the forward's layers.
+            long = long_pooled_maps(model, text, cells)  # None: the full maps fit, as below
+            if long is not None:
+                return long
+            maps = model.encode(text, None)
         heads, averages, rollouts = [], [], []
         block: tuple[int, int] = (1, 1)
         total = len(maps.layer_attentions)
@@ -93,7 +101,7 @@ def pooled_maps(model: Any, text: str, cells: int, bar: LayerBar | None = None) 
             averages.append(pool_to(maps.head_averages[n], cells)[0].float().numpy())
             rollouts.append(pool_to(maps.rollout[n], cells)[0].float().numpy())
             if bar:
-                bar.update(n + 1)
+                bar.report("pool", n + 1, total)
     shape = list(heads[0].shape[-2:]) if heads else [0, 0]
     return {
         "tokens": list(maps.tokens),
@@ -154,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         layers = model.info().get("layers")
         if not isinstance(layers, int) or not layers:
             return _fail(f"{entry.name} has no attention layers: there are no maps to write")
-        bar = LayerBar(sys.stderr, layers, enabled=not args.quiet)
+        bar = ProgressBar(sys.stderr, enabled=not args.quiet)
         result = pooled_maps(model, text, args.pool, bar)
     except SpecError as exc:
         return _fail(str(exc))

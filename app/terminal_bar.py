@@ -1,4 +1,4 @@
-"""The command line's progress bar (``attention-viz train``; ``maps`` draws its own for now)."""
+"""The command line's progress bar (``attention-viz train`` and ``attention-viz maps``)."""
 
 from __future__ import annotations
 

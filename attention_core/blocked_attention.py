@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -59,37 +60,53 @@ def _visible_span(
     return int(seen[0, 0]), int(seen[-1, 0]) + 1
 
 
+@dataclass(frozen=True)
+class AttentionCall:
+    """One attention call's inputs, as ``attention_with_steps`` takes them (no dropout).
+
+    Shapes: query (..., H, T, D), key (..., H_kv, S, D), value (..., H_kv, S,
+    D_v); ``attn_mask`` (boolean) and ``score_bias`` broadcastable to (..., H,
+    T, S); ``sinks`` (H,).  A blocked pass receives one of these per layer.
+    """
+
+    query: torch.Tensor
+    key: torch.Tensor
+    value: torch.Tensor
+    attn_mask: torch.Tensor | None = None
+    is_causal: bool = False
+    scale: float | None = None
+    enable_gqa: bool = False
+    score_bias: torch.Tensor | None = None
+    softcap: float | None = None
+    sinks: torch.Tensor | None = None
+
+    @property
+    def scale_factor(self) -> float:
+        """The scale applied: ``scale``, or ``1/sqrt(D)`` when it is None."""
+        return 1.0 / math.sqrt(self.query.shape[-1]) if self.scale is None else float(self.scale)
+
+
 def blocked_attention(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
+    call: AttentionCall,
     *,
-    score_bias: torch.Tensor | None = None,
-    softcap: float | None = None,
-    sinks: torch.Tensor | None = None,
     block_rows: int | None = None,
     on_block: BlockSink | None = None,
     rows: tuple[int, int] | None = None,
 ) -> torch.Tensor:
-    """``attention_with_steps(...).context_vec``, computed ``block_rows`` query rows at a time.
+    """``attention_with_steps(...).context_vec`` of ``call``, ``block_rows`` query rows at a time.
 
-    Arguments as ``attention_with_steps`` (inference only: no dropout).
-    Shapes: query (..., H, T, D), key (..., H_kv, S, D), value (..., H_kv, S,
-    D_v) -> context (..., H, T, D_v).  ``on_block(r0, c0, weights)`` gets each
-    block's weights (..., H, rows, cols): rows ``r0..`` of the map, columns
-    ``c0..``; the columns outside [c0, c0 + cols) are exactly 0.
-    ``block_rows`` defaults to what keeps ``DEFAULT_BLOCK_CELLS`` scores a block.
-    ``rows`` = [start, stop): only these query rows (a region's), context (..., H,
-    stop - start, D_v).
+    Shapes: as ``AttentionCall`` -> context (..., H, T, D_v).  ``on_block(r0,
+    c0, weights)`` gets each block's weights (..., H, rows, cols): rows ``r0..``
+    of the map, columns ``c0..``; the columns outside [c0, c0 + cols) are
+    exactly 0.  ``block_rows`` defaults to what keeps ``DEFAULT_BLOCK_CELLS``
+    scores a block.  ``rows`` = [start, stop): only these query rows (a
+    region's), context (..., H, stop - start, D_v).
     """
+    query, key, value, attn_mask = call.query, call.key, call.value, call.attn_mask
+    is_causal, score_bias = call.is_causal, call.score_bias
     T, S = query.shape[-2], key.shape[-2]
     heads = query.shape[-3] if query.dim() >= 3 else 1
     step = block_rows or rows_per_block(heads, S)
-    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     parts = []
     start, stop = rows if rows is not None else (0, T)
     for r0 in range(start, stop, step):
@@ -106,11 +123,11 @@ def blocked_attention(
             key[..., c0:c1, :],
             value[..., c0:c1, :],
             attn_mask=allowed,
-            scale=scale_factor,
-            enable_gqa=enable_gqa,
+            scale=call.scale_factor,
+            enable_gqa=call.enable_gqa,
             score_bias=bias,
-            softcap=softcap,
-            sinks=sinks,
+            softcap=call.softcap,
+            sinks=call.sinks,
         )
         if on_block is not None:
             on_block(r0, c0, steps.attn_weights)

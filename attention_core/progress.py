@@ -58,3 +58,18 @@ def report(stage: str, done: int, total: int) -> None:
         raise Cancelled(f"{stage} cancelled after {done} of {total}")
     if reporter.on_progress is not None:
         reporter.on_progress(stage, done, total)
+
+
+@contextmanager
+def muted() -> Iterator[None]:
+    """Reports inside reach no one but still check for cancellation.
+
+    For the sub-steps of a unit reported on its own: a generation reports each
+    token written, not each layer of each token's forward pass.
+    """
+    reporter = _CURRENT.get()
+    if reporter is None:
+        yield
+        return
+    with reporting(None, reporter.cancelled):
+        yield

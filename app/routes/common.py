@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import Depends, Response
+from fastapi.responses import JSONResponse
 
 from ..schemas.attention import ErrorBody
 from ..settings import Settings, get_settings
@@ -25,3 +26,17 @@ def json_response(payload: object) -> Response:
     return Response(
         orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
     )
+
+
+def json_error(description: str) -> dict[str, Any]:
+    """An error answer documented as JSON (``ErrorBody``), not as the route's event stream."""
+    schema = {"$ref": f"#/components/schemas/{ErrorBody.__name__}"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+class EventStreamDocs(JSONResponse):
+    """For the OpenAPI document only (a streaming route returns its own response): FastAPI
+    documents the 200 "model" of a JSONResponse class as it is, under this media type;
+    of any other class, as that schema *and* ``type: string``, which nothing matches."""
+
+    media_type = "text/event-stream"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from fastapi import APIRouter, Response
 
-from attention_core.models import Decoder, ModelUnsupported
+from attention_core.models import Decoder, ModelRegistry, ModelUnsupported
 from attention_core.models.generation import Sampling
 
 from ..limits import over_limit
@@ -19,6 +19,7 @@ from ..seq2seq_payloads import (
     refuse_one_stack_options,
     seq2seq_generation_payload,
 )
+from ..settings import Settings
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -43,6 +44,11 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
     ``generate(do_sample=False)``); the answer adds the encoder's, the
     decoder's and the cross-attention's maps over the whole target.
     """
+    return json_response(generation_answer(body, registry, settings))
+
+
+def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: Settings) -> object:
+    """The body of ``POST /api/model/generate`` (and of its stream's ``result``)."""
     limit = settings.max_new_tokens
     if body.max_new_tokens > limit:
         raise over_limit(
@@ -65,7 +71,7 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
                 written, body, model=entry.name, family=model.family
             )
         payload.update({"temperature": float(body.temperature), "top_k": body.top_k})
-        return json_response(payload)
+        return payload
     if not isinstance(model, Decoder):
         raise ModelUnsupported(
             f"{entry.name!r} is a {model.family} encoder: it reads a whole text at once and "
@@ -90,4 +96,4 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
             "top_k": body.top_k,
         }
     )
-    return json_response(payload)
+    return payload

@@ -20,11 +20,9 @@ from typing import Annotated
 import torch
 from fastapi import APIRouter, Query, Response
 
-from attention_core.analysis import value_norm_shares
 from attention_core.models import (
     DECODE_DESCRIPTION,
     Encoder,
-    ModelMaps,
     ModelNotFound,
     ModelUnsupported,
     TextModel,
@@ -32,10 +30,11 @@ from attention_core.models import (
 )
 from attention_core.models.backends import sliding_windows
 
+from ..attention_answer import attention_answer
 from ..errors import error_response
 from ..limits import over_limit
-from ..long_inputs import long_attention, refuse_full_maps, token_count
-from ..model_payloads import head_payload, maps_payload, require_attention
+from ..long_inputs import refuse_full_maps, token_count
+from ..model_payloads import head_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (
     MAX_MODEL_NAME_CHARS,
@@ -53,7 +52,6 @@ from ..seq2seq_payloads import (
     check_fields,
     is_encoder_decoder,
     model_kind,
-    seq2seq_attention,
     seq2seq_head_payload,
 )
 from .common import ERRORS, SettingsDep, json_response
@@ -125,29 +123,7 @@ def model_attention(
     long path (``maps_path`` 'long', see ``app.long_inputs``): its maps are
     gathered block by block into what was asked, never all held.
     """
-    entry, model = load(registry, body.model)
-    long = long_attention(model, body, entry.name, settings)  # None: the full maps fit
-    if long is not None:
-        return json_response(long)
-    if is_encoder_decoder(model):  # encoder, decoder and cross maps of a source and target
-        return json_response(seq2seq_attention(model, body, entry.name))
-    check_fields(model, entry.name, body)
-    require_attention(entry.name, model.info())
-    with torch.inference_mode():
-        maps: ModelMaps = (
-            value_norm_shares(model, body.text, body.text_b)
-            if body.measure == "value_norm"
-            else model.encode(body.text, body.text_b)
-        )
-        payload = maps_payload(
-            maps,
-            body,
-            model=entry.name,
-            family=model.family,
-            causal=model.causal,
-            hidden_states=body.hidden_states,
-        )
-    return json_response(payload)
+    return json_response(attention_answer(body, registry, settings))
 
 
 @router.post("/head", response_model=ModelHeadResponse, responses=ERRORS)

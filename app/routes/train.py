@@ -12,12 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 
 from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, FIXED_SETTINGS, TRAINING_PRESETS
 
 from ..errors import error_response
-from ..schemas.attention import ErrorBody
 from ..schemas.train import EVENT_DOCS, TrainPresets, TrainRequest
 from ..schemas.train_events import TrainEventMessage
 from ..settings import Settings
@@ -30,7 +28,7 @@ from ..training.runner import (
     start_run,
     writable_runs_dir,
 )
-from .common import ERRORS, SettingsDep
+from .common import ERRORS, EventStreamDocs, SettingsDep, json_error
 
 router = APIRouter(prefix="/api/train", tags=["train"])
 
@@ -61,12 +59,6 @@ _FORM_SCHEMA = {
 }
 
 
-def json_error(description: str) -> dict[str, Any]:
-    """An error answer documented as JSON (``ErrorBody``), not as the route's event stream."""
-    schema = {"$ref": f"#/components/schemas/{ErrorBody.__name__}"}
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
 def train_limits(settings: Settings) -> dict[str, int | float]:
     from ..training.runner import cpu_count
 
@@ -87,17 +79,9 @@ async def train_presets(settings: SettingsDep) -> dict[str, Any]:
     }
 
 
-class _EventStreamDocs(JSONResponse):
-    """For the OpenAPI document only (the route returns ``EventStreamResponse``): FastAPI
-    documents the 200 "model" of a JSONResponse class as it is, under this media type;
-    of any other class, as that schema *and* ``type: string``, which nothing matches."""
-
-    media_type = "text/event-stream"
-
-
 @router.post(
     "",
-    response_class=_EventStreamDocs,
+    response_class=EventStreamDocs,
     status_code=200,
     responses={
         # The route's media type is text/event-stream: a "model" is documented under it, as

@@ -20,6 +20,7 @@ from ..models.maps import MapFeatures
 from ..models.outputs import LayerTrace
 from ..models.protocols import TextModel
 from ..models.result_cache import ResultCache
+from ..progress import muted, report
 from .access import head_model
 
 
@@ -50,13 +51,18 @@ def row_shares(maps: torch.Tensor) -> torch.Tensor:
 def value_norm_maps(
     model: TextModel, text: str, layers: Sequence[int], text_b: str | None = None
 ) -> dict[int, torch.Tensor]:
-    """0-based layer -> (H, T, T) value-weighted maps of ``text`` (one forward per layer)."""
+    """0-based layer -> (H, T, T) value-weighted maps of ``text`` (one forward per layer).
+
+    Progress: ``value_norm`` after each layer (each one's forward is not reported).
+    """
     heads = head_model(model)
     result: dict[int, torch.Tensor] = {}
     with torch.inference_mode():
-        for layer in layers:
-            _, trace = model.trace(text, layer, text_b)
+        for done, layer in enumerate(layers, start=1):
+            with muted():
+                _, trace = model.trace(text, layer, text_b)
             result[layer] = trace_value_weighted(trace, heads.out_weights(layer))
+            report("value_norm", done, len(layers))
     return result
 
 

@@ -17,7 +17,6 @@ instead of one whole ``attention_with_steps``.  Two passes exist:
 from __future__ import annotations
 
 import contextvars
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
@@ -25,7 +24,7 @@ from typing import Protocol
 import torch
 
 from ..attention import AttentionSteps
-from ..blocked_attention import blocked_attention
+from ..blocked_attention import AttentionCall, blocked_attention
 
 # Rows per block of the full-maps pass: fastest of 32-256 at T = 1,024 (GPT-2 small's
 # 12 heads: 0.48x the time of one whole causal ``attention_with_steps``, 1 thread).
@@ -35,21 +34,7 @@ FULL_MAPS_BLOCK_ROWS = 64
 class BlockedPass(Protocol):
     """What the attention modules call inside ``blocked_pass``."""
 
-    def steps(
-        self,
-        layer: int | None,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attn_mask: torch.Tensor | None,
-        is_causal: bool,
-        scale: float | None,
-        enable_gqa: bool = False,
-        *,
-        score_bias: torch.Tensor | None = None,
-        softcap: float | None = None,
-        sinks: torch.Tensor | None = None,
-    ) -> AttentionSteps:
+    def steps(self, layer: int | None, call: AttentionCall) -> AttentionSteps:
         """One attention call (``layer``: 0-based, None when the caller does not know it:
         the pass counts the calls) as ``attention_with_steps`` would return it, with
         empty tensors for the steps the pass does not keep."""
@@ -78,22 +63,9 @@ class FullMapsPass:
     def __init__(self, block_rows: int = FULL_MAPS_BLOCK_ROWS) -> None:
         self.block_rows = block_rows
 
-    def steps(
-        self,
-        layer: int | None,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attn_mask: torch.Tensor | None,
-        is_causal: bool,
-        scale: float | None,
-        enable_gqa: bool = False,
-        *,
-        score_bias: torch.Tensor | None = None,
-        softcap: float | None = None,
-        sinks: torch.Tensor | None = None,
-    ) -> AttentionSteps:
-        weights = query.new_empty(*query.shape[:-1], key.shape[-2])  # (B, H, T, S)
+    def steps(self, layer: int | None, call: AttentionCall) -> AttentionSteps:
+        query = call.query
+        weights = query.new_empty(*query.shape[:-1], call.key.shape[-2])  # (B, H, T, S)
 
         def put(r0: int, c0: int, block: torch.Tensor) -> None:
             # Each row block written once: its weights, and zeros where no row of it looks
@@ -104,22 +76,8 @@ class FullMapsPass:
             rows[..., c0:c1] = block
             rows[..., c1:] = 0.0
 
-        context = blocked_attention(
-            query,
-            key,
-            value,
-            attn_mask=attn_mask,
-            is_causal=is_causal,
-            scale=scale,
-            enable_gqa=enable_gqa,
-            score_bias=score_bias,
-            softcap=softcap,
-            sinks=sinks,
-            block_rows=self.block_rows,
-            on_block=put,
-        )
-        scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-        return context_steps(query, context, weights, scale_factor)
+        context = blocked_attention(call, block_rows=self.block_rows, on_block=put)
+        return context_steps(query, context, weights, call.scale_factor)
 
 
 _CURRENT: contextvars.ContextVar[BlockedPass | None] = contextvars.ContextVar(

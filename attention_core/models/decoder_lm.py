@@ -20,6 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..attention import AttentionSteps, attention_with_steps
+from ..blocked_attention import AttentionCall
+from .blocked_pass import current_pass
 from .checkpoints import matched_state, read_config, write_checkpoint
 from .kv_cache import KVCache
 from .outputs import DecoderOutput
@@ -51,6 +54,53 @@ def decoder_mask(num_new: int, num_keys: int) -> tuple[torch.Tensor | None, bool
         return None, False  # the newest position may attend to every key
     allowed = torch.ones(num_new, num_keys, dtype=torch.bool).tril(num_keys - num_new)
     return allowed, False
+
+
+class DecoderSelfAttention(nn.Module):
+    """What every decoder family's attention module shares: its sizes and the call itself.
+
+    A family's module projects q, k and v its own way (GPT-2: one fused
+    ``c_attn``; Llama: three projections and RoPE) and hands them to ``attend``,
+    which masks causally behind any cached keys and runs ``attention_with_steps``
+    (dropout only while training), or the current blocked pass when a long input
+    or a full-map forward runs one (``blocked_pass.current_pass``).
+    """
+
+    def __init__(
+        self,
+        layer_idx: int,
+        num_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        scale: float,
+        dropout: float,
+    ) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.scale = scale
+        self.dropout = dropout
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> AttentionSteps:
+        """Shapes: q (B, H, T, D), k and v (B, H_kv, S, D), S >= T (the cache first)."""
+        attn_mask, is_causal = decoder_mask(q.shape[-2], k.shape[-2])
+        grouped = self.num_kv_heads < self.num_heads
+        blocked = current_pass()  # a long input, or every map kept: block by block
+        if blocked is not None:
+            call = AttentionCall(q, k, v, attn_mask, is_causal, self.scale, grouped)
+            return blocked.steps(self.layer_idx, call)
+        return attention_with_steps(
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            is_causal=is_causal,
+            scale=self.scale,
+            enable_gqa=grouped,
+        )
 
 
 class FamilyConfig(DecoderConfig, Protocol):

@@ -23,6 +23,7 @@ from typing import Literal, TypedDict, Unpack
 import torch
 
 from ..errors import MODEL_CONTEXT, LimitExceeded, SpecError
+from ..progress import muted, report
 from .kv_cache import KVCache
 from .protocols import CausalLM
 
@@ -210,9 +211,13 @@ def generate(
                 stop = "eos"
             if stop == "eos" or len(new_ids) == max_new_tokens:
                 if recorder is not None:  # the last token's own row; no logits needed
-                    _feed(model, torch.tensor([[token]]), cache, recorder, num_logits=0)
+                    with muted():
+                        _feed(model, torch.tensor([[token]]), cache, recorder, num_logits=0)
+                report("generate", len(new_ids), max_new_tokens)
                 break
-            logits = decode_one_token(model, token, cache, recorder)
+            report("generate", len(new_ids), max_new_tokens)
+            with muted():  # a token is the unit: its forward's layers are not reported
+                logits = decode_one_token(model, token, cache, recorder)
     length = len(prompt_ids) + len(new_ids)
     return Generation(
         prompt_ids=tuple(prompt_ids),

@@ -24,11 +24,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..attention import AttentionSteps, attention_with_steps
+from ..attention import AttentionSteps
 from ..errors import SpecError
-from .blocked_pass import current_pass
 from .checkpoints import check_supported
-from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
+from .decoder_lm import ACTIVATIONS, DecoderLM, DecoderSelfAttention
 from .kv_cache import KVCache
 from .outputs import LayerTrace
 from .protocols import Alias
@@ -123,45 +122,29 @@ class Conv1D(nn.Module):
         return flat.view(*x.shape[:-1], flat.shape[-1])  # (B, T, out)
 
 
-class GPT2Attention(nn.Module):
+class GPT2Attention(DecoderSelfAttention):
     def __init__(self, config: GPT2Config, layer_idx: int) -> None:
-        super().__init__()
-        self.layer_idx = layer_idx
-        self.n_head = config.n_head
-        self.head_dim = config.head_dim
-        self.c_attn = Conv1D(config.n_embd, 3 * config.n_embd)
-        self.c_proj = Conv1D(config.n_embd, config.n_embd)
-        self.attn_pdrop = config.attn_pdrop
-        self.resid_dropout = nn.Dropout(config.resid_pdrop)
-        scale = self.head_dim**-0.5 if config.scale_attn_weights else 1.0
+        scale = config.head_dim**-0.5 if config.scale_attn_weights else 1.0
         if config.scale_attn_by_inverse_layer_idx:
             scale /= layer_idx + 1
-        self.scale = scale
+        H = config.n_head
+        super().__init__(layer_idx, H, H, config.head_dim, scale, config.attn_pdrop)
+        self.c_attn = Conv1D(config.n_embd, 3 * config.n_embd)
+        self.c_proj = Conv1D(config.n_embd, config.n_embd)
+        self.resid_dropout = nn.Dropout(config.resid_pdrop)
 
     def forward(
         self, x: torch.Tensor, cache: KVCache | None
     ) -> tuple[torch.Tensor, AttentionSteps, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)  # each (B, T, C)
-        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
-        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
-        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        H, D = self.num_heads, self.head_dim
+        q = q.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        k = k.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
+        v = v.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, H, S, D)
-        attn_mask, is_causal = decoder_mask(T, k.shape[-2])
-        blocked = current_pass()  # a long input, or every map kept: block by block
-        if blocked is not None:
-            steps = blocked.steps(self.layer_idx, q, k, v, attn_mask, is_causal, self.scale)
-        else:
-            steps = attention_with_steps(
-                q,
-                k,
-                v,
-                attn_mask=attn_mask,
-                dropout_p=self.attn_pdrop if self.training else 0.0,
-                is_causal=is_causal,
-                scale=self.scale,
-            )
+        steps = self.attend(q, k, v)
         y = steps.context_vec.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
         return self.resid_dropout(self.c_proj(y)), steps, (q, k, v)
 

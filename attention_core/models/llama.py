@@ -37,11 +37,10 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from ..attention import AttentionSteps, attention_with_steps
+from ..attention import AttentionSteps
 from ..errors import SpecError
-from .blocked_pass import current_pass
 from .checkpoints import check_supported
-from .decoder_lm import ACTIVATIONS, DecoderLM, decoder_mask
+from .decoder_lm import ACTIVATIONS, DecoderLM, DecoderSelfAttention
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .protocols import TransformersNames, Wanted
@@ -281,21 +280,14 @@ class Projections(NamedTuple):
     k_unrotated: torch.Tensor  # (B, H_kv, T, D): the new positions only
 
 
-class LlamaAttention(nn.Module):
+class LlamaAttention(DecoderSelfAttention):
     def __init__(self, config: LlamaConfig, layer_idx: int) -> None:
-        super().__init__()
-        self.layer_idx = layer_idx
-        self.num_heads = config.num_attention_heads
-        self.num_kv_heads = config.num_key_value_heads
-        self.head_dim = config.head_dim
-        width = config.num_attention_heads * config.head_dim
-        kv_width = config.num_key_value_heads * config.head_dim
-        self.q_proj = nn.Linear(config.hidden_size, width, bias=config.qkv_bias)
-        self.k_proj = nn.Linear(config.hidden_size, kv_width, bias=config.qkv_bias)
-        self.v_proj = nn.Linear(config.hidden_size, kv_width, bias=config.qkv_bias)
-        self.o_proj = nn.Linear(width, config.hidden_size, bias=config.o_proj_bias)
-        self.scale = config.head_dim**-0.5
-        self.attention_dropout = config.attention_dropout
+        H, H_kv, D = config.num_attention_heads, config.num_key_value_heads, config.head_dim
+        super().__init__(layer_idx, H, H_kv, D, D**-0.5, config.attention_dropout)
+        self.q_proj = nn.Linear(config.hidden_size, H * D, bias=config.qkv_bias)
+        self.k_proj = nn.Linear(config.hidden_size, H_kv * D, bias=config.qkv_bias)
+        self.v_proj = nn.Linear(config.hidden_size, H_kv * D, bias=config.qkv_bias)
+        self.o_proj = nn.Linear(H * D, config.hidden_size, bias=config.o_proj_bias)
 
     def forward(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache | None
@@ -309,30 +301,7 @@ class LlamaAttention(nn.Module):
         keys, values = k_rot, v
         if cache is not None:
             keys, values = cache.update(self.layer_idx, k_rot, v)  # (B, H_kv, S, D)
-        attn_mask, is_causal = decoder_mask(T, keys.shape[-2])
-        blocked = current_pass()  # a long input, or every map kept: block by block
-        if blocked is not None:
-            steps = blocked.steps(
-                self.layer_idx,
-                q_rot,
-                keys,
-                values,
-                attn_mask,
-                is_causal,
-                self.scale,
-                enable_gqa=True,
-            )
-        else:
-            steps = attention_with_steps(
-                q_rot,
-                keys,
-                values,
-                attn_mask=attn_mask,
-                dropout_p=self.attention_dropout if self.training else 0.0,
-                is_causal=is_causal,
-                scale=self.scale,
-                enable_gqa=True,
-            )
+        steps = self.attend(q_rot, keys, values)
         y = steps.context_vec.transpose(1, 2).reshape(
             B, T, H * D
         )  # (B, T, H*D): heads side by side

@@ -17,18 +17,22 @@ resolution) from the kept q/k, a block of rows at a time.
 
 from __future__ import annotations
 
-import math
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from ..attention import AttentionSteps
-from ..blocked_attention import DEFAULT_BLOCK_CELLS, blocked_attention, rows_per_block
+from ..blocked_attention import (
+    DEFAULT_BLOCK_CELLS,
+    AttentionCall,
+    blocked_attention,
+    rows_per_block,
+)
 from ..progress import report
 from .blocked_pass import BlockedPass, blocked_pass, context_steps
 from .map_grid import GridSpec, MapGrid
-from .maps import TokenizedLike
+from .maps import OfTokenized, TokenizedLike
 from .pooling import Region
 
 
@@ -79,15 +83,19 @@ class KeptLayer:
         else:
             inner = grid
         blocked_attention(
-            query,
-            key,
-            key[..., :0],  # (h, S, 0): the weights are wanted, not the context
-            attn_mask=mask,
-            is_causal=self.causal,
-            scale=self.scale,
-            score_bias=bias,
-            softcap=self.softcap,
-            sinks=sinks,
+            # (h, S, 0) values: the weights are wanted, not the context
+            AttentionCall(
+                query,
+                key,
+                key[..., :0],
+                mask,
+                self.causal,
+                self.scale,
+                False,
+                bias,
+                self.softcap,
+                sinks,
+            ),
             block_rows=rows_per_block(len(heads), int(key.shape[-2]), block_cells),
             on_block=inner.add,
             rows=grid.row_span,  # a region's rows only
@@ -103,6 +111,7 @@ class KeptLayer:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
+@dataclass(eq=False)
 class LongPass:
     """The state of one long forward pass: each layer's ``KeptLayer`` and ``MapGrid``.
 
@@ -111,48 +120,25 @@ class LongPass:
     reports its blocks itself).
     """
 
-    def __init__(
-        self,
-        spec: GridSpec,
-        num_layers: int,
-        *,
-        report_layers: bool = False,
-        block_cells: int = DEFAULT_BLOCK_CELLS,
-        full_averages: bool = False,
-    ) -> None:
-        self.spec = spec
-        self.num_layers = num_layers
-        self.report_layers = report_layers
-        self.block_cells = block_cells
-        self.full_averages = full_averages
-        self.layers: dict[int, KeptLayer] = {}
-        self.grids: dict[int, MapGrid] = {}
-        # With ``full_averages``: each layer's head average at full resolution, (T, T).
-        self.averages: dict[int, torch.Tensor] = {}
+    spec: GridSpec
+    num_layers: int
+    report_layers: bool = False
+    block_cells: int = DEFAULT_BLOCK_CELLS
+    full_averages: bool = False
+    layers: dict[int, KeptLayer] = field(default_factory=dict)
+    grids: dict[int, MapGrid] = field(default_factory=dict)
+    # With ``full_averages``: each layer's head average at full resolution, (T, T).
+    averages: dict[int, torch.Tensor] = field(default_factory=dict)
 
-    def attend(
-        self,
-        layer: int,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attn_mask: torch.Tensor | None = None,
-        is_causal: bool = False,
-        scale: float | None = None,
-        enable_gqa: bool = False,
-        *,
-        score_bias: torch.Tensor | None = None,
-        softcap: float | None = None,
-        sinks: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def attend(self, layer: int, call: AttentionCall) -> torch.Tensor:
         """The context (1, H, T, D_v) of one layer's attention; its q/k and grid kept.
 
         Shapes: query (1, H, T, D); key, value (1, H_kv, S, D); a mask or bias
         with a batch axis of 1 (or none).
         """
+        query, key = call.query, call.key
         if query.shape[0] != 1:
             raise ValueError(f"a long pass reads one text; got a batch of {query.shape[0]}")
-        scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
 
         def unbatched(t: torch.Tensor | None) -> torch.Tensor | None:
             return t[0] if t is not None and t.dim() == 4 else t
@@ -162,12 +148,12 @@ class LongPass:
             # that holds v too): what is kept is what ``nbytes`` counts.
             query=query[0].contiguous(),
             key=key[0].contiguous(),
-            scale=scale_factor,
-            causal=is_causal,
-            mask=unbatched(attn_mask),
-            softcap=softcap,
-            sinks=sinks,
-            score_bias=unbatched(score_bias),
+            scale=call.scale_factor,
+            causal=call.is_causal,
+            mask=unbatched(call.attn_mask),
+            softcap=call.softcap,
+            sinks=call.sinks,
+            score_bias=unbatched(call.score_bias),
         )
         H, T = int(query.shape[1]), int(query.shape[2])
         grid = MapGrid(self.spec, H, T)
@@ -180,16 +166,7 @@ class LongPass:
                 average.add(r0, c0, weights[0])
 
         context = blocked_attention(
-            query,
-            key,
-            value,
-            attn_mask=attn_mask,
-            is_causal=is_causal,
-            scale=scale_factor,
-            enable_gqa=enable_gqa,
-            score_bias=score_bias,
-            softcap=softcap,
-            sinks=sinks,
+            call,
             block_rows=rows_per_block(H, int(key.shape[-2]), self.block_cells),
             on_block=gather,
         )
@@ -201,39 +178,13 @@ class LongPass:
             report("forward", len(self.layers), self.num_layers)
         return context
 
-    def steps(
-        self,
-        layer: int | None,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attn_mask: torch.Tensor | None,
-        is_causal: bool,
-        scale: float | None,
-        enable_gqa: bool = False,
-        *,
-        score_bias: torch.Tensor | None = None,
-        softcap: float | None = None,
-        sinks: torch.Tensor | None = None,
-    ) -> AttentionSteps:
+    def steps(self, layer: int | None, call: AttentionCall) -> AttentionSteps:
         """``attend`` as a ``BlockedPass``: the context only (the scores and weights were
         gathered block by block; their tensors here are empty).  ``layer`` None: the
         next layer in call order."""
         index = len(self.layers) if layer is None else layer
-        context = self.attend(
-            index,
-            query,
-            key,
-            value,
-            attn_mask,
-            is_causal,
-            scale,
-            enable_gqa,
-            score_bias=score_bias,
-            softcap=softcap,
-            sinks=sinks,
-        )
-        return context_steps(query, context, None, self.layers[index].scale)
+        context = self.attend(index, call)
+        return context_steps(call.query, context, None, self.layers[index].scale)
 
 
 def long_pass(pass_: LongPass) -> AbstractContextManager[BlockedPass]:
@@ -242,7 +193,7 @@ def long_pass(pass_: LongPass) -> AbstractContextManager[BlockedPass]:
 
 
 @dataclass(frozen=True)
-class LongMaps:
+class LongMaps(OfTokenized):
     """One long text through a model: its tokens, every layer's kept q/k, the first grids.
 
     ``grids``: per layer, the ``MapGrid`` of ``spec`` (the view the pass was
@@ -256,14 +207,6 @@ class LongMaps:
     spec: GridSpec
     grids: tuple[MapGrid, ...]
     rollout: torch.Tensor | None = None  # (L, T, T) when the pass kept full head averages
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.tokenized.tokens
-
-    @property
-    def special(self) -> tuple[bool, ...]:
-        return self.tokenized.special
 
     def grid(self, layer: int, spec: GridSpec) -> MapGrid:
         """Layer ``layer``'s (0-based) maps as ``spec`` shows them."""

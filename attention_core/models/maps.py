@@ -64,8 +64,8 @@ class TokenizedLike(Protocol):
     def special(self) -> tuple[bool, ...]: ...
 
 
-class TokenizedMaps(MapFeatures):
-    """``MapFeatures`` of one ``tokenized`` text: its tokens and special flags come from it."""
+class OfTokenized:
+    """Mixin for a result of one ``tokenized`` text: its tokens and special flags come from it."""
 
     tokenized: TokenizedLike
 
@@ -76,6 +76,10 @@ class TokenizedMaps(MapFeatures):
     @property
     def special(self) -> tuple[bool, ...]:
         return self.tokenized.special
+
+
+class TokenizedMaps(OfTokenized, MapFeatures):
+    """``MapFeatures`` of one ``tokenized`` text."""
 
 
 class ModelMaps(Protocol):

@@ -94,8 +94,10 @@ export function toRows(flat, T) {
  * Callbacks, all skipped once isCurrent() is false: onInfo(/api/model?model=…)
  * before anything else, onMeta(first answer without its maps: tokens,
  * positions, generated flags…) and onLayer(n, {heads, average, rollout}) as
- * each layer arrives (decoded as {shape, values: Float32Array}).  Resolves
- * when every layer has arrived.
+ * each layer arrives (decoded as {shape, values: Float32Array}), onProgress({stage,
+ * done, total, elapsed_s, eta_s}) as the server runs the model.  Resolves when every
+ * layer has arrived.  Starting a job cancels the older ones still running (their
+ * requests are aborted, which stops their passes on the server).
  */
 let worker = null;
 let nextId = 0;
@@ -114,7 +116,9 @@ function getWorker() {
   return worker;
 }
 
-function runJob(kind, body, { isCurrent, onInfo, onMeta, onLayer }) {
+function runJob(kind, body, { isCurrent, onInfo, onMeta, onLayer, onProgress = () => {} }) {
+  // A newer request cancels the older ones: their connections close, their passes stop.
+  for (const older of pending.keys()) getWorker().postMessage({ id: older, kind: "cancel" });
   const id = ++nextId;
   return new Promise((resolve, reject) => {
     pending.set(id, (msg) => {
@@ -127,6 +131,7 @@ function runJob(kind, body, { isCurrent, onInfo, onMeta, onLayer }) {
       if (msg.type === "done") return resolve();
       if (!isCurrent()) return;
       if (msg.type === "info") onInfo(msg.info);
+      else if (msg.type === "progress") onProgress(msg.progress);
       else if (msg.type === "meta") onMeta(msg.meta);
       else if (msg.type === "layer") onLayer(msg.n, msg.data);
     });

@@ -46,28 +46,39 @@ export function rangeTop(flat, cols, { fixed = false, sinkApart = false, firstCo
 }
 
 /**
- * Draw rows × cols cells (Float32Array, row-major) one pixel each.  block: the token
- * block each cell covers (pooled maps), offset: the first token row and column.  A cell
- * is grey when every pair in it is masked (causal, beyond a sliding window).
+ * Paint rows × cols cells (Float32Array, row-major) into pixels (packed RGBA, `stride`
+ * pixels a row) from (x0, y0), a pixel each.  block: the token block each cell covers
+ * (pooled maps), offset: the first token row and column.  A cell is grey when every
+ * pair in it is masked (causal, beyond a sliding window): a block across the diagonal
+ * shows its largest weight, so a previous-token head's line stays visible.
  */
-export function drawCells(canvas, flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
-  if (canvas.width !== cols) canvas.width = cols;
-  if (canvas.height !== rows) canvas.height = rows;
-  const ctx = canvas.getContext("2d");
-  const image = ctx.createImageData(cols, rows);
-  const pixels = new Uint32Array(image.data.buffer);
+export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
   const [br, bc] = block;
   const [r0, c0] = offset;
   for (let i = 0; i < rows; i++) {
     const first = r0 + i * br;
     const last = Math.min(T - 1, first + br - 1);
-    for (let j = 0; j < cols; j++) {
-      const left = c0 + j * bc;
-      const right = Math.min(T - 1, left + bc - 1);
-      const masked = causal && (maskedCell(last, left, causal) || maskedCell(first, right, causal, slidingWindow, positions));
-      pixels[i * cols + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
+    const line = (y0 + i) * stride + x0;
+    // Causal: the cells from `open` on start after the block's last row (all masked).
+    const open = causal ? Math.min(cols, Math.max(0, Math.floor((last - c0) / bc) + 1)) : cols;
+    for (let j = 0; j < open; j++) {
+      // A sliding window: masked when even the block's last column is beyond its first row's window.
+      const right = Math.min(T - 1, c0 + j * bc + bc - 1);
+      const masked = causal && slidingWindow && (positions ? positions[first] - positions[right] : first - right) >= slidingWindow;
+      pixels[line + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
     }
+    pixels.fill(MASKED, line + open, line + cols);
   }
+}
+
+/** Draw rows × cols cells on a canvas of their size, one pixel each (paintCells' options). */
+export function drawCells(canvas, flat, options) {
+  const { rows, cols } = options;
+  if (canvas.width !== cols) canvas.width = cols;
+  if (canvas.height !== rows) canvas.height = rows;
+  const ctx = canvas.getContext("2d");
+  const image = ctx.createImageData(cols, rows);
+  paintCells(new Uint32Array(image.data.buffer), cols, [0, 0], flat, options);
   ctx.putImageData(image, 0, 0);
 }
 
@@ -133,13 +144,16 @@ async function postJson(url, body) {
 
 /** One map (a head, the layer's mean or its rollout) at full resolution, or a region of it. */
 export async function fetchMap({ request, layer, head, rows = null, cols = null, T }) {
-  const body = { ...request, format: "compact", dtype: "uint8", layers: [layer], heads: [/^\d+$/.test(head) ? Number(head) : 1] };
+  // float16: at thousands of tokens most weights are below uint8's step (1/255), and
+  // the log scale is there to show them.
+  const body = { ...request, format: "compact", dtype: "float16", layers: [layer], heads: [/^\d+$/.test(head) ? Number(head) : 1] };
   if (rows) body.rows = rows;
   if (cols) body.cols = cols;
   const side = Math.max(rows ? rows[1] - rows[0] : T, cols ? cols[1] - cols[0] : T);
   if (side > ZOOM_MAX_SIDE) body.pool = ZOOM_MAX_SIDE;
   const answer = await postJson("/api/model/attention", body);
-  const which = head === "mean" ? answer.head_average[0] : head === "rollout" ? answer.rollout[0] : answer.attentions[0];
+  const which = head === "mean" ? answer.head_average[0] : head === "rollout" ? answer.rollout && answer.rollout[0] : answer.attentions[0];
+  if (!which) throw Object.assign(new Error("the server did not compute the rollout for this text"), { status: 200 });
   const decoded = decodeCompact(which);
   const shape = decoded.shape.slice(-2);
   const region = answer.region || { rows: [0, T], cols: [0, T] };
@@ -152,7 +166,8 @@ const clampInt = (v, lo, hi) => Math.min(hi, Math.max(lo, Math.floor(v)));
 /**
  * The canvas large map: box (the zoom card's plot div), readout (hover text).
  * show(ctx) draws a map ctx = {key, T, tokens, load(rows, cols) -> map, colour(map) ->
- * {zmax, log}, mask}; a drag (or the rows/cols fields) asks load() for that region.
+ * {zmax, log}, mask, pick(row)}; a drag (or the rows/cols fields) asks load() for that
+ * region, a click picks the token of its row.
  */
 export function canvasZoom(box, readout) {
   const canvas = el("canvas", { class: "zoom-canvas", "data-testid": "zoom-canvas", width: 1, height: 1, tabindex: "0", "aria-label": "The large map; drag to zoom into a region" });
@@ -254,7 +269,10 @@ export function canvasZoom(box, readout) {
     drag = null;
     rect.hidden = true;
     const end = cellAt(ev) || start;
-    if (Math.abs(ev.clientX - start.x) < 4 && Math.abs(ev.clientY - start.y) < 4) return; // a click, not a drag
+    if (Math.abs(ev.clientX - start.x) < 4 && Math.abs(ev.clientY - start.y) < 4) {
+      if (ctx.pick) ctx.pick(start.row); // a click, not a drag: the row's token
+      return;
+    }
     const [br, bc] = map.block;
     const rows = [Math.min(start.row, end.row), Math.min(ctx.T, Math.max(start.row, end.row) + br)];
     const cols = [Math.min(start.col, end.col), Math.min(ctx.T, Math.max(start.col, end.col) + bc)];

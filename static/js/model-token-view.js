@@ -9,6 +9,23 @@
 import { byTestId, el } from "./dom.js";
 import { drawHeadView } from "./headview.js";
 import { drawHeatmap } from "./heatmap.js";
+import { drawCells } from "./model-overview.js";
+
+// A long row: past HEADVIEW_KEYS keys the head view shows the STRONGEST keys only (its
+// lines and bars need a label per key), and past STRIP_KEYS keys the every-layer strip
+// is drawn on a canvas, a pixel a cell (Plotly would get thousands of columns).
+export const HEADVIEW_KEYS = 48;
+export const STRONGEST = 24;
+export const STRIP_KEYS = 256;
+
+/** The `count` columns holding the largest weight of any row (rows: arrays), in order. */
+export function strongestColumns(rows, count) {
+  const keys = rows.length ? rows[0].length : 0;
+  const best = new Float32Array(keys);
+  for (const row of rows) for (let j = 0; j < keys; j++) if (row[j] > best[j]) best[j] = row[j];
+  const order = Array.from({ length: keys }, (_, j) => j).sort((a, b) => best[b] - best[a] || a - b);
+  return order.slice(0, count).sort((a, b) => a - b);
+}
 
 /**
  * Which row of the maps to show for token `s`, and over how many keys.
@@ -40,16 +57,20 @@ function fillLayers(select, count, value) {
 
 const quote = (t) => `“${t}”`;
 
+/** Layer data held on the page (Map n -> {heads}) as view.row: (layer, h, query, keys) -> weights or null. */
+export const rowsOfLayers = (layers) => (l, h, q, keys) => (layers.has(l) ? headRow(layers.get(l).heads, h, q, keys) : null);
+
 /**
  * Draw the token view into `section` (the page's token-view card).
  * view: {labels (one per token shown), tokens (plain text), generated (flags or null),
- *   positions, causal, layers (Map n -> {heads}), L, H, chosen (index or null),
+ *   positions, causal, row ((layer, head 0-based, query, keys) -> weights or null: see
+ *   rowsOfLayers), L, H, chosen (index or null),
  *   layer (the head view's layer), when ("written" | "input"), hidden (a hide note)}
  * handlers: {onChoose(i), onMode(mode)}. Resolves when drawn.
  */
 export async function drawTokenView(section, view, { onChoose, onMode, headViewMode }) {
   const $ = (id) => byTestId(id, section);
-  const { labels, tokens, generated, positions, causal, layers, L, H, chosen, layer, when } = view;
+  const { labels, tokens, generated, positions, causal, row: rowOf, L, H, chosen, layer, when } = view;
   const controls = $("tv-controls");
   const body = $("tv-body");
   const what = $("tv-what");
@@ -82,39 +103,80 @@ export async function drawTokenView(section, view, { onChoose, onMode, headViewM
       ? `What the model looked at when it wrote ${token}: the weights of ${quote(tokens[row.query])}, the token before it, which was the model's input at that step. It could read ${row.keys} token${row.keys === 1 ? "" : "s"}.`
       : `What ${token} (token ${chosen + 1} of ${labels.length}) reads${causal ? ": a decoder's token reads only itself and the tokens before it" : ""}.`;
   const keys = labels.slice(0, row.keys);
-  const data = layers.get(layer);
-  $("tv-layer-title").textContent = `Every head of layer ${layer}`;
-  if (data) {
+  const rows = Array.from({ length: H }, (_, h) => rowOf(layer, h, row.query, row.keys));
+  const long = row.keys > HEADVIEW_KEYS;
+  $("tv-layer-title").textContent = long
+    ? `Every head of layer ${layer}: the ${STRONGEST} tokens it reads most, of ${row.keys}`
+    : `Every head of layer ${layer}`;
+  if (rows.every(Boolean)) {
+    // A long row: the strongest keys only, labelled with their position.
+    const picked = long ? strongestColumns(rows, STRONGEST) : null;
     drawHeadView(
       $("headview"),
-      {
-        queries: labels,
-        keys,
-        query: row.query,
-        rows: Array.from({ length: H }, (_, h) => headRow(data.heads, h, row.query, row.keys)),
-      },
-      { mode: headViewMode, onSelect: (i) => onChoose(i), onMode },
+      long
+        ? { queries: [labels[row.query]], keys: picked.map((j) => (labels[j].endsWith(`·${j}`) ? labels[j] : `${labels[j]}·${j}`)), query: 0, rows: rows.map((r) => picked.map((j) => r[j])) }
+        : { queries: labels, keys, query: row.query, rows },
+      { mode: headViewMode, onSelect: long ? () => {} : (i) => onChoose(i), onMode },
     );
   }
   // Every layer × every head: one row each, over the keys the query could read.
   const z = [];
   const rowLabels = [];
   for (let l = 1; l <= L; l++) {
-    const d = layers.get(l);
     for (let h = 0; h < H; h++) {
-      z.push(d ? headRow(d.heads, h, row.query, row.keys) : new Array(row.keys).fill(null));
+      z.push(rowOf(l, h, row.query, row.keys) || new Array(row.keys).fill(null));
       rowLabels.push(`L${l} H${h + 1}`);
     }
   }
-  await drawHeatmap($("tv-strip"), {
-    z,
-    rows: rowLabels,
-    cols: keys,
-    kind: "weights",
-    rowTitle: "layer, head",
-    colTitle: "attended to (key)",
-    filename: "model-token-row",
-    uirevision: `${L}x${H}:${keys.join("|")}`,
+  const strip = $("tv-strip");
+  const canvasStrip = $("tv-strip-canvas");
+  strip.hidden = row.keys > STRIP_KEYS;
+  canvasStrip.hidden = !strip.hidden;
+  if (strip.hidden) drawStrip(canvasStrip, { z, rowLabels, labels, keys: row.keys });
+  else {
+    await drawHeatmap(strip, {
+      z,
+      rows: rowLabels,
+      cols: keys,
+      kind: "weights",
+      rowTitle: "layer, head",
+      colTitle: "attended to (key)",
+      filename: "model-token-row",
+      uirevision: `${L}x${H}:${keys.join("|")}`,
+    });
+  }
+  strip.dataset.query = String(row.query);
+  canvasStrip.dataset.query = String(row.query);
+}
+
+/**
+ * The every-layer strip of a long row on a canvas: a row per layer and head, a pixel per
+ * key, each row coloured to its own largest weight (a long row's weights are small);
+ * hovering names the head, the key and the weight.
+ */
+function drawStrip(box, { z, rowLabels, labels, keys }) {
+  let canvas = box.querySelector("canvas");
+  const readout = box.querySelector("[data-testid='tv-strip-readout']") || el("p", { class: "hint", "data-testid": "tv-strip-readout", role: "status" });
+  if (!canvas) {
+    canvas = el("canvas", { class: "tv-strip-map", "data-testid": "tv-strip-map", width: 1, height: 1, role: "img" });
+    box.replaceChildren(canvas, readout);
+    canvas.addEventListener("pointermove", (ev) => {
+      const b = canvas.getBoundingClientRect();
+      const i = Math.floor(((ev.clientY - b.top) / b.height) * canvas._rows.length);
+      const j = Math.floor(((ev.clientX - b.left) / b.width) * canvas.width);
+      const v = canvas._rows[i] && canvas._rows[i][j];
+      readout.textContent = v === undefined || v === null ? "" : `${canvas._names[i]} → ${canvas._labels[j]} (${j}): ${v.toFixed(5)}`;
+    });
+  }
+  const flat = new Float32Array(z.length * keys);
+  const top = new Float32Array(z.length);
+  z.forEach((r, i) => {
+    for (let j = 0; j < keys; j++) if (r[j] > top[i]) top[i] = r[j];
+    for (let j = 0; j < keys; j++) flat[i * keys + j] = r[j] === null ? 0 : r[j] / Math.max(top[i], 1e-6);
   });
-  $("tv-strip").dataset.query = String(row.query);
+  drawCells(canvas, flat, { rows: z.length, cols: keys, T: keys, zmax: 1 });
+  canvas.style.height = `${Math.min(480, Math.max(48, z.length * 8))}px`;
+  Object.assign(canvas, { _rows: z, _names: rowLabels, _labels: labels });
+  canvas.setAttribute("aria-label", `${z.length} heads × ${keys} tokens: each head's weights from the chosen token, coloured to its own largest weight`);
+  readout.textContent = "";
 }

@@ -13,41 +13,108 @@ import { UNKNOWN_PIECE, wordsWithUnknownPieces } from "./model-vectors.js";
 const UNKNOWN_TOKENS = new Set([UNKNOWN_PIECE, "<unk>"]);
 export const isUnknown = (t) => UNKNOWN_TOKENS.has(t);
 
-/**
- * The tokens of `meta` (an attention or generation answer without its maps) as buttons.
- * chosen: index of the chosen token or null; onChoose(i) when one is clicked.
- */
-export function renderTokenList(list, meta, { chosen, onChoose }) {
-  const items = meta.tokens.map((token, i) => {
-    const position = meta.positions[i];
-    const generated = Boolean(meta.generated && meta.generated[i]);
-    const classes = [
-      "wp-token",
-      meta.special[position] ? "special" : "",
-      meta.token_type_ids[i] === 1 ? "seg-b" : "",
-      token.startsWith("##") ? "piece" : "",
-      generated ? "generated" : "",
-      isUnknown(token) ? "unk" : "",
-    ];
-    const button = el("button", {
-      type: "button",
-      class: classes.filter(Boolean).join(" "),
-      "data-testid": "wp-token",
-      "data-index": i,
-      "aria-pressed": String(i === chosen),
-      title: `position ${position}${generated ? " · written by the model" : ""}${isUnknown(token) ? " · not in the vocabulary" : ""}`,
-      text: visibleToken(token),
-      onclick: () => onChoose(i),
-    });
-    if (generated) button.setAttribute("aria-label", `${token} (written by the model)`);
-    return el("li", {}, button);
+// A long text's list is shown a page at a time (a few hundred chips, not thousands in
+// the DOM): past PAGED_FROM tokens, pages of TOKEN_PAGE, the chosen token's page shown.
+export const PAGED_FROM = 512;
+export const TOKEN_PAGE = 256;
+
+function tokenButton(meta, i, chosen, onChoose) {
+  const token = meta.tokens[i];
+  const position = meta.positions[i];
+  const generated = Boolean(meta.generated && meta.generated[i]);
+  const classes = [
+    "wp-token",
+    meta.special[position] ? "special" : "",
+    meta.token_type_ids[i] === 1 ? "seg-b" : "",
+    token.startsWith("##") ? "piece" : "",
+    generated ? "generated" : "",
+    isUnknown(token) ? "unk" : "",
+  ];
+  const button = el("button", {
+    type: "button",
+    class: classes.filter(Boolean).join(" "),
+    "data-testid": "wp-token",
+    "data-index": i,
+    "aria-pressed": String(i === chosen),
+    title: `token ${i + 1} · position ${position}${generated ? " · written by the model" : ""}${isUnknown(token) ? " · not in the vocabulary" : ""}`,
+    text: visibleToken(token),
+    onclick: () => onChoose(i),
   });
-  list.replaceChildren(...items);
+  if (generated) button.setAttribute("aria-label", `${token} (written by the model)`);
+  return el("li", {}, button);
 }
 
-/** Press the chosen token's button only (rebuilding the list would take the focus away). */
+/** The pager above a long list (made once): previous, "tokens a–b of n", next, go to token. */
+function pagerOf(list) {
+  if (list._pager) return list._pager;
+  const label = el("span", { "data-testid": "token-page", role: "status" });
+  const previous = el("button", { type: "button", "data-testid": "token-page-previous", text: "◀ previous", "aria-label": "previous tokens" });
+  const next = el("button", { type: "button", "data-testid": "token-page-next", text: "next ▶", "aria-label": "next tokens" });
+  const go = el("input", { type: "number", min: 1, step: 1, id: "token-go", "data-testid": "token-go", inputmode: "numeric" });
+  const pager = el("div", { class: "token-pager", "data-testid": "token-pager", hidden: true }, [
+    previous,
+    label,
+    next,
+    el("label", { for: "token-go", text: "Token" }),
+    go,
+  ]);
+  previous.addEventListener("click", () => showPage(list, list._view.first - TOKEN_PAGE));
+  next.addEventListener("click", () => showPage(list, list._view.first + TOKEN_PAGE));
+  go.addEventListener("change", () => {
+    const n = Number(go.value);
+    const { meta, onChoose } = list._view;
+    if (Number.isInteger(n) && n >= 1 && n <= meta.tokens.length) onChoose(n - 1);
+  });
+  list.before(pager);
+  list._pager = { pager, label, previous, next, go };
+  return list._pager;
+}
+
+function showPage(list, first) {
+  const view = list._view;
+  const count = view.meta.tokens.length;
+  const paged = count > PAGED_FROM;
+  view.first = paged ? Math.min(Math.max(0, first), Math.floor((count - 1) / TOKEN_PAGE) * TOKEN_PAGE) : 0;
+  view.last = paged ? Math.min(count, view.first + TOKEN_PAGE) : count;
+  const items = [];
+  for (let i = view.first; i < view.last; i++) items.push(tokenButton(view.meta, i, view.chosen, view.onChoose));
+  list.replaceChildren(...items);
+  list.start = view.first + 1;
+  list.dataset.first = String(view.first);
+  if (!paged) {
+    if (list._pager) list._pager.pager.hidden = true;
+    return;
+  }
+  const { pager, label, previous, next, go } = pagerOf(list);
+  pager.hidden = false;
+  label.textContent = `tokens ${(view.first + 1).toLocaleString("en")}–${view.last.toLocaleString("en")} of ${count.toLocaleString("en")}`;
+  previous.disabled = view.first === 0;
+  next.disabled = view.last === count;
+  go.max = String(count);
+}
+
+/**
+ * The tokens of `meta` (an attention or generation answer without its maps) as buttons,
+ * a page of them for a long text.  chosen: index of the chosen token or null; onChoose(i)
+ * when one is clicked.
+ */
+export function renderTokenList(list, meta, { chosen, onChoose }) {
+  list._view = { meta, chosen, onChoose, first: 0, last: 0 };
+  showPage(list, Math.floor((chosen ?? 0) / TOKEN_PAGE) * TOKEN_PAGE);
+}
+
+/** Press the chosen token's button only (rebuilding the list would take the focus away);
+ * a token on another page of a long list shows its page. */
 export function markChosenToken(list, chosen) {
-  list.querySelectorAll("[data-testid='wp-token']").forEach((b, i) => b.setAttribute("aria-pressed", String(i === chosen)));
+  const view = list._view;
+  if (!view) return;
+  view.chosen = chosen;
+  if (chosen < view.first || chosen >= view.last) {
+    showPage(list, Math.floor(chosen / TOKEN_PAGE) * TOKEN_PAGE);
+    return;
+  }
+  for (const b of list.querySelectorAll("[aria-pressed='true']")) b.setAttribute("aria-pressed", "false");
+  list.querySelector(`[data-index='${chosen}']`)?.setAttribute("aria-pressed", "true");
 }
 
 const STOPS = { eos: "it wrote its end-of-text token", max_new_tokens: "it reached max new tokens" };

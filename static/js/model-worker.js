@@ -1,13 +1,19 @@
 // Fetches and decodes a model's attention off the main thread (see fetchLayers and
 // generateLayers in model-data.js).  Messages in: {id, kind: "attention" |
-// "generate", body}.  Out: {id, type: "info" | "meta" | "layer" | "done" | "error",
-// ...}; decoded maps are transferred, not copied.
+// "generate", body}, or {id, kind: "cancel"}.  Out: {id, type: "info" | "progress" |
+// "meta" | "layer" | "done" | "error", ...}; decoded maps are transferred, not copied.
+// The request that runs the model is streamed (…/stream: progress per layer, then the
+// answer); cancelling a job aborts its requests, which stops its pass on the server.
 
 import { decodeCompact } from "./model-data.js";
 import { gridPool, isPooled } from "./model-overview.js";
+import { streamEvents } from "./train-stream.js";
 
 const URL_ATTENTION = "/api/model/attention";
 const URL_GENERATE = "/api/model/generate";
+const STREAM = "/stream";
+// id -> the AbortController of that job's requests
+const controllers = new Map();
 const MAPS = ["attentions", "head_average", "rollout"];
 // GET /api/model?model=… per model name ("" = the default), fetched once each.
 const infos = new Map();
@@ -22,12 +28,32 @@ async function readJson(response) {
   return body;
 }
 
-function send(url, body) {
+function send(url, body, signal) {
   return fetch(url, {
     method: "POST",
     headers: { accept: "application/json", "content-type": "application/json" },
     body: JSON.stringify(body),
+    signal,
   });
+}
+
+/** The answer of `url` + "/stream" (what `url` answers), posting its progress on the way. */
+async function streamed(id, url, body, signal) {
+  let answer = null;
+  let failure = null;
+  // Read to the end (the server closes after `result` or `error`): a stream left unread
+  // would be cut off.
+  await streamEvents(url + STREAM, body, {
+    signal,
+    onEvent: (name, data) => {
+      if (name === "progress") self.postMessage({ id, type: "progress", progress: data });
+      else if (name === "result") answer = data;
+      else if (name === "error") failure = data;
+    },
+  });
+  if (failure) throw Object.assign(new Error("api"), { status: failure.status, detail: failure.detail });
+  if (!answer) throw new Error("the stream ended without an answer");
+  return answer;
 }
 
 function modelInfo(model) {
@@ -45,9 +71,10 @@ function postLayer(id, n, answer, i = 0) {
   const data = {
     heads: decodeCompact(answer.attentions[i]),
     average: decodeCompact(answer.head_average[i]),
-    rollout: decodeCompact(answer.rollout[i]),
+    // The server may leave the rollout out (null) for a long text.
+    rollout: answer.rollout && answer.rollout[i] ? decodeCompact(answer.rollout[i]) : null,
   };
-  const buffers = [data.heads.values.buffer, data.average.values.buffer, data.rollout.values.buffer];
+  const buffers = [data.heads.values.buffer, data.average.values.buffer, ...(data.rollout ? [data.rollout.values.buffer] : [])];
   self.postMessage({ id, type: "layer", n, data, t: now() }, buffers);
 }
 
@@ -57,14 +84,13 @@ function withoutMaps(answer) {
   return meta;
 }
 
-async function attention(id, body) {
+async function attention(id, body, signal) {
   // The grid's maps pooled (model-overview.js): a short text with few heads comes whole.
   const info = await modelInfo(body.model);
   // (An encoder-decoder's three stacks come whole: the server refuses pool for them.)
   if (info.layers && info.kind !== "encoder-decoder") body = { ...body, pool: gridPool(info.layers, info.heads) };
-  const firstResponse = await send(URL_ATTENTION, { ...body, layers: [1] });
   self.postMessage({ id, type: "info", info });
-  const first = await readJson(firstResponse);
+  const first = await streamed(id, URL_ATTENTION, { ...body, layers: [1] }, signal);
   const others = Array.from({ length: Math.max(0, info.layers - 1) }, (_, i) => i + 2);
   // Whole maps: one request a layer, in parallel (the server keeps the forward pass).
   // Pooled maps: one request for every other layer, since a forward too big for the
@@ -72,8 +98,8 @@ async function attention(id, body) {
   const rest = !others.length
     ? []
     : isPooled(first)
-    ? [send(URL_ATTENTION, { ...body, layers: others }).then(readJson).then((answer) => others.map((n, i) => ({ n, answer, i })))]
-    : others.map((n) => send(URL_ATTENTION, { ...body, layers: [n] }).then(readJson).then((answer) => [{ n, answer, i: 0 }]));
+    ? [send(URL_ATTENTION, { ...body, layers: others }, signal).then(readJson).then((answer) => others.map((n, i) => ({ n, answer, i })))]
+    : others.map((n) => send(URL_ATTENTION, { ...body, layers: [n] }, signal).then(readJson).then((answer) => [{ n, answer, i: 0 }]));
   for (const p of rest) p.catch(() => {});
   self.postMessage({ id, type: "meta", meta: withoutMaps(first), t: now() });
   postLayer(id, 1, first);
@@ -81,9 +107,9 @@ async function attention(id, body) {
   self.postMessage({ id, type: "done", t: now() });
 }
 
-async function generate(id, body) {
+async function generate(id, body, signal) {
   const infoReady = modelInfo(body.model);
-  const answer = await send(URL_GENERATE, body).then(readJson);
+  const answer = await streamed(id, URL_GENERATE, body, signal);
   const info = await infoReady;
   self.postMessage({ id, type: "info", info });
   self.postMessage({ id, type: "meta", meta: withoutMaps(answer), t: now() });
@@ -93,9 +119,18 @@ async function generate(id, body) {
 
 self.addEventListener("message", (ev) => {
   const { id, kind, body } = ev.data;
-  (kind === "generate" ? generate : attention)(id, body).catch((err) => {
-    const status = err.status ?? 0;
-    const detail = err.detail ?? `The server did not answer (${err.message}).`;
-    self.postMessage({ id, type: "error", status, detail });
-  });
+  if (kind === "cancel") {
+    if (controllers.has(id)) controllers.get(id).abort();
+    return;
+  }
+  const controller = new AbortController();
+  controllers.set(id, controller);
+  (kind === "generate" ? generate : attention)(id, body, controller.signal)
+    .catch((err) => {
+      const aborted = controller.signal.aborted;
+      const status = err.status ?? 0;
+      const detail = aborted ? "cancelled: a newer request took its place" : err.detail ?? `The server did not answer (${err.message}).`;
+      self.postMessage({ id, type: "error", status, detail, aborted });
+    })
+    .finally(() => controllers.delete(id));
 });

@@ -12,11 +12,14 @@ import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { drawCosines, drawZoom } from "./model-plots.js";
-import { LONG_TEXT, canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
+import { progressBar } from "./model-progress.js";
+import { canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeTop } from "./model-overview.js";
+import { buildHeadGrid, gridColumns, gridKey, mapName, thumbAtlas, usesAtlas } from "./model-grid.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
 import { setupHeadAnalysis } from "./model-heads.js";
-import { drawTokenView } from "./model-token-view.js";
+import { drawTokenView, rowFor, rowsOfLayers } from "./model-token-view.js";
+import { tokenRows } from "./model-token-rows.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
 
 const init = initialData();
@@ -47,17 +50,23 @@ let meta = null; // the answer shown, without its maps: tokens, positions, gener
 let layers = new Map(); // layer number -> {heads, average, rollout}
 let shown = null; // what the maps shown were computed from (for the step-by-step link)
 let buttons = new Map(); // "L-head" -> button
+let selected = null; // the pressed button (only it and the next one change: hundreds of heads)
 let seq = 0;
 let headViewMode = "lines";
 let modelNote = null; // a problem with the URL's model, shown beside the picker
 // Long texts, many heads (model-overview.js): the grid's maps pooled, the large map on canvas.
 let overview = false; // the grid holds pooled maps (the large map is fetched)
 let mapRequest = null; // the text and options the maps shown came from
+let rowSource = null; // pooled maps: one token's rows, asked for and kept (model-token-rows.js)
+// The longest text whose every full map a request may still need (head scores, ablation,
+// the logit lens): 512 tokens, what any input had before the long path.
+const ANALYSIS_TOKENS = 512;
 const overviewNote = el("p", { class: "hint", "data-testid": "overview-note", hidden: true });
 grid.before(overviewNote);
 const zoomCanvas = canvasZoom($("zoom-plot"), $("zoom-readout"));
 $("zoom-plot").after(zoomCanvas.element);
 const filter = layerFilter(grid, () => {
+  if (atlas) atlas.layout();
   if (!filter.shows(state.layer)) {
     const first = [...buttons.values()].find((b) => !b.hidden);
     if (first) select(Number(first.dataset.layer), first.dataset.head);
@@ -190,50 +199,16 @@ const writeUrl = () => writeModelState(state, defaultsFor(current()));
 
 // ---------- the grid ----------
 
-const key = (layer, head) => `${layer}-${head}`;
-const columns = (H) => [...Array.from({ length: H }, (_, i) => String(i + 1)), ...EXTRA_MAPS];
-
-function mapName(layer, head) {
-  if (head === "mean") return `Layer ${layer}, mean of heads`;
-  if (head === "rollout") return `Rollout through layer ${layer}`;
-  return `Layer ${layer}, head ${head}`;
-}
+const key = gridKey;
+const columns = gridColumns;
+let atlas = null; // many heads: the thumbnails' atlas (model-grid.js), else a canvas each
 
 function buildGrid(L, H, model) {
-  const cells = [el("span", { class: "col-label", "aria-hidden": "true" })];
-  for (let h = 1; h <= H; h++) cells.push(el("span", { class: "col-label", text: `H${h}` }));
-  cells.push(el("span", { class: "col-label extra", text: "mean" }), el("span", { class: "col-label extra", text: "rollout" }));
-  buttons = new Map();
-  for (let l = 1; l <= L; l++) {
-    cells.push(el("span", { class: "row-label", text: `Layer ${l}` }));
-    for (const head of columns(H)) {
-      const extra = EXTRA_MAPS.includes(head);
-      const button = el(
-        "button",
-        {
-          type: "button",
-          class: `map-btn pending${extra ? " extra" : ""}`,
-          "data-testid": extra ? `map-L${l}-${head}` : `map-L${l}-H${head}`,
-          "data-layer": l,
-          "data-head": head,
-          "data-kind": extra ? head : "head",
-          "aria-label": mapName(l, head),
-          "aria-pressed": "false",
-          title: mapName(l, head),
-          tabindex: "-1",
-          onclick: () => select(l, head, true),
-        },
-        [el("canvas", { width: 1, height: 1, "aria-hidden": "true" })],
-      );
-      buttons.set(key(l, head), button);
-      cells.push(button);
-    }
-  }
-  grid.style.gridTemplateColumns = `3.4rem repeat(${H + 2}, 42px)`;
-  grid.replaceChildren(...cells);
-  grid.dataset.layers = String(L);
-  grid.dataset.heads = String(H);
+  buttons = buildHeadGrid(grid, L, H, (l, head) => select(l, head, true));
   grid.dataset.model = model;
+  atlas = usesAtlas(L, H) ? thumbAtlas(grid, buttons) : null;
+  if (atlas) atlas.layout();
+  selected = null;
   markSelected();
 }
 
@@ -241,7 +216,7 @@ function flatFor(layer, head) {
   const data = layers.get(layer);
   if (!data) return null;
   if (head === "mean") return mapView(data.average);
-  if (head === "rollout") return mapView(data.rollout);
+  if (head === "rollout") return data.rollout ? mapView(data.rollout) : null; // null: not computed
   return mapView(data.heads, Number(head) - 1);
 }
 
@@ -262,21 +237,32 @@ function drawRow(layer) {
   for (const head of columns(info.heads)) {
     const button = buttons.get(key(layer, head));
     const flat = flatFor(layer, head);
+    if (button && !flat && head === "rollout" && layers.has(layer)) {
+      // The server left the rollout out (a long text): said on the button, not grey forever.
+      button.classList.remove("pending");
+      button.classList.add("absent");
+      button.title = `${mapName(layer, head)}: not computed for this text`;
+      continue;
+    }
     if (!button || !flat) continue;
-    if (overview || state.scale === "log" || state.sinkApart) drawThumb(button.firstChild, flat, layer, head);
+    button.classList.remove("absent");
+    button.title = mapName(layer, head);
+    if (atlas) atlas.paint(button, flat, thumbOptions(flat, layer, head));
+    else if (overview || state.scale === "log" || state.sinkApart) drawCells(button.firstChild, flat, thumbOptions(flat, layer, head));
     else drawMap(button.firstChild, flat, T, zmaxFor(flat), maskOf(layer, head));
     button.classList.remove("pending");
     button.dataset.tokens = String(T);
   }
+  if (atlas) atlas.flush();
 }
 
-/** A thumbnail from a pooled map (or with the log scale or the sink apart): one pixel a cell. */
-function drawThumb(canvas, flat, layer, head) {
+/** How a thumbnail is drawn a pixel a cell (a pooled map, the log scale, the sink apart, the atlas). */
+function thumbOptions(flat, layer, head) {
   const T = meta.tokens.length;
   const [rows, cols] = meta.pooled ? meta.pooled.shape : [T, T];
   const block = meta.pooled ? meta.pooled.block : [1, 1];
   const zmax = rangeTop(flat, cols, { fixed: state.scale === "fixed", sinkApart: state.sinkApart });
-  drawCells(canvas, flat, { rows, cols, block, T, zmax, log: state.scale === "log", ...maskOf(layer, head) });
+  return { rows, cols, block, T, zmax, log: state.scale === "log", ...maskOf(layer, head) };
 }
 
 /** The large map on canvas: long texts (fetched at full resolution), the log scale, the sink apart. */
@@ -293,6 +279,7 @@ function showCanvasZoom() {
     tokens: tokenLabels(meta.tokens),
     mask: maskOf(layer, head),
     load: (rows, cols) => (full ? Promise.resolve(cropMap(full, T, rows, cols)) : fetchMap({ request, layer, head, rows, cols, T })),
+    pick: (row) => chooseToken(row),
     colour: (map) => ({
       zmax: rangeTop(map.values, map.cols, { fixed: state.scale === "fixed", sinkApart: state.sinkApart, firstCol: map.region.cols[0] }),
       log: state.scale === "log",
@@ -304,17 +291,26 @@ function showCanvasZoom() {
   zoom.dataset.tokens = String(T);
 }
 
+/** The colours changed (scale, sink): a pooled overview's large map keeps the region it
+ * shows and is drawn again from what it holds; other maps are drawn again. */
 function redrawAll() {
   for (const layer of layers.keys()) drawRow(layer);
-  drawSelected();
+  if (overview) zoomCanvas.redraw();
+  else drawSelected();
   drawTokens();
 }
 
 function markSelected() {
-  for (const [k, button] of buttons) {
-    const on = k === key(state.layer, state.head);
-    button.setAttribute("aria-pressed", on ? "true" : "false");
-    button.tabIndex = on ? 0 : -1;
+  const button = buttons.get(key(state.layer, state.head)) || null;
+  if (button === selected) return;
+  if (selected) {
+    selected.setAttribute("aria-pressed", "false");
+    selected.tabIndex = -1;
+  }
+  selected = button;
+  if (button) {
+    button.setAttribute("aria-pressed", "true");
+    button.tabIndex = 0;
   }
 }
 
@@ -336,8 +332,14 @@ function drawSelected() {
   updateOpenHead();
   const zoom = $("zoom-plot");
   const onCanvas = canvasMode();
-  zoom.hidden = onCanvas;
-  zoomCanvas.element.hidden = !onCanvas;
+  const absent = !flat && layers.has(state.layer) && state.head === "rollout"; // left out by the server
+  zoom.hidden = onCanvas || absent;
+  zoomCanvas.element.hidden = !onCanvas || absent;
+  if (absent) {
+    $("zoom-legend").hidden = false;
+    $("zoom-legend").textContent = "The server did not compute the rollout for this text (it does not for long texts): open a head or the mean of heads.";
+    return;
+  }
   if (!flat) return;
   const { layer, head } = state;
   const tokens = meta.tokens;
@@ -417,37 +419,66 @@ function renderTokens() {
   renderGenerationSummary($("gen-summary"), meta.generated_tokens ? meta : null);
 }
 
+/** The token view's weights: the maps held (short texts: at once), or a promise of the
+ * rows asked for (pooled maps). */
+function tokenViewRows() {
+  if (!overview || !rowSource || state.token === null || state.token >= meta.tokens.length) return rowsOfLayers(layers);
+  const { query, keys } = rowFor({ s: state.token, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length });
+  if (query === null) return rowsOfLayers(layers);
+  const shown = Array.from({ length: info.layers }, (_, i) => i + 1).filter((l) => filter.shows(l));
+  const wanted = [...new Set([...shown, Math.min(state.tokenLayer ?? state.layer, info.layers)])].sort((a, b) => a - b);
+  tokenView.dataset.loading = "true";
+  return rowSource.get(query, keys, wanted, info.heads).then((got) => (l, h, q, k) => {
+    const values = q === query && k === keys ? got.get(l) : null;
+    return values ? Array.from(values.subarray(h * k, (h + 1) * k)) : null;
+  });
+}
+
 function drawTokens() {
   if (!meta || !info || !info.layers) return Promise.resolve(); // no layers: nothing a token reads
-  tokenView.hidden = overview;
-  if (overview) return Promise.resolve(); // the grid's maps are pooled: no token's own row
+  tokenView.hidden = false;
   const mine = seq;
-  const done = drawTokenView(
-    tokenView,
-    {
-      labels: tokenLabels(meta.tokens),
-      tokens: meta.tokens,
-      generated: meta.generated || null,
-      positions: meta.positions,
-      causal: info.causal,
-      layers,
-      L: info.layers,
-      H: info.heads,
-      chosen: state.token,
-      layer: Math.min(state.tokenLayer ?? state.layer, info.layers),
-      when: state.when,
-    },
-    {
-      onChoose: (i) => chooseToken(i, { scroll: false }),
-      onMode: (mode) => {
-        headViewMode = mode;
+  const token = state.token;
+  const draw = (row) => {
+    if (mine !== seq || token !== state.token) return false; // a newer text or token
+    return drawTokenView(
+      tokenView,
+      {
+        labels: tokenLabels(meta.tokens),
+        tokens: meta.tokens,
+        generated: meta.generated || null,
+        positions: meta.positions,
+        causal: info.causal,
+        row,
+        L: info.layers,
+        H: info.heads,
+        chosen: state.token,
+        layer: Math.min(state.tokenLayer ?? state.layer, info.layers),
+        when: state.when,
       },
-      headViewMode,
+      {
+        onChoose: (i) => chooseToken(i, { scroll: false }),
+        onMode: (mode) => {
+          headViewMode = mode;
+        },
+        headViewMode,
+      },
+    ).then(() => true);
+  };
+  const rows = tokenViewRows();
+  const done = typeof rows === "function" ? Promise.resolve(draw(rows)) : rows.then(draw);
+  return done.then(
+    (drawn) => {
+      if (!drawn || mine !== seq) return;
+      delete tokenView.dataset.loading;
+      tokenView.dataset.token = state.token === null ? "" : String(state.token);
+    },
+    (err) => {
+      if (mine !== seq || token !== state.token) return;
+      delete tokenView.dataset.loading;
+      $("tv-what").textContent = `This token's weights could not be loaded: ${err.detail ? JSON.stringify(err.detail) : err.message}`;
     },
   );
-  return done.then(() => {
-    if (mine === seq) tokenView.dataset.token = state.token === null ? "" : String(state.token);
-  });
 }
 
 /** Show what token i reads (a generated token: what the model read when it wrote it). */
@@ -527,6 +558,8 @@ function setStatus(text) {
   $("model-status").textContent = text;
 }
 
+const progress = progressBar($("model-progress"));
+
 async function run() {
   const mine = ++seq;
   clearFieldErrors(form);
@@ -546,10 +579,12 @@ async function run() {
       for (const [field, text] of problems) showFieldError(form, field, text);
       if (meta) stale(problems.map(([, text]) => text).join(" "));
       setStatus("");
+      progress.stop();
       return;
     }
   }
   setStatus(generating ? "The model is writing…" : "Running the model…");
+  progress.start();
   grid.dataset.drawn = "0";
   const started = performance.now();
   writeUrl();
@@ -559,6 +594,7 @@ async function run() {
   let answerInfo = null;
   const callbacks = {
     isCurrent: () => mine === seq,
+    onProgress: (event) => progress.update(event),
     onInfo: (answer) => {
       answerInfo = answer;
     },
@@ -568,6 +604,7 @@ async function run() {
       meta = body;
       overview = isPooled(body);
       mapRequest = generating ? null : { ...(state.model ? { model: state.model } : {}), text: state.text, ...(asked.textB ? { text_b: asked.textB } : {}), hide_special: state.hide, measure: state.measure };
+      rowSource = mapRequest && tokenRows(mapRequest);
       layers = fresh;
       if (grid.dataset.model !== info.name || !buttons.size) {
         buildGrid(info.layers, info.heads, info.name);
@@ -577,7 +614,7 @@ async function run() {
       overviewNote.hidden = !overview;
       if (overview) {
         const [b] = body.pooled.block;
-        overviewNote.textContent = `${meta.tokens.length} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. One token's row in every head needs the full maps: texts of at most ${LONG_TEXT} tokens show it.`;
+        overviewNote.textContent = `${meta.tokens.length} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. Choose a token (in the list, or click a row of the large map) for its row in every head, asked for at full resolution.${meta.tokens.length > ANALYSIS_TOKENS ? ` Head scores, ablation and the logit lens need every full map: they are offered for texts of at most ${ANALYSIS_TOKENS} tokens.` : ""}`;
       }
       if (state.layer > info.layers) state.layer = 1;
       if (/^\d+$/.test(state.head) && Number(state.head) > info.heads) state.head = "1";
@@ -610,6 +647,7 @@ async function run() {
       await fetchLayers({ model: state.model, text: state.text, textB: asked.textB || null, hideSpecial: state.hide, measure: state.measure, ...callbacks });
     }
     if (mine !== seq) return;
+    progress.stop();
     shown = asked;
     if (generating && state.sampling === "sample" && state.seed === null) {
       // The seed the server drew: kept in the form and the link, so a reload writes the same.
@@ -624,7 +662,9 @@ async function run() {
     // The large Plotly map after the canvases: it costs more than all of them.
     drawSelected();
     drawTokens();
-    if (generating || asked.textB) analysis.clear();
+    // Head scores, ablation and the logit lens need every full map of the text: a pooled
+    // text past ANALYSIS_TOKENS is not offered them (the server refuses such texts).
+    if (generating || asked.textB || (overview && meta.tokens.length > ANALYSIS_TOKENS)) analysis.clear();
     else {
       const ablation = !(current() && current().kind === ENCODER_DECODER); // encoder-decoders: scores only
       analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads, ablation });
@@ -643,6 +683,7 @@ async function run() {
     });
   } catch (err) {
     if (mine !== seq) return;
+    progress.stop();
     const messages = showFieldErrors(form, plainModelError(err), modelErrorPlace);
     if (meta) stale(messages.join(" "));
     setStatus(meta ? "The maps below are still those of the last input that could be computed." : "");

@@ -1,5 +1,5 @@
-// POST /api/train and read its Server-Sent Events as they arrive. EventSource
-// cannot POST (nor upload a file), so this is fetch() and a stream reader.
+// POST /api/train (or a model's streamed request) and read its Server-Sent Events as
+// they arrive. EventSource cannot POST (nor upload a file): fetch() and a stream reader.
 
 import { ApiError } from "./api.js";
 
@@ -25,7 +25,12 @@ export function parseMessage(text) {
  * A 4xx/429 answer throws ApiError with the server's detail; aborting `signal`
  * closes the connection, which stops the run on the server.
  */
-export async function streamTraining(body, { signal, onEvent }) {
+export function streamTraining(body, options) {
+  return streamEvents("/api/train", body, options);
+}
+
+/** POST `body` to `url` and call onEvent(name, data) for each Server-Sent Event (as above). */
+export async function streamEvents(url, body, { signal, onEvent }) {
   const init =
     body instanceof FormData
       ? { method: "POST", body, signal, headers: { accept: "text/event-stream" } }
@@ -37,7 +42,7 @@ export async function streamTraining(body, { signal, onEvent }) {
         };
   let response;
   try {
-    response = await fetch("/api/train", init);
+    response = await fetch(url, init);
   } catch (err) {
     if (signal && signal.aborted) throw err;
     throw new ApiError(0, `The server did not answer (${err.message}).`);

@@ -28,17 +28,40 @@ def scramble_messages(page: Page, pattern: str, edit_request: Any = None) -> lis
         if edit_request is not None and post:
             post = json.dumps(edit_request(json.loads(post)))
         response = route.fetch(post_data=post) if post else route.fetch()
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            # A streamed request's error is its `error` event: scramble that one's items.
+            route.fulfill(response=response, body=scrambled_events(response.text(), seen))
+            return
         if response.status < 400:
             route.fulfill(response=response)
             return
         body = response.json()
-        for item in body["detail"]:
-            seen.append(dict(item))
-            item["msg"] = NONSENSE
+        scramble(body, seen)
         route.fulfill(response=response, json=body)
 
     page.route(pattern, handle)
     return seen
+
+
+def scramble(body: dict, seen: list[dict]) -> None:
+    """Each error item of ``body`` kept in ``seen`` as sent, its ``msg`` made NONSENSE."""
+    for item in body["detail"]:
+        seen.append(dict(item))
+        item["msg"] = NONSENSE
+
+
+def scrambled_events(stream: str, seen: list[dict]) -> str:
+    """An event stream with its ``error`` event's messages scrambled (``scramble``)."""
+    frames = []
+    for frame in stream.split("\n\n"):
+        lines = frame.split("\n")
+        if "event: error" in lines:
+            at = next(i for i, line in enumerate(lines) if line.startswith("data: "))
+            body = json.loads(lines[at].removeprefix("data: "))
+            scramble(body, seen)
+            lines[at] = "data: " + json.dumps(body)
+        frames.append("\n".join(lines))
+    return "\n\n".join(frames)
 
 
 def assert_no_nonsense(page: Page) -> None:
@@ -70,7 +93,7 @@ def test_a_text_over_the_models_context_is_worded_from_ctx(page: Page) -> None:
     expect(page.get_by_test_id("head-grid")).to_have_attribute(
         "data-drawn", re.compile(r"\d+"), timeout=WAIT
     )
-    seen = scramble_messages(page, "**/api/model/attention")
+    seen = scramble_messages(page, "**/api/model/attention**")  # the POST and its stream
     page.get_by_test_id("model-text").fill(" ".join(["word"] * 520))
     page.get_by_test_id("model-run").click()
     error = page.get_by_test_id("error-text")

@@ -73,10 +73,12 @@ def tokens(server_url: str) -> int:
     return T
 
 
+# The grid's first request is streamed (its progress), the others are plain.
+ATTENTION_URLS = ("/api/model/attention", "/api/model/attention/stream")
+
+
 def attention_bodies(requests: list[Request]) -> list[dict[str, Any]]:
-    return [
-        json.loads(r.post_data or "{}") for r in requests if r.url.endswith("/api/model/attention")
-    ]
+    return [json.loads(r.post_data or "{}") for r in requests if r.url.endswith(ATTENTION_URLS)]
 
 
 def open_long(page: Page, T: int, **params: str) -> list[Request]:
@@ -97,12 +99,20 @@ def zoom_ready(page: Page, key: str, rows: tuple[int, int], cols: tuple[int, int
     )
 
 
+THUMB_PIXELS = """id => {
+  const b = document.querySelector(`[data-testid='${id}']`);
+  const atlas = b.closest('.head-grid').querySelector('.grid-atlas');
+  const r = atlas.width / atlas.getBoundingClientRect().width;
+  const x = Math.round((b.offsetLeft + b.clientLeft) * r);
+  const y = Math.round((b.offsetTop + b.clientTop) * r);
+  const [w, h] = [b.clientWidth, b.clientHeight].map(v => Math.round(v * r));
+  return Array.from(atlas.getContext('2d').getImageData(x, y, w, h).data);
+}"""
+
+
 def thumb_pixels(page: Page, testid: str) -> list[int]:
-    pixels: list[int] = page.evaluate(
-        "id => { const c = document.querySelector(`[data-testid='${id}'] canvas`);"
-        " return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data); }",
-        testid,
-    )
+    """RGBA of a thumbnail as drawn: its button's square of the grid's atlas canvas."""
+    pixels: list[int] = page.evaluate(THUMB_PIXELS, testid)
     return pixels
 
 
@@ -124,9 +134,13 @@ def test_overview_is_pooled_and_a_head_opens_at_full_resolution(page: Page, toke
     assert [b["layers"] for b in grid_bodies] == [[1], list(range(2, LAYERS + 1))]
     assert all(b["pool"] == GRID_POOL for b in grid_bodies), grid_bodies
     expect(page.get_by_test_id("head-grid")).to_have_attribute("data-overview", "true")
-    side = -(-tokens // -(-tokens // GRID_POOL))
-    width = page.evaluate("document.querySelector(\"[data-testid='map-L3-H17'] canvas\").width")
-    assert width == side <= GRID_POOL
+    # 128 maps: their thumbnails on one atlas canvas under the buttons, each drawn there:
+    # a decoder's masked triangle grey (#d0d7de) and its weights in Viridis colours.
+    assert page.locator("[data-testid='head-grid'] canvas").count() == 1
+    for testid in ("map-L1-H1", "map-L3-H17", "map-L4-mean"):
+        pixels = thumb_pixels(page, testid)
+        colours = set(zip(pixels[0::4], pixels[1::4], pixels[2::4], strict=True))
+        assert (208, 215, 222) in colours and len(colours) >= 3, (testid, colours)
     expect(page.get_by_test_id("overview-note")).to_contain_text(f"{tokens} tokens")
     # The large map: layer 1, head 1, fetched whole at full resolution, drawn on canvas.
     zoom_ready(page, "1-1", (0, tokens), (0, tokens))
@@ -141,8 +155,22 @@ def test_overview_is_pooled_and_a_head_opens_at_full_resolution(page: Page, toke
     zoom_ready(page, "3-17", (0, tokens), (0, tokens))
     expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 3, head 17")
     assert any(b.get("layers") == [3] and b.get("heads") == [17] for b in attention_bodies(sent))
-    # No token view for pooled maps: the note says why.
-    expect(page.get_by_test_id("token-view")).to_be_hidden()
+    # The token view from pooled maps: a token's row in every head, asked for (every
+    # layer, rows [i, i + 1], the keys it can read), in the head view and the strip.
+    page.get_by_test_id("wp-token").nth(300).click()
+    expect(page.get_by_test_id("token-view")).to_have_attribute("data-token", "300", timeout=WAIT)
+    rows = [b for b in attention_bodies(sent) if "rows" in b and "heads" not in b]
+    assert [(b["layers"], b["rows"], b["cols"]) for b in rows] == [
+        (list(range(1, LAYERS + 1)), [300, 301], [0, 301])
+    ]
+    expect(page.get_by_test_id("tv-layer-title")).to_have_text(
+        "Every head of layer 3: the 24 tokens it reads most, of 301"
+    )
+    expect(page.get_by_test_id("tv-strip-canvas")).to_be_visible()
+    assert page.get_by_test_id("tv-strip-map").evaluate("c => [c.width, c.height]") == [
+        301,
+        LAYERS * HEADS,
+    ]
 
 
 def test_a_region_at_full_resolution_equals_the_api(

@@ -17,7 +17,7 @@ import torch
 from attention_core import attention_with_steps
 from attention_core.errors import SpecError
 from attention_core.models import GPT2, GPT2Config, read_header
-from attention_core.models import gpt2 as gpt2_module
+from attention_core.models import decoder_lm as decoder_lm_module
 from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -151,7 +151,7 @@ def test_every_layer_goes_through_attention_with_steps(pair, monkeypatch) -> Non
         calls.append(kwargs.get("is_causal"))
         return attention_with_steps(*args, **kwargs)
 
-    monkeypatch.setattr(gpt2_module, "attention_with_steps", spy)
+    monkeypatch.setattr(decoder_lm_module, "attention_with_steps", spy)
     with torch.inference_mode():
         ours(torch.arange(4)[None])
     assert calls == [True, True, True]

@@ -27,7 +27,7 @@ from attention_core.models import (
     load_safetensors,
     read_header,
 )
-from attention_core.models import llama as llama_module
+from attention_core.models import decoder_lm as decoder_lm_module
 from attention_core.models.rope import apply_rope
 from tests.models.checkpoints import LLAMA_CLASSES as CLASSES
 from tests.models.checkpoints import make_llama
@@ -275,10 +275,12 @@ def test_every_layer_goes_through_attention_with_steps(checkpoint, monkeypatch) 
         calls.append((kwargs.get("is_causal"), kwargs.get("enable_gqa"), args[0].shape[1]))
         return attention_with_steps(*args, **kwargs)
 
-    monkeypatch.setattr(llama_module, "attention_with_steps", spy)
+    monkeypatch.setattr(decoder_lm_module, "attention_with_steps", spy)
     with torch.inference_mode():
         ours(torch.arange(4)[None])
-    assert calls == [(True, True, ours.config.num_attention_heads)] * 3
+    c = ours.config
+    grouped = c.num_key_value_heads < c.num_attention_heads
+    assert calls == [(True, grouped, c.num_attention_heads)] * 3
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from attention_core.attention import attention_with_steps
-from attention_core.blocked_attention import blocked_attention
+from attention_core.blocked_attention import AttentionCall, blocked_attention
 from attention_core.models import hidden_tokens, hide_special
 from attention_core.models.blocked_pass import FullMapsPass, blocked_pass
 from attention_core.models.decoder import Decoder
@@ -181,7 +181,9 @@ def test_blocked_attention_equals_attention_with_steps() -> None:
             weights[..., r0 : r0 + w.shape[-2], c0 : c0 + w.shape[-1]] = w
 
         context = blocked_attention(
-            q, k, v, enable_gqa=True, scale=0.3, block_rows=32, on_block=keep, **extras
+            AttentionCall(q, k, v, enable_gqa=True, scale=0.3, **extras),
+            block_rows=32,
+            on_block=keep,
         )
         torch.testing.assert_close(context, full.context_vec, atol=1e-6, rtol=0)
         torch.testing.assert_close(weights, full.attn_weights, atol=1e-6, rtol=0)

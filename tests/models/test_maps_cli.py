@@ -3,7 +3,9 @@ equal to POST /api/model/attention with the same ``pool``; progress per layer on
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,8 +60,11 @@ def test_npz_equals_the_api_pooled_maps(
     argv = ["maps", str(model_dir), "--text", TEXT, "--pool", str(POOL), "--out", str(out)]
     assert cli.main(argv) == 0
     printed = capsys.readouterr()
-    # stderr is not a terminal here: one plain line per layer pooled.
-    assert printed.err == "layer 1/3\nlayer 2/3\nlayer 3/3\n"
+    # stderr is not a terminal here: one plain line per layer of the forward pass (the
+    # model's own reports, as it runs), then per layer pooled.
+    assert printed.err == "".join(
+        f"{stage} layer {n}/3\n" for stage in ("forward", "pool") for n in (1, 2, 3)
+    )
     T = len(api_answer["tokens"])
     side = api_answer["pooled"]["shape"][0]
     assert 280 <= T and side <= POOL
@@ -102,6 +107,28 @@ def test_bad_input_exits_2_naming_the_problem(
     assert not Path(out).exists()
 
 
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_one_redrawn_bar_per_stage(
+    model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    out = tmp_path / "maps.npz"
+    text = TEXT + " on a terminal"  # not in a result cache: the forward pass runs and reports
+    assert cli.main(["maps", str(model_dir), "--text", text, "--out", str(out)]) == 0
+    lines = terminal.getvalue().split("\n")
+    assert lines[-1] == ""  # each stage's line ends once it is full
+    for stage, line in zip(("forward", "pool"), lines[:2], strict=True):
+        frames = line.split("\r")[1:]  # each report redraws the line from its start
+        assert frames == [
+            f"[{'#' * round(24 * n / 3):-<24}] {stage:<7} layer {n}/3" for n in (1, 2, 3)
+        ]
+
+
 def test_a_long_input_is_pooled_block_by_block(
     model_dir: Path,
     tmp_path: Path,
@@ -114,7 +141,8 @@ def test_a_long_input_is_pooled_block_by_block(
     out = tmp_path / "long.npz"
     argv = ["maps", str(model_dir), "--text", TEXT, "--pool", str(POOL), "--out", str(out)]
     assert cli.main(argv) == 0
-    assert capsys.readouterr().err == "layer 3/3\n"
+    # Pooled inside the pass: the bar shows the forward's layers only.
+    assert capsys.readouterr().err == "".join(f"forward layer {n}/3\n" for n in (1, 2, 3))
     with np.load(out) as saved:
         meta = json.loads(str(saved["meta"]))
         assert meta["pooled"] == api_answer["pooled"] and "rollout_note" not in meta

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
+from ...progress import report
 from ..checkpoints import CONFIG_FILE, TOKENIZER_FILE
 from ..device import CPU, move, running_on, to_cpu
 from ..maps import TokenizedMaps
@@ -275,6 +276,7 @@ class Encoder:
             down += attn_out
             x = F.layer_norm(down, (C,), w.out_norm_weight, w.out_norm_bias, eps)  # (T, C)
             hidden_states.append(x)
+            report("forward", index + 1, len(self.layers))
         return tuple(attentions), tuple(hidden_states), trace
 
     # --- real vectors ----------------------------------------------------------------

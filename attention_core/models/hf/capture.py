@@ -21,7 +21,7 @@ import contextvars
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import torch
@@ -30,6 +30,8 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
+from ...blocked_attention import AttentionCall
+from ...progress import report
 from ..blocked_pass import current_pass
 
 # The name our attention and mask functions are registered under.
@@ -118,6 +120,7 @@ class Capture:
     keep: Callable[[Site], bool] = lambda site: True
     calls: list[CapturedCall] = field(default_factory=list)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    progress: Mapping[Stack, tuple[int, int]] = field(default_factory=dict)
 
     def record(
         self,
@@ -135,6 +138,16 @@ class Capture:
         self.calls.append(
             CapturedCall(site, query, key, value, steps, self.inputs.get(site.module))
         )
+        self.report(site)
+
+    def report(self, site: Site) -> None:
+        """``report("forward", done, total)`` after a layer's attention of a stack in
+        ``progress`` (stack -> (layers before it, its layers); total: all of theirs)."""
+        if site.stack not in self.progress:
+            return
+        before, _ = self.progress[site.stack]
+        total = sum(layers for _, layers in self.progress.values())
+        report("forward", before + site.layer + 1, total)
 
     def stack(self, stack: Stack) -> list[CapturedCall]:
         """The calls of one stack, by layer (a layer called twice keeps its last call)."""
@@ -153,18 +166,17 @@ class Capture:
 
 
 def _weights_only(steps: AttentionSteps) -> AttentionSteps:
-    weights = steps.attn_weights
-    empty = weights.new_empty(0)
-    return AttentionSteps(
+    """``steps`` without its score tensors and context: the weights (and sinks' share) stay."""
+    empty = steps.attn_weights.new_empty(0)
+    return replace(
+        steps,
         attn_scores=empty,
         scaled_scores=empty,
         masked_scores=empty,
-        attn_weights=weights,
         context_vec=empty,
-        scale=steps.scale,
         allowed=None,
-        softcap=steps.softcap,
-        sink_weights=steps.sink_weights,
+        biased_scores=None,
+        capped_scores=None,
     )
 
 
@@ -178,6 +190,7 @@ def capturing(
     sites: Mapping[int, Site],
     keep: Callable[[Site], bool] = lambda site: True,
     hook_inputs: Mapping[str, nn.Module] | None = None,
+    progress: Mapping[Stack, tuple[int, int]] | None = None,
 ) -> Iterator[Capture]:
     """Collect every attention call made by this thread inside the block.
 
@@ -185,8 +198,11 @@ def capturing(
     ``hidden_states``) is kept as the call's ``x`` (the first positional
     argument or the ``hidden_states`` keyword).  The hooks sit on shared
     modules, so each keeps only what this thread's forward passes give it.
+    ``progress``: stack -> (layers counted before it, its layers): each of its
+    layers' attention calls reports ``forward`` progress (``attention_core.progress``)
+    and so may raise ``Cancelled``.
     """
-    capture = Capture(sites, keep)
+    capture = Capture(sites, keep, progress=progress or {})
     handles = []
     for path, module in (hook_inputs or {}).items():
 
@@ -258,8 +274,7 @@ def core_attention(
     blocked = current_pass()  # a long input, or every map kept: block by block
     if blocked is not None:
         layer = getattr(module, "layer_idx", None)
-        steps = blocked.steps(
-            layer if isinstance(layer, int) else None,
+        call = AttentionCall(
             query,
             key,
             value,
@@ -267,10 +282,11 @@ def core_attention(
             False,
             scaling,
             key.shape[-3] != query.shape[-3],
-            score_bias=bias,
-            softcap=softcap,
-            sinks=s_aux,
+            bias,
+            softcap,
+            s_aux,
         )
+        steps = blocked.steps(layer if isinstance(layer, int) else None, call)
     else:
         steps = attention_with_steps(
             query,

@@ -211,7 +211,8 @@ class TransformersLM:
             return site.layer == trace_layer and site.stack == self.stack
 
         if output_attentions or trace_layer is not None:
-            with capturing(self.sites, keep, hooks) as capture:
+            progress = {self.stack: (0, self.config.num_layers)}
+            with capturing(self.sites, keep, hooks, progress) as capture:
                 out = self.model(**arguments)
             calls = capture.stack(self.stack)
         else:

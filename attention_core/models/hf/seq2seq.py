@@ -25,6 +25,7 @@ from typing import Any, Unpack
 import torch
 
 from ...errors import SpecError
+from ...progress import report
 from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
 from ..maps import TokenizedMaps
 from ..outputs import LayerTrace, check_layer
@@ -277,7 +278,10 @@ class EncoderDecoder:
             return cached
         source = self.tokenize(text)
         decoder_input = self.target_text(target)
-        with torch.inference_mode(), self._capture(lambda site: False) as capture:
+        with (
+            torch.inference_mode(),
+            self._capture(lambda site: False, progress=self.forward_progress) as capture,
+        ):
             out = self.model(
                 input_ids=torch.tensor([source.input_ids]),
                 decoder_input_ids=torch.tensor([decoder_input.input_ids]),
@@ -338,11 +342,23 @@ class EncoderDecoder:
         rows = source if stack == "encoder" else decoder_input
         return rows, trace, out.encoder_last_hidden_state if stack == "cross" else None
 
+    @property
+    def forward_progress(self) -> dict[Stack, tuple[int, int]]:
+        """A forward pass's progress: the encoder's layers, then the decoder's (whose
+        cross-attention is part of its layer): total = encoder + decoder layers."""
+        return {
+            "encoder": (0, self.num_layers),
+            "decoder": (self.num_layers, self.num_decoder_layers),
+        }
+
     @contextmanager
     def _capture(
-        self, keep: Callable[[Site], bool], hooks: dict[str, torch.nn.Module] | None = None
+        self,
+        keep: Callable[[Site], bool],
+        hooks: dict[str, torch.nn.Module] | None = None,
+        progress: dict[Stack, tuple[int, int]] | None = None,
     ) -> Iterator[Capture]:
-        with capturing(self.sites, keep, hooks) as capture:
+        with capturing(self.sites, keep, hooks, progress) as capture:
             yield capture
 
     # --- generation -----------------------------------------------------------------------
@@ -415,6 +431,7 @@ class EncoderDecoder:
                 if token in self.eos_ids:
                     stop = "eos"
                 done = stop == "eos" or len(ids) - 1 == max_new_tokens
+                report("generate", len(ids) - 1, max_new_tokens)
         new_ids = tuple(ids[1:])
         rows = len(ids)
         start, start_special = self.start_token()
