@@ -33,7 +33,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from attention_core.blocked_attention import blocked_attention, rows_per_block
+from attention_core.blocked_attention import AttentionCall, blocked_attention, rows_per_block
 from attention_core.models.map_grid import GridSpec, MapGrid, _max_into
 from attention_core.models.pooling import Region
 
@@ -79,18 +79,11 @@ def main() -> None:
     block = -(-T // args.pool)
     spec = GridSpec(hidden=None, region=Region(0, T, 0, T), block=(block, block), heads=None)
     rows = rows_per_block(H, T)
+    call = AttentionCall(q, k, v, is_causal=True, scale=D**-0.5)
 
     def gathered(add: Callable[[MapGrid, int, int, torch.Tensor], None]) -> MapGrid:
         grid = MapGrid(spec, H, T)
-        blocked_attention(
-            q,
-            k,
-            v,
-            is_causal=True,
-            scale=D**-0.5,
-            block_rows=rows,
-            on_block=lambda r0, c0, w: add(grid, r0, c0, w[0]),
-        )
+        blocked_attention(call, block_rows=rows, on_block=lambda r0, c0, w: add(grid, r0, c0, w[0]))
         return grid
 
     print(f"T = {T}, 12 heads, pool {args.pool}, load average {os.getloadavg()[0]:.1f}")
@@ -100,7 +93,7 @@ def main() -> None:
         best_cpu("sdpa (fused, causal)", lambda: sdpa(q, k, v, is_causal=True), args.repeats)
         best_cpu(
             "blocked_attention alone",
-            lambda: blocked_attention(q, k, v, is_causal=True, scale=D**-0.5, block_rows=rows),
+            lambda: blocked_attention(call, block_rows=rows),
             args.repeats,
         )
         branch = best_cpu("+ MapGrid.add (library)", lambda: gathered(MapGrid.add), args.repeats)
