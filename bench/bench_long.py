@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,14 +63,20 @@ def tokenizer_json(directory: Path) -> None:
     tokenizer.save(str(directory / "tokenizer.json"))
 
 
-def served_dir(directory: Path) -> Path:
-    """The shared random GPT-2 small (linked, not copied) with its own tokenizer.json,
+def served_dir(directory: Path, shared: Path | None = None) -> Path:
+    """The shared random GPT-2 small (hard-linked, not copied) with its own tokenizer.json,
     alone in its parent directory (which the app is pointed at)."""
-    shared = gpt2_small()
+    shared = shared or gpt2_small()
     directory.mkdir(parents=True, exist_ok=True)
     for name in ("config.json", "model.safetensors"):
-        if not (directory / name).exists():
-            (directory / name).symlink_to(shared / name)
+        target = directory / name
+        if target.is_symlink():  # the registry reads no file that leads outside its directory
+            target.unlink()
+        if not target.exists():
+            try:
+                os.link(shared / name, target)
+            except OSError:  # another file system
+                shutil.copyfile(shared / name, target)
     tokenizer_json(directory)
     return directory
 

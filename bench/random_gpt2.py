@@ -20,18 +20,22 @@ SMALL = {"n_layer": 12, "n_head": 12, "n_embd": 768, "vocab_size": 50257, "n_pos
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "attention-viz-bench" / "gpt2-small-random"
 
 
-def gpt2_small(directory: Path = DEFAULT_DIR, seed: int = 0) -> Path:
-    """The checkpoint directory, made on first use (float32 safetensors + config.json)."""
+def gpt2_small(directory: Path = DEFAULT_DIR, seed: int = 0, positions: int = 1024) -> Path:
+    """The checkpoint directory, made on first use (float32 safetensors + config.json).
+
+    ``positions``: the learned position table's length (GPT-2 small's is 1024; issue
+    21's long-text figure needs 4096)."""
+    shape = {**SMALL, "n_positions": positions}
     config_path = directory / "config.json"
     if config_path.is_file() and (directory / "model.safetensors").is_file():
         saved = json.loads(config_path.read_text())
-        if all(saved.get(k) == v for k, v in SMALL.items()):
+        if all(saved.get(k) == v for k, v in shape.items()):
             return directory
     import torch
     import transformers
 
     torch.manual_seed(seed)
-    config = transformers.GPT2Config(**SMALL, bos_token_id=None, eos_token_id=None)
+    config = transformers.GPT2Config(**shape, bos_token_id=None, eos_token_id=None)
     model = transformers.GPT2LMHeadModel(config)
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
