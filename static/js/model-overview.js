@@ -147,6 +147,8 @@ export async function fetchMap({ request, layer, head, rows = null, cols = null,
   // float16: at thousands of tokens most weights are below uint8's step (1/255), and
   // the log scale is there to show them.
   const body = { ...request, format: "compact", dtype: "float16", layers: [layer], heads: [/^\d+$/.test(head) ? Number(head) : 1] };
+  // One head needs none of the layer's average: on a long text that skips every other head.
+  if (head !== "mean") body.head_average = false;
   if (rows) body.rows = rows;
   if (cols) body.cols = cols;
   const side = Math.max(rows ? rows[1] - rows[0] : T, cols ? cols[1] - cols[0] : T);
