@@ -183,3 +183,17 @@ def write_config(directory: Path, config: dict[str, Any]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(config))
     return directory
+
+
+def eager_attentions(model_dir: Path, input_ids: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
+    """transformers' eager attention of ``input_ids`` through the causal LM at ``model_dir``,
+    (1, H, T, T) per layer: the reference the app's maps are checked against."""
+    from tests.requires import require
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    transformers = require("transformers")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        model_dir, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    with torch.inference_mode():
+        return tuple(hf(torch.tensor([input_ids]), output_attentions=True).attentions)

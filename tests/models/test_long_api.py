@@ -4,7 +4,6 @@ full resolution against transformers' eager attention, and no H × T × T tensor
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from app.settings import Settings
 from attention_core.models.map_grid import GridSpec
 from attention_core.models.pooling import Region
 from attention_core.models.result_cache import ResultCache
-from tests.models.checkpoints import make_gpt2
+from tests.models.checkpoints import eager_attentions, make_gpt2
 from tests.models.test_long_maps import LargestOutput
 from tests.models.test_map_view import max_pool
 from tests.requires import require
@@ -64,15 +63,8 @@ def post(client: TestClient, text: str, **body: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def eager(model_dir: Path, client: TestClient, text: str) -> tuple[torch.Tensor, ...]:
     """transformers' eager attention of the text, (1, H, T, T) per layer."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    transformers = require("transformers")
-    hf = transformers.AutoModelForCausalLM.from_pretrained(
-        model_dir, attn_implementation="eager", dtype=torch.float32
-    ).eval()
     decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
-    ids = torch.tensor([decoder.tokenize(text).input_ids])
-    with torch.inference_mode():
-        return tuple(hf(ids, output_attentions=True).attentions)
+    return eager_attentions(model_dir, decoder.tokenize(text).input_ids)
 
 
 def test_a_4096_token_overview_then_one_head_region(

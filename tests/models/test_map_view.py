@@ -8,19 +8,17 @@ path's to float rounding; the long path's answer limit is a 422 naming ``pool``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import torch
 from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from tests.models.checkpoints import make_gpt2
+from tests.models.checkpoints import eager_attentions, make_gpt2
 from tests.requires import require
 
 NAME = "long-gpt2"
@@ -97,15 +95,8 @@ def test_pooled_overview_equals_pooling_the_full_maps(
             want = max_pool(np.array(full[key][layer]), (block, block))
             np.testing.assert_array_equal(np.array(pooled[key][layer]), want)
     # And against transformers' own eager attention, pooled the same way.
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    transformers = require("transformers")
-    hf = transformers.AutoModelForCausalLM.from_pretrained(
-        model_dir, attn_implementation="eager", dtype=torch.float32
-    ).eval()
     decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
-    ids = torch.tensor([decoder.tokenize(TEXT).input_ids])
-    with torch.inference_mode():
-        theirs = hf(ids, output_attentions=True).attentions
+    theirs = eager_attentions(model_dir, decoder.tokenize(TEXT).input_ids)
     for layer in range(2):
         want = max_pool(theirs[layer][0, [3, 1]].numpy(), (block, block))
         np.testing.assert_allclose(np.array(pooled["attentions"][layer]), want, atol=1e-5)
