@@ -158,33 +158,6 @@ def child(side: str, directory: Path, tokens: int, pool: int) -> dict[str, float
     return {"seconds": seconds, "bytes": 0, "peak_mb": (rss_kb("VmHWM") - before) / 1024}
 
 
-def head_map_figures(lengths: list[int], rounds: int, pool: int) -> None:
-    """``head_maps.head_map`` alone (random q, k of GPT-2 small's width 64, causal): one head
-    at full resolution and pooled, the step long inputs will take per head on demand."""
-    import torch
-
-    from attention_core.models.head_maps import head_map
-    from attention_core.models.pooling import block_size
-
-    torch.set_num_threads(1)
-    print("| T | one head, full (ms) | one head, pooled (ms) | 144 heads pooled (s, est.) |")
-    print("|---:|---:|---:|---:|")
-    for T in lengths:
-        q, k = torch.randn(T, 64), torch.randn(T, 64)
-        block = (block_size(T, pool), block_size(T, pool))
-        full, pooled = [], []
-        with torch.inference_mode():
-            for _ in range(rounds):
-                start = time.perf_counter()
-                head_map(q, k, scale=0.125, causal=True)
-                full.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                head_map(q, k, scale=0.125, causal=True, pool_block=block)
-                pooled.append(time.perf_counter() - start)
-        f, p = statistics.median(full), statistics.median(pooled)
-        print(f"| {T} | {f * 1e3:.0f} | {p * 1e3:.0f} | {144 * p:.1f} |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -192,14 +165,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=128)
     parser.add_argument("--child", choices=["ours", "sdpa"])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR.parent / "long" / NAME)
-    parser.add_argument(
-        "--head-maps", action="store_true", help="time head_maps.head_map alone (T=1024, 4096)"
-    )
     args = parser.parse_args()
-    if args.head_maps:
-        print(f"load average {os.getloadavg()[0]:.1f}")
-        head_map_figures([1024, 4096], args.rounds, args.pool)
-        return
     if args.child:
         print(json.dumps(child(args.child, args.dir, args.tokens, args.pool)))
         return
