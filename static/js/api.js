@@ -15,6 +15,7 @@ async function request(url, options = {}) {
   try {
     response = await fetch(url, { headers: { accept: "application/json" }, ...options });
   } catch (err) {
+    if (err.name === "AbortError") throw err; // the caller cancelled it: not a server failure
     throw new ApiError(0, `The server did not answer (${err.message}).`);
   }
   const body = await response.json().catch(() => null);
@@ -22,11 +23,13 @@ async function request(url, options = {}) {
   return body;
 }
 
-function post(url, payload) {
+/** POST `payload` as JSON; the answer's JSON, or an ApiError (an abort through `signal` rethrown). */
+export function post(url, payload, signal = undefined) {
   return request(url, {
     method: "POST",
     headers: { accept: "application/json", "content-type": "application/json" },
     body: JSON.stringify(payload),
+    signal,
   });
 }
 

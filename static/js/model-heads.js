@@ -13,27 +13,9 @@
 // so a page never scored by its reader asks nothing; requests still running when new
 // maps are shown, or the page is left, are aborted.
 
-import { ApiError } from "./api.js";
+import { ApiError, post } from "./api.js";
 import { el } from "./dom.js";
 import { colour, heatGrid } from "./score-grid.js";
-
-const post = async (url, body, signal) => {
-  let response;
-  try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { accept: "application/json", "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal,
-    });
-  } catch (err) {
-    if (err.name === "AbortError") throw err;
-    throw new ApiError(0, `The server did not answer (${err.message}).`);
-  }
-  const answer = await response.json().catch(() => null);
-  if (!response.ok) throw new ApiError(response.status, answer && answer.detail ? answer.detail : response.statusText);
-  return answer;
-};
 
 const messageOf = (err) => (err instanceof ApiError ? err.detail.map((d) => d.msg).join(" ") : String(err.message || err));
 const headName = (l, h) => `L${l} H${h}`;

@@ -7,7 +7,7 @@
 // The card's state (target, tab, layer, head, word) lives in the URL's hash, so a view
 // can be shared and reloaded; the query is model.js'.
 
-import { ApiError } from "./api.js";
+import { ApiError, post } from "./api.js";
 import { byTestId, el } from "./dom.js";
 import { clearFieldErrors, showFieldErrors } from "./feedback.js";
 import { tokenLabels } from "./labels.js";
@@ -85,22 +85,6 @@ function oneMap(decoded, head) {
   if (head === "mean") return headMean(decoded);
   const [, T, S] = decoded.shape;
   return decoded.values.subarray((head - 1) * T * S, head * T * S);
-}
-
-async function post(url, body) {
-  let response;
-  try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { accept: "application/json", "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-  } catch (err) {
-    throw new ApiError(0, `The server did not answer (${err.message}).`);
-  }
-  const answer = await response.json().catch(() => null);
-  if (!response.ok) throw new ApiError(response.status, answer && answer.detail ? answer.detail : response.statusText);
-  return answer;
 }
 
 /**
