@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from tests.api_calls import post
 from tests.models.checkpoints import make_llama, write_config
 from tests.requires import require
 
@@ -55,12 +55,6 @@ def reference(models_dir: Path) -> torch.nn.Module:
         models_dir / "api-llama", attn_implementation="eager", dtype=torch.float32
     )
     return model.eval()
-
-
-def post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post(path, json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def test_listed_with_its_sizes_and_the_windowed_mistral_with_its_reason(

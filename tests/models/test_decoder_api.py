@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from attention_core.models import Decoder
+from tests.api_calls import error, post
 from tests.models.conftest import CHECKPOINTS, DECODERS
 
 PROMPT = "The bank approved the loan because"
@@ -47,18 +48,6 @@ def client(models_dir: Path) -> Iterator[TestClient]:
         # for tests that load a model from it first, whichever of them runs alone.
         assert test_client.get("/api/models").status_code == 200
         yield test_client
-
-
-def post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post(path, json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def error(response: Any, status: int = 422) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    (detail,) = response.json()["detail"]
-    return detail
 
 
 def text_of(decoder: Decoder, length: int) -> str:

@@ -25,6 +25,7 @@ from attention_core.analysis import (
     value_norm_shares,
 )
 from attention_core.models import GPT2, Decoder, Llama
+from tests.api_calls import post
 
 TEXT = "The bank approved the loan, and the river bank was muddy."
 LIMIT = 1000  # each_head's cost, layers x heads x T^2: MiniLM on 3 tokens is 648
@@ -40,12 +41,6 @@ def client(checkpoints: Path) -> Iterator[TestClient]:
 @pytest.fixture(scope="module")
 def gpt2(checkpoints: Path) -> Decoder:
     return Decoder.from_dir(checkpoints / "tiny-gpt2", GPT2.from_pretrained, "gpt2")
-
-
-def post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post(path, json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def close(got: Any, expected: torch.Tensor) -> None:

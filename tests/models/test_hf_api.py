@@ -8,7 +8,6 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -16,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from tests.api_calls import post
 from tests.models.checkpoints import make_gpt2, write_config
 from tests.models.hf_checkpoints import LONG_TEXT
 from tests.requires import require
@@ -46,12 +46,6 @@ def client(models_dir: Path) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as test_client:
         assert test_client.get("/api/models").status_code == 200
         yield test_client
-
-
-def post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post(path, json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def test_models_list_backend_and_kind(client: TestClient, models_dir: Path) -> None:

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from tests.api_calls import error, post
 from tests.models.checkpoints import make_gpt2
 from tests.models.seq2seq_checkpoints import SEQ2SEQ, make_seq2seq
 from tests.requires import require
@@ -68,18 +69,6 @@ def reference(models_dir: Path) -> Any:
         return done[name]
 
     return get
-
-
-def post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = client.post(path, json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def error(response: Any, status: int = 422) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    (detail,) = response.json()["detail"]
-    return detail
 
 
 def compact(tensor: dict[str, Any]) -> np.ndarray:
