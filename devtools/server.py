@@ -96,6 +96,16 @@ def stop_server(process: Server) -> None:
 
 
 @contextmanager
+def serving(env: dict[str, str] | None = None) -> Iterator[str]:
+    """``start_server(env)`` for the length of the block: its base URL, stopped after."""
+    url, process = start_server(env)
+    try:
+        yield url
+    finally:
+        stop_server(process)
+
+
+@contextmanager
 def serve_in_thread(app: Any) -> Iterator[str]:
     """Serve ``app`` with uvicorn from a thread of this process; its base URL.
 

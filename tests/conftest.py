@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from devtools.server import start_server, stop_server
+from devtools.server import serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -21,11 +21,8 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="session")
 def live_server() -> Iterator[str]:
     """Base URL of a uvicorn process serving ``create_app()`` with default settings."""
-    url, process = start_server()
-    try:
+    with serving() as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 @pytest.fixture(scope="session")

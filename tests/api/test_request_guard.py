@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.request_guard import host_and_port, same_origin
 from app.settings import Settings
-from devtools.server import start_server, stop_server
+from devtools.server import serving
 
 TOY = {"tokens": ["stream", "bank", "mud"], "scale": "none"}
 TRAIN = {"n_layer": 1, "n_embd": 16, "block_size": 16, "batch_size": 4, "max_steps": 1}
@@ -149,11 +149,8 @@ def test_host_and_origin_parsing() -> None:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     runs = tmp_path_factory.mktemp("runs")
-    url, process = start_server({"ATTENTION_VIZ_RUNS_DIR": str(runs)})
-    try:
+    with serving({"ATTENTION_VIZ_RUNS_DIR": str(runs)}) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def raw_request(url: str, request: bytes) -> bytes:

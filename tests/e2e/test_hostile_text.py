@@ -15,9 +15,9 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS
 from tests.e2e.hostile_checkpoint import MARKUP, NAME, make_hostile_gpt2
+from tests.e2e.servers import models_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -29,11 +29,8 @@ TEXT = " ".join([*MARKUP, "the", "cat"])
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("hostile-models")
     make_hostile_gpt2(root / NAME)
-    url, process = start_server({"ATTENTION_VIZ_MODELS": str(root), "ATTENTION_VIZ_HF_CACHE": "0"})
-    try:
+    with models_server(root) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def nothing_ran(page: Page, dialogs: list[str]) -> None:

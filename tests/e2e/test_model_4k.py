@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.servers import models_server
 from tests.e2e.test_model_long import THUMB_PIXELS, attention_bodies, readout_at, watch_errors
 from tests.models.checkpoints import make_gpt2
 
@@ -45,17 +45,8 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("models-4k")
     make_gpt2(root / LONG, n_positions=T, n_embd=32, n_layer=2, n_head=2, seed=3)
     make_gpt2(root / WIDE, n_positions=64, n_embd=64, n_layer=16, n_head=32, seed=5)
-    url, process = start_server(
-        {
-            "ATTENTION_VIZ_MODELS": str(root),
-            "ATTENTION_VIZ_HF_CACHE": "0",
-            "ATTENTION_VIZ_MODEL_MAX_TOKENS": str(T),
-        }
-    )
-    try:
+    with models_server(root, ATTENTION_VIZ_MODEL_MAX_TOKENS=str(T)) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def new_page(browser: Browser, url: str, width: int) -> tuple[BrowserContext, Page, list[str]]:

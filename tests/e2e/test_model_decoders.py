@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
+from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2, make_llama, metaspace_tokenizer, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -49,16 +49,8 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server_url(models_dir: Path) -> Iterator[str]:
     """Overrides the session server for this module: one that also lists the decoders."""
-    env = {
-        "ATTENTION_VIZ_MODELS": str(models_dir),
-        "ATTENTION_VIZ_HF_CACHE": "0",
-        "ATTENTION_VIZ_MAX_NEW_TOKENS": str(MAX_NEW_TOKENS),
-    }
-    url, process = start_server(env)
-    try:
+    with models_server(models_dir, ATTENTION_VIZ_MAX_NEW_TOKENS=str(MAX_NEW_TOKENS)) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 # ---------- helpers ----------

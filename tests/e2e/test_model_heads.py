@@ -15,8 +15,8 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import api
+from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -30,11 +30,8 @@ TEXT = "Ann needed a loan, then ran to the bank "  # the next letter decides the
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("heads-models")
     make_gpt2(root / "tiny-gpt2")
-    url, process = start_server({"ATTENTION_VIZ_MODELS": str(root), "ATTENTION_VIZ_HF_CACHE": "0"})
-    try:
+    with models_server(root) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def open_bank(page: Page) -> None:

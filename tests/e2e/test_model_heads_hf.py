@@ -12,8 +12,8 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import api
+from tests.e2e.servers import models_server
 from tests.models.hf_checkpoints import make_hf
 from tests.requires import require
 
@@ -30,11 +30,8 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require("transformers")
     root = tmp_path_factory.mktemp("hf-heads-models")
     make_hf(root / MODEL, MODEL)
-    url, process = start_server({"ATTENTION_VIZ_MODELS": str(root), "ATTENTION_VIZ_HF_CACHE": "0"})
-    try:
+    with models_server(root) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def open_model(page: Page) -> None:

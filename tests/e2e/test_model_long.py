@@ -20,8 +20,8 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -52,13 +52,8 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server_url(models_dir: Path) -> Iterator[str]:
     """Overrides the session server for this module: one that lists the long model."""
-    url, process = start_server(
-        {"ATTENTION_VIZ_MODELS": str(models_dir), "ATTENTION_VIZ_HF_CACHE": "0"}
-    )
-    try:
+    with models_server(models_dir) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import api
+from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -29,11 +29,8 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server of its own listing MiniLM and a GPT-2 without layers, as a bigram run is."""
     root: Path = tmp_path_factory.mktemp("no-attention")
     make_gpt2(root / "tiny-bigram", n_layer=0, n_head=1, tie_word_embeddings=False)
-    url, process = start_server({"ATTENTION_VIZ_MODELS": str(root), "ATTENTION_VIZ_HF_CACHE": "0"})
-    try:
+    with models_server(root) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def generate(page: Page, max_new: int) -> None:

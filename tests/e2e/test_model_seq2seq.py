@@ -17,8 +17,8 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.servers import models_server
 from tests.models.seq2seq_checkpoints import make_seq2seq
 from tests.requires import require
 
@@ -42,12 +42,8 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server_url(models_dir: Path) -> Iterator[str]:
     """Overrides the session server for this module: one that lists the Marian."""
-    env = {"ATTENTION_VIZ_MODELS": str(models_dir), "ATTENTION_VIZ_HF_CACHE": "0"}
-    url, process = start_server(env)
-    try:
+    with models_server(models_dir) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def open_marian(page: Page, server_url: str) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from devtools.server import start_server, stop_server
 from tests.e2e.conftest import ARTIFACTS, api, plot_data, wait_for_plot
+from tests.e2e.servers import models_server
 from tests.e2e.test_model_seq2seq import MODEL, SOURCE, TARGET, open_marian
 from tests.models.hf_checkpoints import make_hf
 from tests.models.seq2seq_checkpoints import make_seq2seq
@@ -46,12 +46,8 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server_url(models_dir: Path) -> Iterator[str]:
     """Overrides the session server for this module: one that lists these models."""
-    env = {"ATTENTION_VIZ_MODELS": str(models_dir), "ATTENTION_VIZ_HF_CACHE": "0"}
-    url, process = start_server(env)
-    try:
+    with models_server(models_dir) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def flat(matrix: list[list[float | None]]) -> list[float | None]:

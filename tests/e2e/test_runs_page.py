@@ -14,7 +14,7 @@ import torch
 from playwright.sync_api import Page, expect
 
 from attention_core.training import preset_config, train
-from devtools.server import start_server, stop_server
+from devtools.server import serving
 
 pytestmark = pytest.mark.e2e
 WAIT = 30_000
@@ -41,11 +41,8 @@ def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server_url(runs_dir: Path) -> Iterator[str]:
     env = {"ATTENTION_VIZ_RUNS_DIR": str(runs_dir), "ATTENTION_VIZ_HF_CACHE": "0"}
-    url, process = start_server(env)
-    try:
+    with serving(env) as url:
         yield url
-    finally:
-        stop_server(process)
 
 
 def ticks(page: Page, testid: str) -> list[str]:
