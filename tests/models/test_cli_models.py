@@ -11,18 +11,7 @@ import pytest
 
 from app import cli
 from app.settings import get_settings
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # setenv (not delenv): the variable the CLI sets is removed again after each test.
-    monkeypatch.setenv(cli.SERVE_MODELS_ENV, "")
-    monkeypatch.setenv("ATTENTION_VIZ_HF_CACHE", "false")
-    # An empty runs directory: the default one (~/.local/share/...) may hold trained runs.
-    monkeypatch.setenv("ATTENTION_VIZ_RUNS_DIR", str(tmp_path / "runs"))
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
+from tests.models.cli_environment import clean_environment  # noqa: F401 (autouse)
 
 
 def test_models_lists_what_the_registry_sees(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +17,12 @@ from app import cli
 from app.main import create_app
 from app.settings import Settings, get_settings
 from tests.models.checkpoints import make_gpt2
+from tests.models.cli_environment import clean_environment  # noqa: F401 (autouse)
 from tests.requires import require
 
 NAME = "maps-gpt2"
 TEXT = " ".join(["the river bank was muddy and the money was in the bank"] * 17)
 POOL = 32
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    monkeypatch.setenv(cli.SERVE_MODELS_ENV, "")
-    monkeypatch.setenv("ATTENTION_VIZ_HF_CACHE", "false")
-    monkeypatch.setenv("ATTENTION_VIZ_RUNS_DIR", str(tmp_path / "runs"))
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.fixture(scope="module")
