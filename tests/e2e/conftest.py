@@ -23,9 +23,11 @@ ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 900}
 
 
-# /model aborts its streamed maps or generation request when a newer one starts (a newer
-# text, model or task), at whatever moment the test asks again: by design, never a failure.
-SUPERSEDED = re.compile(r"/api/model/(attention|generate)/stream \(net::ERR_ABORTED\)$")
+# /model aborts a maps or generation job when a newer one starts (a newer text, model or
+# task), at whatever moment the test asks again: by design, never a failure.  A job is its
+# streamed first request and the plain POSTs for the other layers (model-worker.js), and
+# cancelling it aborts all of them.
+SUPERSEDED = re.compile(r"/api/model/(attention|generate)(/stream)? \(net::ERR_ABORTED\)$")
 
 
 def pytest_configure(config: pytest.Config) -> None:
