@@ -26,8 +26,8 @@ from attention_core.analysis import (
 )
 from attention_core.analysis.access import HeadModel
 
+from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
-from ..long_inputs import refuse_full_maps, token_count
 from ..model_registry import RegistryDep, load
 from ..schemas.heads import (
     SCORE_LABELS,

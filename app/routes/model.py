@@ -32,8 +32,8 @@ from attention_core.models.backends import sliding_windows
 
 from ..attention_answer import attention_answer
 from ..errors import error_response
+from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
-from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import head_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..schemas.model import (

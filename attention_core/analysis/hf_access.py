@@ -22,6 +22,7 @@ from ..errors import SpecError
 from ..models.decoder import Decoder
 from ..models.hf.language_model import TransformersLM
 from ..models.hf.text_models import TransformersEncoder
+from ..models.out_projections import head_slices, output_projections
 from ..models.protocols import TextModel
 from .access import (
     ContextEdit,
@@ -29,9 +30,7 @@ from .access import (
     RunOutput,
     TextModelTokens,
     editing,
-    head_slices,
     install_edit_hooks,
-    output_projections,
 )
 
 

@@ -7,9 +7,11 @@ from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 
 import torch
 
+from .contract import NO_OPTIONS, ModelPass, PassOptions
 from .kv_cache import KVCache
 from .maps import ModelMaps, TokenizedLike
 from .outputs import DecoderOutput, LayerTrace
+from .result_cache import ResultCache
 
 
 class DecoderConfig(Protocol):
@@ -170,8 +172,24 @@ class TextModel(Protocol):
 
     def to_device(self, device: torch.device) -> None: ...
 
+    def tokenize(self, text: str, *, field: str = "text") -> TokenizedLike: ...
+
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
 
     def trace(
         self, text: str, layer: int, text_b: str | None = None
     ) -> tuple[TokenizedLike, LayerTrace]: ...
+
+    # The contract (``contract``): every model's pass gives named stacks of kept layers.
+    long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass]
+
+    def forward_stacks(
+        self,
+        text: str,
+        *,
+        text_b: str | None = None,
+        target: str | None = None,
+        options: PassOptions = NO_OPTIONS,
+    ) -> ModelPass: ...
+
+    def head_outputs(self, stack: str, layer: int) -> torch.Tensor: ...

@@ -55,7 +55,6 @@ from .model_size import (
 from .protocols import TextModel
 from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .safetensors_io import checkpoint_files, read_header
-from .text_model_base import TextModelBase
 
 # Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
 # checkpoints' RoPE frequencies): not parameters.
@@ -362,8 +361,7 @@ class ModelRegistry:
 
     def _load_on_device(self, family: Family, path: Path, name: str) -> TextModel:
         model = family.load(path, name, self.max_tokens, self.cache_bytes)
-        if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
-            model.long_cache = ResultCache(self.long_cache_bytes)
+        model.long_cache = ResultCache(self.long_cache_bytes)  # kept q/k: a budget of their own
         if self.device.type != "cpu":
             model.to_device(self.device)
         return model

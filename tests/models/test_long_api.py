@@ -15,7 +15,8 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from attention_core.models.map_grid import GridSpec
+from attention_core.models.contract import PassOptions
+from attention_core.models.map_grid import MapQuery
 from attention_core.models.pooling import Region
 from attention_core.models.result_cache import ResultCache
 from tests.models.checkpoints import eager_attentions, make_gpt2
@@ -98,13 +99,13 @@ def test_a_4096_token_pass_makes_no_tensor_of_every_head_s_map(
 ) -> None:
     decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
     T = len(decoder.tokenize(text))
-    spec = GridSpec(None, Region(0, T, 0, T), (64, 64), None)
+    spec = MapQuery(None, Region(0, T, 0, T), (64, 64), None)
     decoder.long_cache = ResultCache(0)  # no cached result: the pass runs under the watch
     with LargestOutput() as watched:
-        long = decoder.encode_long(text, spec)
+        long = decoder.forward_stacks(text, options=PassOptions(view=lambda *_: spec)).stack()
     assert watched.largest < T * T // 2  # blocks of rows: not even one head's whole map
     with LargestOutput() as zoom:
-        grid = long.grid(1, GridSpec(None, Region(0, T, 0, T), (1, 1), (0,), average=False))
+        grid = long.grid(1, MapQuery(None, Region(0, T, 0, T), (1, 1), (0,), average=False))
     assert grid.heads.shape == (1, T, T)
     assert zoom.largest == T * T  # the one head asked for, never all four
 
@@ -122,8 +123,6 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
 @pytest.mark.parametrize(
     ("path", "body", "field"),
     [
-        ("/api/model/attention", {"measure": "value_norm", "pool": 8}, "measure"),
-        ("/api/model/attention", {"hidden_states": True, "pool": 8}, "hidden_states"),
         ("/api/model/head", {"layer": 1, "head": 1}, "text"),
         ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
         ("/api/model/head-scores", {}, "text"),
