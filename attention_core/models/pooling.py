@@ -7,8 +7,8 @@ so a viewer asks for an overview (every map pooled to at most ``cells`` ×
 keeps its one-cell-wide line at full strength however far it is pooled,
 where a block's mean would dim it by the block's width and make it look like
 a uniform head.  Pooling is written once, in ``map_grid.MapGrid`` (the pages
-and the notebook draw the cells the server pooled).  Masked cells are 0, so a block is 0 only when every cell
-in it is masked or unattended.
+and the notebook draw the cells the server pooled).  Masked cells are 0, so a
+block is 0 only when every cell in it is masked or unattended.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import torch
 from torch import nn
@@ -218,8 +218,11 @@ class TextModelBase(Generic[ModelT]):
     def head_outputs(self, stack: str, layer: int) -> torch.Tensor:
         """Each head's slice of layer ``layer``'s output projection, (H, D, C) (one stack)."""
         c = self.config
-        if self._projections is None:
-            self._projections = output_projections(cast(nn.Module, self.model), c.num_layers)
+        if self._projections is None:  # the transformers backend wraps its module
+            module = (
+                self.model if isinstance(self.model, nn.Module) else cast(Any, self.model).model
+            )
+            self._projections = output_projections(module, c.num_layers)
         return head_slices(self._projections[layer], c.num_heads, c.head_dim)
 
     def trace(

@@ -21,10 +21,10 @@ from attention_core.attention import attention_with_steps
 from attention_core.blocked_attention import AttentionCall, blocked_attention
 from attention_core.models import hidden_tokens, hide_special
 from attention_core.models.blocked_pass import FullMapsPass, blocked_pass
+from attention_core.models.contract import KeptStack, PassOptions
 from attention_core.models.decoder import Decoder
 from attention_core.models.gpt2 import GPT2
 from attention_core.models.llama import Llama
-from attention_core.models.contract import KeptStack, PassOptions
 from attention_core.models.long_maps import LongPass, long_pass
 from attention_core.models.map_grid import MapQuery
 from attention_core.models.pooling import Region
