@@ -24,6 +24,7 @@ layer's full head average kept, L products of T × T; past that it is null and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,7 +43,7 @@ from .limits import over_limit
 from .map_view import describe, map_query, select_layers, shown_count
 from .model_payloads import check_json_maps, float_array, map_json, require_attention
 from .model_registry import load
-from .schemas.model import ModelAttentionRequest
+from .schemas.model import MapOptions, ModelAttentionRequest
 from .settings import Settings
 
 FULL_MAPS_SETTING = "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
@@ -203,6 +204,43 @@ def shown_positions(hidden: tuple[bool, ...] | None, count: int) -> list[int]:
     return list(range(count)) if hidden is None else [i for i, h in enumerate(hidden) if not h]
 
 
+def maps_fields(
+    tokens: TokenizedLike,
+    positions: list[int],
+    query: MapQuery,
+    body: MapOptions,
+    layers: list[int],
+    heads: int,
+    grids: list[MapGrid],
+    rollout: torch.Tensor | Sequence[torch.Tensor] | None,
+    rollout_layers: list[int],
+) -> dict[str, Any]:
+    """``MapsResponse``'s fields of one stack's rows (``tokens``: they and their
+    ``token_type_ids``), written once for a text's answer and a generated one's."""
+    type_ids = getattr(tokens, "token_type_ids", None) or (0,) * len(tokens.tokens)
+    return {
+        "tokens": [tokens.tokens[i] for i in positions],
+        "token_type_ids": [type_ids[i] for i in positions],
+        "positions": positions,
+        "all_tokens": list(tokens.tokens),
+        "special": list(tokens.special),
+        "hide_special": body.hide_special,
+        "layers": layers,
+        "heads": heads,
+        "format": body.format,
+        "attentions": [map_json(g.heads, body) for g in grids],
+        "head_average": (
+            [map_json(g.average, body) for g in grids if g.average is not None]
+            if body.head_average
+            else None
+        ),
+        "rollout": None
+        if rollout is None
+        else [map_json(pooled(rollout[n - 1], query), body) for n in rollout_layers],
+        **describe(query, body.pool is not None, heads, (len(positions), len(positions))),
+    }
+
+
 def stacks_answer(model: TextModel, kept: ModelPass, plan: MapsPlan) -> dict[str, Any]:
     """``MapsResponse``'s fields (the first stack's) and, for a model with more stacks,
     ``Seq2SeqMaps``'s."""
@@ -216,29 +254,15 @@ def stacks_answer(model: TextModel, kept: ModelPass, plan: MapsPlan) -> dict[str
     grids = stack_grids(model, first, query, plan.layers, measure)
     present = [n for n in plan.layers if n <= len(first.layers)]
     rollout = rollout_of(model, first, measure, plan.rollout_up_to())
-    answer: dict[str, Any] = {
-        "tokens": [first.tokens[i] for i in positions],
-        "token_type_ids": [first.token_type_ids[i] for i in positions],
-        "positions": positions,
-        "all_tokens": list(first.tokens),
-        "special": list(first.special),
-        "hide_special": body.hide_special,
-        "layers": plan.layers,
-        "heads": plan.heads,
-        "format": body.format,
-        "attentions": [map_json(g.heads, body) for g in grids],
-        "head_average": (
-            [map_json(g.average, body) for g in grids if g.average is not None]
-            if body.head_average
-            else None
-        ),
-        "rollout": None
-        if rollout is None
-        else [map_json(pooled(rollout[n - 1], query), body) for n in present],
-        "rollout_note": None if rollout is not None else ROLLOUT_NOTE,
-        "maps_path": "long" if plan.long(T) else "full",
-        **describe(query, body.pool is not None, plan.heads, (len(positions), len(positions))),
-    }
+    answer = maps_fields(
+        first, positions, query, body, plan.layers, plan.heads, grids, rollout, present
+    )
+    answer.update(
+        {
+            "rollout_note": None if rollout is not None else ROLLOUT_NOTE,
+            "maps_path": "long" if plan.long(T) else "full",
+        }
+    )
     if body.hidden_states:
         rows = torch.tensor(positions)
         answer["hidden_states"] = [

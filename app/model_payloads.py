@@ -21,7 +21,7 @@ from attention_core.models import (
 from attention_core.models.map_grid import MapGrid
 
 from .limits import over_limit
-from .map_view import describe, map_query, select_layers
+from .map_view import map_query, select_layers
 from .schemas.model import MapOptions
 from .steps import HEAD_STEPS
 
@@ -80,7 +80,7 @@ def maps_payload(
     """``MapsResponse`` of maps a pass held whole (a generated text's, which the KV cache
     computed step by step), shown through the one map query and the gatherer's pooling
     (``attention_answer.pooled``), as ``attention_answer`` shows a text's."""
-    from .attention_answer import pooled
+    from .attention_answer import maps_fields
 
     num_layers = len(maps.layer_attentions)
     layers = select_layers(options.layers, num_layers)
@@ -102,28 +102,9 @@ def maps_payload(
         return found
 
     grids = [grid(n) for n in layers]
-    return {
-        "model": model,
-        "family": family,
-        "causal": causal,
-        "tokens": [maps.tokens[i] for i in positions],
-        "token_type_ids": [maps.token_type_ids[i] for i in positions],
-        "positions": positions,
-        "all_tokens": list(maps.tokens),
-        "special": list(maps.special),
-        "hide_special": options.hide_special,
-        "layers": layers,
-        "heads": H,
-        "format": options.format,
-        "attentions": [map_json(g.heads, options) for g in grids],
-        "head_average": (
-            [map_json(g.average, options) for g in grids if g.average is not None]
-            if options.head_average
-            else None
-        ),
-        "rollout": [map_json(pooled(maps.rollout[n - 1], query), options) for n in layers],
-        **describe(query, options.pool is not None, H, (len(positions), len(positions))),
-    }
+    rollout = maps.rollout if num_layers else ()
+    fields = maps_fields(maps, positions, query, options, layers, H, grids, rollout, layers)
+    return {"model": model, "family": family, "causal": causal, **fields}
 
 
 def head_numbers(trace: HeadTrace) -> int:
