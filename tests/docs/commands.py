@@ -44,7 +44,8 @@ def blocks(path: Path) -> list[Block]:
     for i, match in enumerate(found):
         after = found[i + 1] if i + 1 < len(found) else None
         between = text[match.end() : after.start()] if after else ""
-        answer = after.group(2) if after and after.group(1) == "json" and not between.strip() else None
+        shown = after is not None and after.group(1) == "json" and not between.strip()
+        answer = after.group(2) if after is not None and shown else None
         line = text.count("\n", 0, match.start()) + 1
         where = f"{path.relative_to(ROOT)}:{line}"
         result.append(Block(where, match.group(1), match.group(2), answer))
