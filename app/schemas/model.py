@@ -56,7 +56,7 @@ class ModelSummary(BaseModel):
 
     name: str
     source: Literal["default", "package", "builtin", "cli", "env", "runs", "hf-cache"] = Field(
-        description="where it was found (see the README's Models section)"
+        description="where it was found (see the docs' Models page, Sources)"
     )
     default: bool = Field(description="the model requests without `model` get")
     family: str | None = Field(
