@@ -50,10 +50,20 @@ record(
     "bench/bench_x.py",
     "what it measures, one line",
     ".venv/bin/python bench/bench_x.py [--rounds 3]",
-    [{"figure": "what was measured", "value": 1.23, "unit": "s",
-      "baseline": "what it is compared with", "baseline_value": 1.5, "ratio": 0.82,
-      "goal": "<= 1.0x", "note": "anything to read with it",
-      "machine": machine(), "command": ".venv/bin/python bench/bench_x.py --rounds 3"}],
+    [
+        {
+            "figure": "what was measured",
+            "value": 1.23,
+            "unit": "s",
+            "baseline": "what it is compared with",
+            "baseline_value": 1.5,
+            "ratio": 0.82,
+            "goal": "<= 1.0x",
+            "note": "anything to read with it",
+            "machine": machine(),
+            "command": ".venv/bin/python bench/bench_x.py --rounds 3",
+        }
+    ],
 )
 ```
 
