@@ -79,9 +79,9 @@ def map_query(
     cols = _range(options.cols if region else None, "cols", S)
     block = (1, 1)
     if options.pool is not None:
-        block = (
-            block_size(rows[1] - rows[0], options.pool),
-            block_size(cols[1] - cols[0], options.pool),
+        block = (  # a stack with every token hidden shows 0 rows: a block of 1
+            block_size(max(1, rows[1] - rows[0]), options.pool),
+            block_size(max(1, cols[1] - cols[0]), options.pool),
         )
     return MapQuery(
         hidden,

@@ -120,7 +120,7 @@ def model_attention(
     ``cross_attentions`` (target rows, source columns).
 
     A long input (maps over ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES``) takes the
-    long path (``maps_path`` 'long', see ``app.long_inputs``): its maps are
+    long path (``maps_path`` 'long', see ``app.attention_answer``): its maps are
     gathered block by block into what was asked, never all held.
     """
     return json_response(attention_answer(body, registry, settings))

@@ -15,8 +15,8 @@ from attention_core.analysis.access import DecoderHeadModel, HeadModel
 from attention_core.analysis.attribution import Target, attribute, decoder_heads, star_cost
 from attention_core.analysis.qk_decomposition import why
 
+from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
-from ..long_inputs import refuse_full_maps, token_count
 from ..model_registry import RegistryDep, load
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
 from ..schemas.why import Target as TargetBody

@@ -124,6 +124,8 @@ class KeptLayer:
         times its head's scale of its key, each row re-summed to 1 (value_norm).
         """
         spec = grid.spec
+        if grid.empty or grid.heads.shape[-1] == 0:
+            return grid
         H = self.num_heads
         heads = list(range(H)) if spec.heads is None or spec.average else list(spec.heads)
         if len(heads) < H:  # the grid counts heads among all H: give it back their places

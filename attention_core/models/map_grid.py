@@ -1,9 +1,8 @@
-"""One layer's maps as the API shows them, gathered from blocks of rows as they are computed.
+"""The one map query (``MapQuery``) and its gatherer (``MapGrid``), for every length.
 
-A long input's (H, T, T) maps are never held: ``blocked_attention`` hands
-over a block of rows at a time and ``MapGrid.add`` keeps only what the
-answer shows, in the order the full path applies it (``app.map_view``): the
-head average over every head; hide the special tokens (drop their rows and
+A text's (H, T, S) maps are never held: ``blocked_attention`` hands over a
+block of rows at a time (a short input: one block) and ``MapGrid.add`` keeps
+only what the answer shows, in one order: the head average over every head; hide the special tokens (drop their rows and
 columns, renormalize each row over the shown columns); keep some heads; crop
 the region; max-pool it (``pooling``: a cell is its block's maximum).  A
 pooled block may straddle two blocks of rows: its halves meet by ``amax``,
@@ -81,6 +80,11 @@ class MapGrid:
         kept = num_heads if spec.heads is None else len(spec.heads)
         self.heads = torch.zeros(kept, *spec.shape)
         self.average = torch.zeros(spec.shape) if spec.average else None
+
+    @property
+    def empty(self) -> bool:
+        """Whether the grid shows no row (every target token hidden, say)."""
+        return not bool((self._out_row >= 0).any())
 
     @property
     def row_span(self) -> tuple[int, int]:

@@ -153,3 +153,15 @@ def test_loading_never_opens_a_connection(
         )
         assert written.status_code == 200, written.text
     assert attempts == []
+
+
+def test_hiding_a_target_of_special_tokens_only_answers_empty_maps(client: TestClient) -> None:
+    """With no target the decoder reads its start token alone, which hide_special hides:
+    the decoder and cross maps are empty (once an IndexError, a 500), pooled or not."""
+    for extra in ({}, {"pool": 4}):
+        body = {"model": "tiny-marian", "text": TEXT, "hide_special": True, **extra}
+        response = client.post("/api/model/attention", json=body)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert answer["target_tokens"] == []
+        assert all(len(head) == 0 for m in answer["cross_attentions"] for head in m)
