@@ -2,11 +2,12 @@
 
 A text's (H, T, S) maps are never held: ``blocked_attention`` hands over a
 block of rows at a time (a short input: one block) and ``MapGrid.add`` keeps
-only what the answer shows, in one order: the head average over every head; hide the special tokens (drop their rows and
-columns, renormalize each row over the shown columns); keep some heads; crop
-the region; max-pool it (``pooling``: a cell is its block's maximum).  A
-pooled block may straddle two blocks of rows: its halves meet by ``amax``,
-so the result does not depend on how the rows were split.
+only what the answer shows, in one order: the head average over every head;
+hide the special tokens (drop their rows and columns, renormalize each row
+over the shown columns); keep some heads; crop the region; max-pool it
+(``pooling``: a cell is its block's maximum).  A pooled block may straddle two
+blocks of rows: its halves meet by ``amax``, so the result does not depend on
+how the rows were split.
 """
 
 from __future__ import annotations
