@@ -30,6 +30,7 @@ from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
 from ..model_registry import RegistryDep, load
 from ..schemas.heads import (
+    SCORE_GRIDS,
     SCORE_LABELS,
     AblateRequest,
     AblateResponse,
@@ -54,11 +55,13 @@ def head_scores(body: HeadScoresRequest, registry: RegistryDep, settings: Settin
 
     The first four on the text's own maps; induction on a seeded random block
     of ordinary tokens repeated twice (``induction_ids``).  Encoder-decoders: one
-    self-attention ``stack`` (the encoder's, or the decoder's over ``target``).
+    ``stack`` (the encoder's, the decoder's over ``target``, or the cross-attention's:
+    first-token, entropy and the alignment's ``diagonal``; ``not_applicable`` names the
+    scores that have no meaning there).  Any length the model takes: the scores are
+    summed block by block from the pass, no full map held.
     """
 
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "head scores")
     stack: str | None = None
     if is_encoder_decoder(model):
         from attention_core.analysis.seq2seq_scores import score_stack  # imports transformers
@@ -71,8 +74,9 @@ def head_scores(body: HeadScoresRequest, registry: RegistryDep, settings: Settin
         refuse_seq2seq_fields(entry.name, model_kind(model), body.target, body.stack)
         result = score_heads(model, body.text, body.seed, body.induction_length)
         pieces = head_model(model).token_texts
-    layers, heads = result.scores.previous_token.shape
-    grids = {name: _grid(value) for name, value in result.scores.as_dict().items()}
+    layers, heads = result.scores.first_token.shape
+    found = result.scores.as_dict()
+    grids = {name: _grid(found[name]) if name in found else None for name in SCORE_GRIDS}
     return json_response(
         {
             "model": entry.name,
@@ -88,6 +92,7 @@ def head_scores(body: HeadScoresRequest, registry: RegistryDep, settings: Settin
             "induction_start": result.induction_start,
             "induction_length": result.induction_length,
             "stack": stack,
+            "not_applicable": [name for name in SCORE_GRIDS if name not in found],
         }
     )
 

@@ -125,7 +125,6 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
     [
         ("/api/model/head", {"layer": 1, "head": 1}, "text"),
         ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
-        ("/api/model/head-scores", {}, "text"),
         ("/api/model/ablate", {"heads": [[1, 1]]}, "text"),
         ("/api/model/logit-lens", {}, "text"),
     ],
@@ -146,3 +145,17 @@ def test_requests_that_need_every_map_refuse_a_4096_token_text(
         "found": 2 * HEADS * T * T * 4,
         "setting": "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES",
     }
+
+
+def test_head_scores_of_a_4096_token_text_are_summed_block_by_block(
+    client: TestClient, text: str
+) -> None:
+    """Once refused ("needs every attention map"); the four text scores now come from the
+    kept q/k a block of rows at a time (equal to the full maps': test_stack_matrix.py)."""
+    response = client.post("/api/model/head-scores", json={"model": NAME, "text": text})
+    assert response.status_code == 200, response.text
+    scores = response.json()
+    for name in ("previous_token", "duplicate_token", "first_token", "entropy"):
+        grid = np.array(scores[name])
+        assert grid.shape == (2, HEADS) and np.isfinite(grid).all(), name
+    assert (np.array(scores["entropy"]) > 0).all()
