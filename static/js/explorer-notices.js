@@ -38,7 +38,7 @@ export function renderEmbeddingNotice(box, auto, current, { onHashed, onOwn, dim
       auto.kind === "model"
         ? el("button", { type: "button", "data-testid": "use-hashed-instead", text: "Use hashed vectors instead", onclick: onHashed })
         : null,
-      el("button", { type: "button", "data-testid": "own-vectors", text: "Give these words my own vectors", onclick: onOwn }),
+      onOwn ? el("button", { type: "button", "data-testid": "own-vectors", text: "Give these words my own vectors", onclick: onOwn }) : null,
     ]),
   );
 }
