@@ -16,8 +16,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from ..family_labels import FAMILY_LABELS
-from ..schemas.heads import SCORE_LABELS
 from ..model_registry import get_registry
+from ..schemas.heads import SCORE_LABELS
 from ..templating import templates
 from .models import listing
 

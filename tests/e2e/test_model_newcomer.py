@@ -52,6 +52,8 @@ def test_a_new_run_clears_the_old_out_of_date_note(page: Page) -> None:
     for route in held:
         route.continue_()
     page.unroute("**/api/model/attention/stream")
-    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", str(2 * 6), timeout=WAIT)
+    expect(page.get_by_test_id("head-grid")).to_have_attribute(
+        "data-drawn", str(2 * 6), timeout=WAIT
+    )
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "model-rerun-1440.png"))
