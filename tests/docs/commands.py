@@ -2,7 +2,8 @@
 
 A ```bash block is split into commands: continuation lines joined, comments dropped
 (``shlex`` with ``comments=True``), ``&&`` chains split. A ```json block right after
-a ```bash block is the answer that block's command prints.
+a ```bash block is the answer that block's command prints. A ```python block is an
+example that runs as a script; code shown but not meant to run is fenced ```py.
 """
 
 from __future__ import annotations
