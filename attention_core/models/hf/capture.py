@@ -31,6 +31,7 @@ from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
+from ...errors import SpecError
 from ...progress import report
 from ..blocked_pass import current_pass
 
@@ -46,6 +47,13 @@ CROSS_ATTENTION_NAMES = frozenset(
     {"encoder_attn", "EncDecAttention", "crossattention", "cross_attn", "cross_attention"}
 )
 _INDEX = re.compile(r"^\d+$")
+
+
+class CaptureFailed(SpecError):
+    """A model's attention could not be captured as it must be (a layer missing, its
+    forward failing): the model is refused with this reason from then on."""
+
+    kind = "model_unsupported"
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,8 @@ class Capture:
     calls: list[CapturedCall] = field(default_factory=list)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     progress: Mapping[Stack, tuple[int, int]] = field(default_factory=dict)
+    per_call: bool = False
+    counts: dict[Stack, int] = field(default_factory=dict)
 
     def record(
         self,
@@ -133,6 +143,9 @@ class Capture:
         site = self.sites.get(id(module)) or site_of(
             type(module).__name__, "decoder", getattr(module, "layer_idx", None)
         )
+        if self.per_call:
+            site = replace(site, layer=self.counts.get(site.stack, 0))
+            self.counts[site.stack] = site.layer + 1
         if not self.keep(site):
             steps = _weights_only(steps)
         self.calls.append(
@@ -191,6 +204,7 @@ def capturing(
     keep: Callable[[Site], bool] = lambda site: True,
     hook_inputs: Mapping[str, nn.Module] | None = None,
     progress: Mapping[Stack, tuple[int, int]] | None = None,
+    per_call: bool = False,
 ) -> Iterator[Capture]:
     """Collect every attention call made by this thread inside the block.
 
@@ -200,9 +214,9 @@ def capturing(
     modules, so each keeps only what this thread's forward passes give it.
     ``progress``: stack -> (layers counted before it, its layers): each of its
     layers' attention calls reports ``forward`` progress (``attention_core.progress``)
-    and so may raise ``Cancelled``.
+    and so may raise ``Cancelled``.  ``per_call``: see ``Capture``.
     """
-    capture = Capture(sites, keep, progress=progress or {})
+    capture = Capture(sites, keep, progress=progress or {}, per_call=per_call)
     handles = []
     for path, module in (hook_inputs or {}).items():
 
