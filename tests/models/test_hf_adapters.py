@@ -89,3 +89,71 @@ def test_albert_counts_its_shared_attention_once_per_layer(
         _, trace = model.trace(LONG_TEXT, layer)
         torch.testing.assert_close(trace.steps.attn_weights[0], maps.layer_attentions[layer])
         torch.testing.assert_close(trace.x[0], maps.layer_hidden_states[layer], atol=1e-5, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def fsmt(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    """(our FSMT through the registry, transformers' eager FSMT) of one random checkpoint."""
+    from tests.models.seq2seq_checkpoints import make_own_code_seq2seq
+
+    path = make_own_code_seq2seq(tmp_path_factory.mktemp("fsmt") / "tiny-fsmt", "fsmt")
+    eager = transformers.AutoModelForSeq2SeqLM.from_pretrained(
+        path, attn_implementation="eager", dtype=torch.float32, local_files_only=True
+    )
+    return _load(path), eager.eval()
+
+
+def _fsmt_eager(eager: Any, source: tuple[int, ...], target: tuple[int, ...]) -> Any:
+    with torch.inference_mode():  # without use_cache=False FSMT builds no causal mask
+        return eager(
+            input_ids=torch.tensor([source]),
+            decoder_input_ids=torch.tensor([target]),
+            output_attentions=True,
+            use_cache=False,
+        )
+
+
+def test_fsmt_three_stacks_equal_eager(fsmt: tuple[Any, Any]) -> None:
+    model, eager = fsmt
+    maps = model.encode_pair(LONG_TEXT, "Die Bank war schlammig.")
+    out = _fsmt_eager(eager, maps.source.input_ids, maps.target.input_ids)
+    stacks = (
+        (maps.layer_attentions, out.encoder_attentions),
+        (maps.decoder_attentions, out.decoder_attentions),
+        (maps.cross_attentions, out.cross_attentions),
+    )
+    for ours, theirs in stacks:
+        assert len(ours) == len(theirs) == 2
+        for got, want in zip(ours, theirs, strict=True):
+            torch.testing.assert_close(got, want[0], atol=1e-5, rtol=0)
+    assert bool((maps.decoder_attentions[0].triu(1) == 0).all())  # causal
+
+
+def test_fsmt_greedy_ids_equal_generate(fsmt: tuple[Any, Any]) -> None:
+    model, eager = fsmt
+    result = model.generate(LONG_TEXT, 8)
+    source = model.tokenize(LONG_TEXT).input_ids
+    with torch.inference_mode():
+        expected = eager.generate(
+            torch.tensor([source]), max_new_tokens=8, do_sample=False, num_beams=1
+        )
+    assert [model.start_id, *result.new_ids] == expected[0].tolist()
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_fsmt_head_step_by_step_is_its_map(stack: str, fsmt: tuple[Any, Any]) -> None:
+    model, eager = fsmt
+    target = "Die Bank war schlammig."
+    rows, trace, _ = model.trace_stack(LONG_TEXT, target, stack, 1)
+    maps = model.encode_pair(LONG_TEXT, target)
+    out = _fsmt_eager(eager, maps.source.input_ids, maps.target.input_ids)
+    reference = {
+        "encoder": out.encoder_attentions,
+        "decoder": out.decoder_attentions,
+        "cross": out.cross_attentions,
+    }[stack]
+    torch.testing.assert_close(
+        trace.steps.attn_weights[0, 2], reference[1][0, 2], atol=1e-5, rtol=0
+    )
+    assert trace.x.shape == (1, len(rows.input_ids), 32)  # (B, T, C), FSMT's (T, B, C) turned
+    torch.testing.assert_close(trace.steps.attn_scores, trace.q @ trace.k.transpose(-1, -2))

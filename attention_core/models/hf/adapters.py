@@ -1,6 +1,6 @@
 """Families that compute attention in their own code, run through the core all the same.
 
-Bloom, MPT, Falcon and DeBERTa-v2 never call transformers' attention
+Bloom, MPT, Falcon, DeBERTa-v2 and FSMT never call transformers' attention
 interface: each attention module multiplies its own q and k and adds its own
 terms.  An adapter here replaces that module's ``forward`` (on the instance,
 nothing global) with the family's own projections and terms handed to
@@ -10,7 +10,8 @@ captured like any other family's:
 - Bloom, MPT and Falcon with ALiBi: the ALiBi term is the score bias;
 - Falcon: its fused query/key/value split by its own ``_split_heads``, RoPE its own;
 - DeBERTa-v2: the content-to-position and position-to-content terms (computed by the
-  module's own ``disentangled_attention_bias``) are the score bias, a step of its own.
+  module's own ``disentangled_attention_bias``) are the score bias, a step of its own;
+- FSMT (an encoder-decoder): its three stacks, inputs time first, masks as booleans.
 
 These families are loaded with ``attn_implementation="eager"`` (their own
 path; Falcon looks other names up in a table of its own and fails), so the
@@ -174,23 +175,77 @@ def _deberta_v2(
     return context.reshape(batch, context.shape[1], -1), weights
 
 
-# The attention module's class name -> the adapter that replaces its forward.
-ADAPTERS: dict[str, Forward] = {
-    "BloomAttention": _bloom,
-    "MptAttention": _mpt,
-    "FalconAttention": _falcon,
-    "DisentangledSelfAttention": _deberta_v2,
+def _fsmt(
+    self: Any,
+    query: torch.Tensor,
+    key: torch.Tensor | None,
+    key_padding_mask: torch.Tensor | None = None,
+    layer_state: Any = None,
+    attn_mask: torch.Tensor | None = None,
+    output_attentions: bool | None = False,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """FSMT's ``Attention.forward`` (inputs time first, (T, B, C)): scores ``q·k * scaling``,
+    its causal mask (-inf above the diagonal) and key padding mask as booleans."""
+    length, batch, width = query.shape
+    heads, head_dim = self.num_heads, self.head_dim
+    cache: Any = None
+    if layer_state is not None:
+        cache = (
+            layer_state.cross_attention_cache
+            if self.encoder_decoder_attention
+            else layer_state.self_attention_cache
+        )
+    reuse = self.encoder_decoder_attention and layer_state is not None
+    if reuse and layer_state.is_updated.get(self.layer_idx):
+        keys, values = cache.layers[self.layer_idx].keys, cache.layers[self.layer_idx].values
+    else:
+        states = key if self.encoder_decoder_attention else query
+        keys, values = (
+            proj(states).view(-1, batch, heads, head_dim).permute(1, 2, 0, 3)
+            for proj in (self.k_proj, self.v_proj)
+        )
+        if cache is not None:
+            keys, values = cache.update(keys, values, self.layer_idx, kwargs=kwargs)
+            if self.encoder_decoder_attention:
+                layer_state.is_updated[self.layer_idx] = True
+    queries = self.q_proj(query).view(length, batch, heads, head_dim).permute(1, 2, 0, 3)
+    allowed = torch.ones(batch, 1, length, keys.shape[-2], dtype=torch.bool)
+    if attn_mask is not None:
+        allowed = allowed & (attn_mask > torch.finfo(attn_mask.dtype).min / 2)
+    if key_padding_mask is not None and key_padding_mask.dim() > 0:
+        allowed = allowed & ~key_padding_mask.to(torch.bool)[:, None, None, :]
+    context, weights = core_attention(self, queries, keys, values, allowed, scaling=self.scaling)
+    return self.out_proj(context.transpose(0, 1).reshape(length, batch, width)), weights
+
+
+# (the family's modeling module, the attention module's class) -> the adapter for it.
+ADAPTERS: dict[tuple[str, str], Forward] = {
+    ("bloom", "BloomAttention"): _bloom,
+    ("mpt", "MptAttention"): _mpt,
+    ("falcon", "FalconAttention"): _falcon,
+    ("deberta_v2", "DisentangledSelfAttention"): _deberta_v2,
+    ("fsmt", "Attention"): _fsmt,
 }
 # The model types whose attention an adapter computes (loaded with their eager path).
-ADAPTED_TYPES = frozenset({"bloom", "mpt", "falcon", "deberta-v2"})
+ADAPTED_TYPES = frozenset({"bloom", "mpt", "falcon", "deberta-v2", "fsmt"})
+# Families whose attention modules take their input time first, (T, B, C).
+TIME_FIRST = frozenset({("fsmt", "Attention")})
+
+
+def _family_class(module: nn.Module) -> tuple[str, str]:
+    family = type(module).__module__.rsplit(".", 1)[-1].removeprefix("modeling_")
+    return family, type(module).__name__
 
 
 def install_adapters(model: nn.Module) -> int:
-    """Replace the forward of each attention module an adapter knows; how many were."""
+    """Replace the forward of each attention module an adapter knows; how many were.
+    A module whose input is time first is marked (``time_first``) for the capture."""
     count = 0
     for module in model.modules():
-        adapter = ADAPTERS.get(type(module).__name__)
+        adapter = ADAPTERS.get(_family_class(module))
         if adapter is not None:
             module.forward = types.MethodType(adapter, module)
+            object.__setattr__(module, "time_first", _family_class(module) in TIME_FIRST)
             count += 1
     return count

@@ -210,7 +210,8 @@ def capturing(
 
     ``hook_inputs``: module path -> attention module whose input (its
     ``hidden_states``) is kept as the call's ``x`` (the first positional
-    argument or the ``hidden_states`` keyword).  The hooks sit on shared
+    argument, or the ``hidden_states`` or ``query`` keyword; (B, T, C), a
+    ``time_first`` module's turned so).  The hooks sit on shared
     modules, so each keeps only what this thread's forward passes give it.
     ``progress``: stack -> (layers counted before it, its layers): each of its
     layers' attention calls reports ``forward`` progress (``attention_core.progress``)
@@ -228,9 +229,9 @@ def capturing(
         ) -> None:
             if _CURRENT.get() is not capture:  # another thread's forward through the module
                 return
-            x = args[0] if args else kwargs.get("hidden_states")
-            if isinstance(x, torch.Tensor):
-                capture.inputs[path] = x
+            x = args[0] if args else kwargs.get("hidden_states", kwargs.get("query"))
+            if isinstance(x, torch.Tensor):  # (B, T, C); an adapter's time-first one turned
+                capture.inputs[path] = x.transpose(0, 1) if time_first(_module) else x
 
         handles.append(module.register_forward_pre_hook(grab, with_kwargs=True))
     token = _CURRENT.set(capture)
@@ -240,6 +241,11 @@ def capturing(
         _CURRENT.reset(token)
         for handle in handles:
             handle.remove()
+
+
+def time_first(module: nn.Module) -> bool:
+    """Whether the module's input is (T, B, C) (marked by ``adapters.install_adapters``)."""
+    return bool(getattr(module, "time_first", False))
 
 
 def as_allowed(

@@ -75,6 +75,7 @@ _POSITION_KEYS = (
     "max_target_positions",
 )
 POSITIONS = 256
+WINDOW = 8
 _EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 _TOP_K_KEYS = ("num_experts_per_tok", "top_k", "moe_top_k", "num_selected_experts")
 _SIZE_KEYS = frozenset(
@@ -92,6 +93,7 @@ _SIZE_KEYS = frozenset(
         "vocab_size",
         "layer_types",
         "embedding_size",
+        "attention_window",
         "_name_or_path",
         "architectures",
         "transformers_version",
@@ -137,6 +139,11 @@ def shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key in _TOP_K_KEYS:
         if isinstance(out.get(key), int):
             out[key] = min(out[key], 2)
+    window = out.get("attention_window")  # Longformer, LED: pads inputs to a multiple of it
+    if isinstance(window, int):
+        out["attention_window"] = min(window, WINDOW)
+    elif isinstance(window, list):
+        out["attention_window"] = [min(w, WINDOW) if isinstance(w, int) else w for w in window]
     if isinstance(out.get("embedding_size"), int):
         out["embedding_size"] = HEAD_DIM
     if isinstance(out.get("layer_types"), list):

@@ -16,6 +16,7 @@ token included (it is fed once more, its logits unused).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import InitVar, dataclass
@@ -136,7 +137,7 @@ class EncoderDecoder:
         generation = self.model.generation_config
         start = generation.decoder_start_token_id
         if start is None:
-            start = config.decoder_start_token_id
+            start = getattr(config, "decoder_start_token_id", None)
         if start is None:
             raise SpecError(
                 f"{self.name}: the config has no decoder_start_token_id: the decoder cannot start",
@@ -151,6 +152,9 @@ class EncoderDecoder:
         )
         self._cache: ResultCache[tuple[str, str | None], Seq2SeqMaps] = ResultCache(cache_bytes)
         self.failures = FailureWatch()
+        # Newer families renamed past_key_values (still accepted, with a warning).
+        parameters = inspect.signature(self.model.forward).parameters
+        self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
         check_stacks(self.model, self.name, self.start_id)
 
     @classmethod
@@ -438,8 +442,8 @@ class EncoderDecoder:
                     out = self._forward(
                         encoder_outputs=encoded,
                         decoder_input_ids=torch.tensor([[ids[-1]]]),  # (1, 1)
-                        past_key_values=cache,
                         use_cache=True,
+                        **{self._cache_argument: cache},
                     )
                 for layer, weights in enumerate(capture.weights("decoder")):
                     if layer == len(decoder_maps):
