@@ -31,8 +31,18 @@ from ..outputs import DecoderOutput, LayerTrace
 from ..protocols import ForwardOptions, Wanted
 from ..stack import first_position
 from .adapters import ADAPTED_TYPES, install_adapters
-from .capture import ATTENTION_NAME, Kind, Site, Stack, attention_sites, capturing, register
+from .capture import (
+    ATTENTION_NAME,
+    Kind,
+    Site,
+    Stack,
+    attention_sites,
+    capturing,
+    is_current,
+    register,
+)
 from .failures import FailureWatch, guarded
+from .unrotated import Unrotated, grabbing_unrotated, uses_rope
 
 # Families whose position ids start after the padding id (RoBERTa's layout): the
 # position table holds pad_token_id + 1 more rows than the tokens it can place.
@@ -174,6 +184,7 @@ class TransformersLM:
         self._logits_to_keep = "logits_to_keep" in parameters
         # Bloom and MPT renamed past_key_values (still accepted, with a warning).
         self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
+        self.rope = uses_rope(model.config)
         self.name = name or type(model).__name__
         self.failures = FailureWatch()
         self.per_call = False
@@ -239,10 +250,16 @@ class TransformersLM:
         def keep(site: Site) -> bool:
             return site.layer == trace_layer and site.stack == self.stack
 
+        unrotated = Unrotated()
         if output_attentions or trace_layer is not None:
             progress = {self.stack: (0, self.config.num_layers)}
             with capturing(self.sites, keep, hooks, progress, self.per_call) as capture:
-                out = guarded(self.failures, self.name, lambda: self.model(**arguments))
+                if trace_layer is not None and self.rope and not (cache and cache.length):
+                    module = self._modules[self.attention_paths[trace_layer]]
+                    with grabbing_unrotated(module, lambda: is_current(capture)) as unrotated:
+                        out = guarded(self.failures, self.name, lambda: self.model(**arguments))
+                else:
+                    out = guarded(self.failures, self.name, lambda: self.model(**arguments))
             calls = capture.stack(self.stack)
             if len(calls) != self.config.num_layers:
                 raise self.failures.fail(
@@ -257,7 +274,18 @@ class TransformersLM:
         if trace_layer is not None:
             call = next(c for c in calls if c.site.layer == trace_layer)
             x = call.x if call.x is not None else hidden[trace_layer]
-            trace = LayerTrace(trace_layer, x, call.query, call.key, call.value, call.steps)
+            d = call.query.shape[-1]
+            trace = LayerTrace(
+                trace_layer,
+                x,
+                call.query,
+                call.key,
+                call.value,
+                call.steps,
+                q_unrotated=unrotated.heads("q", d),
+                k_unrotated=unrotated.heads("k", d),
+                qk_norm=unrotated.normed,
+            )
         return DecoderOutput(
             logits=self._logits(out, input_ids, num_logits),
             attentions=tuple(c.weights for c in calls) if output_attentions else (),
