@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from . import examples
 from .heads import Grid, TextField
 from .model import ModelName, Strict
 
@@ -16,6 +17,8 @@ MAX_PAIRS = 1000
 
 
 class WhyRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.WHY)
+
     model: ModelName | None = None
     text: str = TextField
     layer: StrictInt = Field(ge=1, description="the head's layer, from 1")
@@ -69,6 +72,8 @@ class Target(Strict):
 
 
 class AttributeRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.ATTRIBUTE)
+
     model: ModelName | None = None
     text: str = TextField
     method: Literal["attribution_patching", "atp_star", "exact"] = Field(
