@@ -57,3 +57,49 @@ def test_a_new_run_clears_the_old_out_of_date_note(page: Page) -> None:
     )
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "model-rerun-1440.png"))
+
+
+LONG = "Kim rowed the boat, then went to the bank. Kim rowed the"  # 56 characters, 56 tokens
+
+
+def choose_token(page: Page, index: int) -> None:
+    page.get_by_test_id("wp-token").nth(index).click()
+    expect(page.get_by_test_id("token-view")).to_have_attribute("data-query", str(index))
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_lines_box_opens_on_the_chosen_token(page: Page, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    open_model(page, LONG)
+    choose_token(page, 40)
+    figure = page.get_by_test_id("headview-figure")
+    chosen = figure.locator(".hv-query.chosen")
+    expect(chosen).to_have_attribute("data-index", "40")
+    assert figure.evaluate("f => f.scrollHeight > f.clientHeight")  # a box that scrolls
+    inside = figure.evaluate(
+        """f => { const b = f.getBoundingClientRect();
+                 const c = f.querySelector('.hv-query.chosen').getBoundingClientRect();
+                 return c.top >= b.top && c.bottom <= b.bottom; }"""
+    )
+    assert inside, "the chosen token is scrolled out of the lines box"
+    # One numbering: the words count from 0, as the labels' ·n do.
+    expect(page.get_by_test_id("tv-what")).to_contain_text("at position 40 (of 56 tokens")
+    expect(page.get_by_test_id("tv-what")).not_to_contain_text("token 41")
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / f"model-token-view-{width}.png"), full_page=True)
+
+
+def test_small_weights_keep_two_significant_digits(page: Page) -> None:
+    """A 250-key row of 0.004 each: the summary says 0.0040, not 0.00."""
+    open_model(page)
+    summary = page.evaluate(
+        """async () => {
+            const { drawHeadView } = await import('/static/js/headview.js');
+            const box = document.createElement('div');
+            document.querySelector('main').append(box);
+            const keys = Array.from({ length: 250 }, (_, j) => `k${j}`);
+            drawHeadView(box, { queries: ['q'], keys, query: 0, rows: [keys.map(() => 0.004)] });
+            return box.querySelector('.hv-summary').textContent;
+        }"""
+    )
+    assert "0.0040" in summary and " 0.00;" not in summary and not summary.endswith(" 0.00")
