@@ -20,10 +20,14 @@ from torch import nn
 from transformers import AutoModel, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 
 from ...errors import SpecError
+from ..device import CPU
 from ..kv_cache import KVCache
 from ..outputs import DecoderOutput, LayerTrace
+from ..placement import Placement
 from ..protocols import ForwardOptions, Wanted
+from ..safetensors_io import checkpoint_files, read_header
 from ..stack import first_position
+from ..weight_dtype import run_on, stored_dtype
 from .capture import ATTENTION_NAME, Kind, Site, Stack, attention_sites, capturing, register
 
 # Families whose position ids start after the padding id (RoBERTa's layout): the
@@ -113,25 +117,34 @@ class TransformersKVCache(KVCache):
         self.length = 0
 
 
-def load_model(directory: Path, kind: Kind) -> nn.Module:
-    """A checkpoint as transformers loads it: offline, float32, our attention, eval mode."""
+def load_model(directory: Path, kind: Kind, placement: Placement | None = None) -> nn.Module:
+    """A checkpoint as transformers loads it: offline, in its stored dtype (run in float32
+    on the CPU, see ``weight_dtype``), our attention, eval mode.  ``placement``: layers
+    spread over devices and disk by accelerate (``placement.Placement``)."""
     register()
     auto: Any = AutoModelForCausalLM if kind == "decoder" else AutoModel
+    headers = [read_header(path) for path in checkpoint_files(directory)]
+    dtype = stored_dtype(headers) if placement is None else placement.dtype
+    spread = {} if placement is None else placement.from_pretrained_arguments()
     try:
         model: nn.Module = auto.from_pretrained(
             directory,
             attn_implementation=ATTENTION_NAME,
-            dtype=torch.float32,
+            dtype=dtype,
             local_files_only=True,
             trust_remote_code=False,
             use_safetensors=True,
+            **spread,
         )
     except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
         raise SpecError(
             f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
             field="model",
         ) from exc
-    return model.eval().requires_grad_(False)
+    model.eval().requires_grad_(False)
+    if placement is None:
+        run_on(model, CPU)
+    return model
 
 
 class TransformersLM:
@@ -155,8 +168,10 @@ class TransformersLM:
         self.attention_paths = self._find_attention(name or type(model).__name__)
 
     @classmethod
-    def load(cls, directory: Path, kind: Kind) -> TransformersLM:
-        return cls(load_model(directory, kind), kind, directory.name)
+    def load(
+        cls, directory: Path, kind: Kind, placement: Placement | None = None
+    ) -> TransformersLM:
+        return cls(load_model(directory, kind, placement), kind, directory.name)
 
     def to(self, device: torch.device) -> TransformersLM:
         """Weights onto ``device`` (``Decoder.to_device`` calls this as on an ``nn.Module``)."""
