@@ -69,8 +69,13 @@ class Settings(BaseSettings):
         description="the default model's checkpoint directory (any supported family); "
         "default: the packaged MiniLM",
     )
-    model_max_tokens: int = Field(
-        4096, ge=3, description="tokens per model input (each model's context caps it too)"
+    model_max_tokens: int | None = Field(
+        None,
+        ge=3,
+        description="tokens per model input (each model's context caps it too); default: "
+        "per model, what the device's memory allows the long path to keep beside its "
+        "weights (every layer's q and k, float32: layers × (heads + kv_heads) × head_dim "
+        "× 4 bytes a token, half the memory left), up to its context",
     )
     model_full_maps_bytes: int = Field(
         192 * 2**20,

@@ -58,6 +58,7 @@ from .protocols import TextModel
 from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .safetensors_io import SafetensorsHeader, checkpoint_files, read_header
 from .text_model_base import TextModelBase
+from .token_budget import device_memory, token_limit
 from .weight_dtype import dtype_name, stored_dtype
 
 # Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
@@ -276,7 +277,8 @@ def _numel(shape: tuple[int, ...]) -> int:
 class ModelRegistry:
     """Every model from every source; ``load`` keeps at most ``max_loaded`` in memory.
 
-    ``max_tokens``: tokens a text may have (capped by each model's context);
+    ``max_tokens``: tokens a text may have (capped by each model's context; None: what
+    the device's memory allows each model, see ``token_limit``);
     ``cache_bytes``: recent results each loaded model keeps (``long_cache_bytes``: its
     long inputs' kept q and k); ``max_model_bytes``: the
     most one model's weights may take once loaded (None: half the machine's memory);
@@ -298,7 +300,7 @@ class ModelRegistry:
         runs_dir: Path | None = None,
         hf_cache: Path | None = None,
         max_loaded: int = 2,
-        max_tokens: int = 512,
+        max_tokens: int | None = 512,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         long_cache_bytes: int = DEFAULT_LONG_CACHE_BYTES,
         max_model_bytes: int | None = None,
@@ -424,9 +426,7 @@ class ModelRegistry:
         # A newer version of the same directory (a run saved again) replaces the old one.
         self.loaded.discard(lambda key: key[0] == path and key != entry.key)
         try:
-            return self.loaded.get(
-                entry.key, lambda: self._load_on_device(family, path, entry.name)
-            )
+            return self.loaded.get(entry.key, lambda: self._load_on_device(family, entry))
         except Exception as exc:  # noqa: BLE001 - remembered, and said as this model's reason
             reason = failure_reason(path, exc)
             with self._lock:
@@ -435,8 +435,19 @@ class ModelRegistry:
                 f"model {entry.name!r} is not supported: {reason}", field="model"
             ) from exc
 
-    def _load_on_device(self, family: Family, path: Path, name: str) -> TextModel:
-        model = family.load(path, name, self.max_tokens, self.cache_bytes)
+    def token_limit(self, entry: ModelEntry) -> int:
+        """Tokens one input to ``entry`` may have: ``max_tokens`` when set, else what the
+        device's memory allows beside its weights (``token_budget``), its context at most."""
+        if self.max_tokens is not None:
+            return self.max_tokens
+        if entry.sizes is None:
+            raise ValueError(f"{entry.name} has no sizes: it is not supported")
+        held = entry.placement.memory_bytes if entry.placement else entry.held_bytes or 0
+        return token_limit(entry.sizes, held, device_memory(self.device))
+
+    def _load_on_device(self, family: Family, entry: ModelEntry) -> TextModel:
+        tokens = self.token_limit(entry)
+        model = family.load(entry.path, entry.name, tokens, self.cache_bytes)
         if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
             model.long_cache = ResultCache(self.long_cache_bytes)
         model.to_device(self.device, self.holding.dtype)
