@@ -13,29 +13,19 @@ overrides it (and the model's context always caps it).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import torch
 
 from .model_size import FALLBACK_MEMORY_BYTES, machine_memory
 
+if TYPE_CHECKING:
+    from .families import Sizes
+
 # The share of the memory beside the weights that the kept q and k may take.
 KEPT_SHARE = 0.5
 FLOAT32_BYTES = 4
 MIN_TOKENS = 3  # [CLS], a token, [SEP]
-
-
-class Shape(Protocol):
-    @property
-    def layers(self) -> int: ...
-    @property
-    def heads(self) -> int: ...
-    @property
-    def kv_heads(self) -> int: ...
-    @property
-    def head_dim(self) -> int: ...
-    @property
-    def max_positions(self) -> int: ...
 
 
 def device_memory(device: torch.device) -> int:
@@ -45,12 +35,12 @@ def device_memory(device: torch.device) -> int:
     return machine_memory() or FALLBACK_MEMORY_BYTES
 
 
-def kept_bytes_per_token(shape: Shape) -> int:
+def kept_bytes_per_token(shape: Sizes) -> int:
     """What the long path keeps for each token: every layer's q and k, float32."""
     return shape.layers * (shape.heads + shape.kv_heads) * shape.head_dim * FLOAT32_BYTES
 
 
-def token_limit(shape: Shape, held_bytes: int, memory: int) -> int:
+def token_limit(shape: Sizes, held_bytes: int, memory: int) -> int:
     """Tokens one input may have: the context, or fewer when the kept q and k of that many
     would pass ``KEPT_SHARE`` of ``memory`` left beside the ``held_bytes`` of weights."""
     free = max(memory - held_bytes, 0) * KEPT_SHARE
