@@ -194,6 +194,8 @@ def describe(
             held = exc.held
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
+        if family.probe is not None:  # a dry run of the family: listed true before any load
+            family.probe(raw)
         parameters = sum(
             _numel(e.shape)
             for h in headers
@@ -446,12 +448,30 @@ class ModelRegistry:
         return token_limit(entry.sizes, held, device_memory(self.device))
 
     def _load_on_device(self, family: Family, entry: ModelEntry) -> TextModel:
-        tokens = self.token_limit(entry)
-        model = family.load(entry.path, entry.name, tokens, self.cache_bytes)
+        model = family.load(entry.path, entry.name, self.token_limit(entry), self.cache_bytes)
+        watch = failure_watch(model)
+        if watch is not None:  # a capture failing on a request: unsupported from then on
+            watch.listen(lambda reason: self.refuse(entry.key, reason))
         if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
             model.long_cache = ResultCache(self.long_cache_bytes)
         model.to_device(self.device, self.holding.dtype)
         return model
+
+    def refuse(self, key: tuple[Path, Fingerprint], reason: str) -> None:
+        """List the model of ``key`` as unsupported with ``reason`` (until its files change)
+        and drop it from memory."""
+        with self._lock:
+            self._failed[key] = reason
+        self.loaded.discard(lambda loaded: loaded == key)
+
+
+def failure_watch(model: object) -> Any:
+    """The ``FailureWatch`` of a transformers-backed model (its own, or its ``model``'s)."""
+    for owner in (model, getattr(model, "model", None)):
+        watch = getattr(owner, "failures", None)
+        if watch is not None and callable(getattr(watch, "listen", None)):
+            return watch
+    return None
 
 
 def _family(entry: ModelEntry) -> Family:
