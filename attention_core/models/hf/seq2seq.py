@@ -203,8 +203,9 @@ class EncoderDecoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def to_device(self, device: torch.device) -> None:
-        """Encoder-decoders run on the CPU only, for now: refused, with the reason, elsewhere."""
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Encoder-decoders run on the CPU only, in float32, for now: refused, with the
+        reason, elsewhere (``dtype`` is not used)."""
         if device.type != "cpu":
             raise SpecError(
                 f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
