@@ -36,11 +36,11 @@ import torch
 from torch import nn
 
 from ..errors import SpecError
-from ..models.bert import Encoder
-from ..models.decoder import Decoder
-from ..models.maps import TokenizedLike
-from ..models.protocols import DecoderConfig, TextModel
-from ..models.text_model_base import TextModelBase
+from ..models.base.protocols import DecoderConfig, TextModel
+from ..models.families.bert import Encoder
+from ..models.maps.text_maps import TokenizedLike
+from ..models.text.decoder import Decoder
+from ..models.text.text_model_base import TextModelBase
 
 ContextEdit = Callable[[int, torch.Tensor], torch.Tensor]
 """(layer (0-based), context (B, T, H*D): the heads side by side) -> the context to use."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import SpecError
-from ..models.protocols import TextModel
+from ..models.base.protocols import TextModel
 from .access import DecoderHeadModel, head_model
 
 LENS_TOP_K = 5

@@ -17,7 +17,7 @@ from typing import Protocol
 import torch
 
 from ..errors import SpecError
-from ..models.protocols import TextModel
+from ..models.base.protocols import TextModel
 from .access import head_model
 from .scores import HeadScores, induction_score, text_scores
 

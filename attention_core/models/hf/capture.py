@@ -32,7 +32,7 @@ from transformers.masking_utils import sdpa_mask
 from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
 from ...progress import report
-from ..blocked_pass import current_pass
+from ..maps.blocked_pass import current_pass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"

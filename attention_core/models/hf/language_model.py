@@ -20,10 +20,10 @@ from torch import nn
 from transformers import AutoModel, AutoModelForCausalLM, DynamicCache, PretrainedConfig
 
 from ...errors import SpecError
-from ..kv_cache import KVCache
-from ..outputs import DecoderOutput, LayerTrace
-from ..protocols import ForwardOptions, Wanted
-from ..stack import first_position
+from ..base.kv_cache import KVCache
+from ..base.outputs import DecoderOutput, LayerTrace
+from ..base.protocols import ForwardOptions, Wanted
+from ..base.stack import first_position
 from .capture import ATTENTION_NAME, Kind, Site, Stack, attention_sites, capturing, register
 
 # Families whose position ids start after the padding id (RoBERTa's layout): the
