@@ -15,7 +15,8 @@ import torch
 
 from ..errors import SpecError
 from ..models.base.protocols import TextModel
-from .access import DecoderHeadModel, head_model
+from .access import DecoderHeadModel
+from .head_models import head_model
 
 LENS_TOP_K = 5
 

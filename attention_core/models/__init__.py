@@ -13,6 +13,7 @@ decoders.
 from .base.kv_cache import KVCache
 from .base.outputs import DecoderOutput, LayerTrace
 from .base.protocols import CausalLM, DecoderConfig, TextModel
+from .checkpoints.model_size import Sizes
 from .checkpoints.safetensors_io import (
     checkpoint_files,
     load_checkpoint_tensors,
@@ -41,7 +42,7 @@ from .maps.transport import (
     decode_compact,
     encode_compact,
 )
-from .registry.family_table import FAMILIES, Family, Sizes, family_of
+from .registry.family_table import FAMILIES, Family, family_of
 from .registry.model_registry import ModelEntry, ModelNotFound, ModelRegistry, ModelUnsupported
 from .text.decoder import Decoder, GeneratedText
 from .text.generation import (

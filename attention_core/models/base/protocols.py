@@ -7,28 +7,10 @@ from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 
 import torch
 
+from ..checkpoints.model_size import DecoderConfig as DecoderConfig
 from ..maps.text_maps import ModelMaps, TokenizedLike
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
-
-
-class DecoderConfig(Protocol):
-    """The sizes every family's config dataclass exposes under these common names."""
-
-    @property
-    def num_layers(self) -> int: ...
-    @property
-    def num_heads(self) -> int: ...
-    @property
-    def num_kv_heads(self) -> int: ...
-    @property
-    def hidden_size(self) -> int: ...
-    @property
-    def head_dim(self) -> int: ...
-    @property
-    def max_positions(self) -> int: ...
-    @property
-    def vocabulary_size(self) -> int: ...
 
 
 def model_info(

@@ -20,15 +20,57 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...errors import SpecError
 from .safetensors_io import SafetensorsHeader
 
-if TYPE_CHECKING:
-    from ..registry.family_table import Sizes
+
+class DecoderConfig(Protocol):
+    """The sizes every family's config dataclass exposes under these common names."""
+
+    @property
+    def num_layers(self) -> int: ...
+    @property
+    def num_heads(self) -> int: ...
+    @property
+    def num_kv_heads(self) -> int: ...
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def max_positions(self) -> int: ...
+    @property
+    def vocabulary_size(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What a listing shows of a model, read from its ``config.json`` alone."""
+
+    layers: int
+    heads: int
+    kv_heads: int
+    hidden_size: int
+    head_dim: int
+    max_positions: int
+    vocab_size: int
+
+    @classmethod
+    def of(cls, config: DecoderConfig) -> Sizes:
+        return cls(
+            layers=config.num_layers,
+            heads=config.num_heads,
+            kv_heads=config.num_kv_heads,
+            hidden_size=config.hidden_size,
+            head_dim=config.head_dim,
+            max_positions=config.max_positions,
+            vocab_size=config.vocabulary_size,
+        )
+
 
 MAX_MODEL_BYTES_SETTING = "ATTENTION_VIZ_MAX_MODEL_BYTES"
 # Half the memory: the other half is for the activations, the OS and other models.

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecError
-from ..base.protocols import DecoderConfig, TextModel
+from ..base.protocols import TextModel
+from ..checkpoints.model_size import Sizes
 from ..families.bert import Encoder, EncoderConfig
 from ..families.gpt2 import GPT2, GPT2Config
 from ..families.llama import MODEL_TYPES as LLAMA_MODEL_TYPES
@@ -25,31 +26,6 @@ from .backends import is_encoder_decoder
 
 # (directory, name, max_tokens, cache_bytes) -> a loaded model
 Loader = Callable[[Path, str, int, int], TextModel]
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """What a listing shows of a model, read from its ``config.json`` alone."""
-
-    layers: int
-    heads: int
-    kv_heads: int
-    hidden_size: int
-    head_dim: int
-    max_positions: int
-    vocab_size: int
-
-    @classmethod
-    def of(cls, config: DecoderConfig) -> Sizes:
-        return cls(
-            layers=config.num_layers,
-            heads=config.num_heads,
-            kv_heads=config.num_kv_heads,
-            hidden_size=config.hidden_size,
-            head_dim=config.head_dim,
-            max_positions=config.max_positions,
-            vocab_size=config.vocabulary_size,
-        )
 
 
 @dataclass(frozen=True)

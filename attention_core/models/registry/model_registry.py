@@ -36,6 +36,7 @@ from ..base.protocols import TextModel
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import CONFIG_FILE, GENERATION_CONFIG_FILE, TOKENIZER_FILE, read_json
 from ..checkpoints.model_size import (
+    Sizes,
     check_config_numbers,
     check_model_size,
     check_sizes,
@@ -54,7 +55,7 @@ from .discovery import (
     packaged_minilm,
     trained_runs,
 )
-from .family_table import FAMILIES, Family, Sizes, family_of
+from .family_table import FAMILIES, Family, family_of
 from .loaded import LoadedModels
 
 # Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
