@@ -434,6 +434,9 @@ class ModelHeadResponse(BaseModel):
     head: int = Field(description="1..H")
     kv_head: int = Field(description="1..H_kv: the key/value head this query head reads")
     rope: bool = Field(description="q and k are rotated (q_unrotated, k_unrotated given)")
+    qk_norm: bool = Field(
+        False, description="q and k are normalized (q_norm, k_norm: Qwen3, OLMo 2) before RoPE"
+    )
     softcap: float | None = Field(
         None, description="the logit soft-cap of capped_scores (Gemma 2); null without it"
     )
