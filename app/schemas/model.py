@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from attention_core.models.maps.pooling import POOL_REDUCE
 
+from . import examples
 from .attention import MAX_SEED
 
 # Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
@@ -55,7 +56,7 @@ class ModelSummary(BaseModel):
 
     name: str
     source: Literal["default", "package", "builtin", "cli", "env", "runs", "hf-cache"] = Field(
-        description="where it was found (see the README's Models section)"
+        description="where it was found (see the docs' Models page, Sources)"
     )
     default: bool = Field(description="the model requests without `model` get")
     family: str | None = Field(
@@ -199,6 +200,8 @@ class MapOptions(Strict):
 
 
 class ModelAttentionRequest(MapOptions):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.MAPS)
+
     model: ModelName | None = None
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank approved it."])
     text_b: str | None = Field(
@@ -334,6 +337,8 @@ class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
 
 
 class GenerateRequest(MapOptions):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.GENERATE)
+
     model: ModelName | None = None
     prompt: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on"])
     max_new_tokens: StrictInt = Field(
@@ -377,6 +382,8 @@ class GenerateResponse(Seq2SeqMaps, MapsResponse):
 
 
 class ModelHeadRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.HEAD)
+
     model: ModelName | None = None
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on the mat"])
     text_b: str | None = Field(
