@@ -30,13 +30,12 @@ from typing import Any
 
 import torch
 
-from attention_core.models import TextModel, hidden_tokens, hide_special
-from attention_core.models.contract import KeptStack, ModelPass, PassOptions
-from attention_core.models.features import attention_rollout
-from attention_core.models.map_grid import MapGrid, MapQuery, shown
-from attention_core.models.maps import TokenizedLike
-from attention_core.models.pooling import Region
-from attention_core.models.registry import ModelRegistry
+from attention_core.models import ModelRegistry, TextModel, hidden_tokens, hide_special
+from attention_core.models.base.contract import KeptStack, ModelPass, PassOptions
+from attention_core.models.maps.features import attention_rollout
+from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
+from attention_core.models.maps.pooling import Region
+from attention_core.models.maps.text_maps import TokenizedLike
 from attention_core.progress import report
 
 from .limits import over_limit

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from attention_core import SpecError
-from attention_core.models.map_grid import MapQuery
-from attention_core.models.pooling import POOL_REDUCE, Region, block_size
+from attention_core.models.maps.map_grid import MapQuery
+from attention_core.models.maps.pooling import POOL_REDUCE, Region, block_size
 
 from .schemas.model import MapOptions
 

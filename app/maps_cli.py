@@ -82,10 +82,10 @@ def pooled_maps(
     import numpy as np
     import torch
 
-    from attention_core.models.contract import PassOptions
-    from attention_core.models.map_grid import MapQuery
-    from attention_core.models.maps import TokenizedLike
-    from attention_core.models.pooling import POOL_REDUCE, Region, block_size
+    from attention_core.models.base.contract import PassOptions
+    from attention_core.models.maps.map_grid import MapQuery
+    from attention_core.models.maps.pooling import POOL_REDUCE, Region, block_size
+    from attention_core.models.maps.text_maps import TokenizedLike
     from attention_core.progress import reporting
 
     from .attention_answer import ROLLOUT_NOTE, pooled

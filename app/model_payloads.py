@@ -18,7 +18,7 @@ from attention_core.models import (
     hidden_tokens,
     hide_special,
 )
-from attention_core.models.map_grid import MapGrid
+from attention_core.models.maps.map_grid import MapGrid
 
 from .limits import over_limit
 from .map_view import map_query, select_layers

@@ -7,7 +7,7 @@ import torch
 from fastapi import APIRouter, Response
 
 from attention_core.models import Decoder, ModelRegistry, ModelUnsupported
-from attention_core.models.generation import Sampling
+from attention_core.models.text.generation import Sampling
 
 from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit

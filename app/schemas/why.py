@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from . import examples
 from .heads import Grid, TextField
 from .model import ModelName, Strict
 
@@ -16,6 +17,8 @@ MAX_PAIRS = 1000
 
 
 class WhyRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.WHY)
+
     model: ModelName | None = None
     text: str = TextField
     layer: StrictInt = Field(ge=1, description="the head's layer, from 1")
@@ -63,12 +66,16 @@ class WhyResponse(BaseModel):
 
 class Target(Strict):
     position: StrictInt = Field(ge=0, description="the position whose next token is scored")
-    token: StrictInt | StrictStr = Field(
-        description="the token scored there: its id, or its text (one token of the vocabulary)"
+    token: StrictInt | StrictStr | None = Field(
+        None,
+        description="the token scored there: its id, or its text (one token of the "
+        "vocabulary); null: the model's own most likely token there",
     )
 
 
 class AttributeRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.ATTRIBUTE)
+
     model: ModelName | None = None
     text: str = TextField
     method: Literal["attribution_patching", "atp_star", "exact"] = Field(
@@ -85,6 +92,20 @@ class AttributeRequest(Strict):
         None,
         description="null: the text's mean next-token loss; else −log p(token) at position",
     )
+    confirm_top: StrictInt = Field(
+        0,
+        ge=0,
+        le=16,
+        description="also ablate exactly, each alone, this many heads of the largest "
+        "|estimate| (one batched forward pass)",
+    )
+
+
+class Confirmed(BaseModel):
+    layer: int
+    head: int
+    estimate: float = Field(description="the estimate's Δloss")
+    exact: float = Field(description="the Δloss of ablating the head alone")
 
 
 class AttributeResponse(BaseModel):
@@ -101,6 +122,7 @@ class AttributeResponse(BaseModel):
         "atp_star, attribution patching's otherwise"
     )
     exact: Grid | None = Field(description="with exact: [layer][head] the Δloss ablation gives")
+    confirmed: list[Confirmed] = Field(description="with confirm_top: those heads, exactly")
     direct: Grid = Field(
         description="[layer][head] direct logit attribution: the head's output through the "
         "frozen final norm onto the scored token's unembedding (the mean over positions of "

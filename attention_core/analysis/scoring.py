@@ -18,8 +18,8 @@ from typing import Protocol
 import torch
 
 from ..errors import SpecError
-from ..models.protocols import TextModel
-from .access import head_model
+from ..models.base.protocols import TextModel
+from .head_models import head_model
 from .scores import HeadScores, induction_score
 from .stack_scores import stack_scores
 

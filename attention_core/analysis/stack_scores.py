@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
-from ..models.contract import KeptStack
-from ..models.long_maps import KeptLayer
+from ..models.base.contract import KeptStack
+from ..models.maps.long_maps import KeptLayer
 
 SELF_SCORES = ("previous_token", "duplicate_token", "first_token", "entropy")
 CROSS_SCORES = ("first_token", "entropy", "diagonal")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention_core.models.map_grid import MapQuery, shown
-from attention_core.models.pooling import Region, block_size
+from attention_core.models.maps.map_grid import MapQuery, shown
+from attention_core.models.maps.pooling import Region, block_size
 
 
 def reference(maps: torch.Tensor, br: int, bc: int) -> torch.Tensor:
