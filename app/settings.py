@@ -130,6 +130,19 @@ class Settings(BaseSettings):
         "listed as unsupported; default: half the machine's memory (or its cgroup limit)",
     )
     max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
+    model_deadline_seconds: float = Field(
+        300,
+        ge=0,
+        description="seconds one model request may take from its arrival (waiting for a "
+        "model thread included): past it the work stops within a layer and the answer is "
+        "503 deadline_exceeded (0: no deadline)",
+    )
+    model_queue: int = Field(
+        8,
+        ge=0,
+        description="model requests waiting for a model thread at most: past it a new one "
+        "is refused with 429 and Retry-After",
+    )
     max_ablation_cells: int = Field(
         4_194_304,
         ge=1,

@@ -6,11 +6,12 @@ from __future__ import annotations
 import threading
 import time
 
-import anyio
+from fastapi import Request, Response
 from fastapi.testclient import TestClient
 
 from app import compute, memory
 from app.main import create_app
+from app.model_work import model_answer, model_limiter
 from app.settings import Settings
 
 # 64 tokens × 64 wide: 64³ multiply-adds, above INLINE_WORK, so it runs on a thread.
@@ -27,12 +28,16 @@ def test_toy_work_runs_while_every_model_thread_is_busy() -> None:
     entered = threading.Semaphore(0)
 
     @app.post("/test/hold-a-model-thread")
-    def hold() -> None:  # a sync handler: FastAPI runs it where the model routes run
-        entered.release()
-        release.wait(30)
+    async def hold(request: Request) -> Response:  # where the model routes run
+        def held(_: object) -> Response:
+            entered.release()
+            release.wait(30)
+            return Response()
+
+        return await model_answer(request, held)
 
     with TestClient(app) as client:
-        limiter = client.portal.call(anyio.to_thread.current_default_thread_limiter)  # type: ignore[union-attr]
+        limiter = client.portal.call(model_limiter)  # type: ignore[union-attr]
         assert limiter.total_tokens == compute.MODEL_THREADS
         holders = [
             threading.Thread(target=client.post, args=("/test/hold-a-model-thread",))
