@@ -85,7 +85,9 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
         )
     result = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
     with torch.inference_mode():
-        payload = maps_payload(result, body, model=entry.name, family=model.family, causal=True)
+        payload = maps_payload(
+            result, body, model=entry.name, family=model.family, causal=True, settings=settings
+        )
     shown = payload["positions"]
     generated = result.generated
     payload.update(

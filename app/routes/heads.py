@@ -42,6 +42,7 @@ from ..schemas.heads import (
 )
 from ..seq2seq_payloads import is_encoder_decoder, model_kind, refuse_seq2seq_fields
 from ..settings import Settings
+from ..work_limits import refuse_induction, refuse_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -66,6 +67,8 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
 
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "head scores")
+    refuse_target(model, body.target, settings, "head scores of the decoder over target")
+    refuse_induction(model, body.induction_length, settings)
     stack: str | None = None
     if is_encoder_decoder(model):
         from attention_core.analysis.seq2seq_scores import score_stack  # imports transformers

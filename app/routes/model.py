@@ -58,6 +58,7 @@ from ..seq2seq_payloads import (
     seq2seq_head_payload,
 )
 from ..settings import Settings
+from ..work_limits import refuse_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -153,6 +154,7 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
+    refuse_target(model, body.target, settings, "a decoder or cross head's trace over target")
     if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
         model.refuse_pair(body.text_b)
         with torch.inference_mode():
