@@ -56,7 +56,8 @@ Errors are 4xx JSON `{"detail": [{"loc": [...], "msg": "...", "type": "...", "ct
 `loc` names the field, `msg` says it in words, `type` is a stable name of the rule
 and `ctx` (when the rule has numbers) holds them: a size over a limit is
 `limit_exceeded` with `ctx` `{"limit", "found", "setting"}` (`setting`: the
-`ATTENTION_VIZ_*` environment variable that sets it, or `model_context`; see the README).
+`ATTENTION_VIZ_*` environment variable that sets it, or `model_context`; see the
+docs' Settings and limits page).
 """
 
 

@@ -195,6 +195,7 @@ def head_payload(
         "head": trace.head + 1,
         "kv_head": trace.kv_head + 1,
         "rope": rope,
+        "qk_norm": trace.qk_norm,
         "tokens": list(tokens),
         "source_tokens": list(tokens),
         "special": list(special),

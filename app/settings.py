@@ -63,7 +63,7 @@ class Settings(BaseSettings):
         description="PyTorch intra-op threads; 1 suits one worker per core and tiny tensors",
     )
 
-    # --- real models (attention_core.models; README "Models") ---
+    # --- real models (attention_core.models; docs/models.md) ---
     model_dir: str | None = Field(
         None,
         description="the default model's checkpoint directory (any supported family); "
@@ -150,7 +150,7 @@ class Settings(BaseSettings):
         "every head ablated on its own is that many attention cells per layer, batched",
     )
 
-    # Training (POST /api/train, the /train page); see the README's "Training" section.
+    # Training (POST /api/train, the /train page); see docs/training.md.
     runs_dir: str | None = Field(
         None,
         description="where finished training runs are saved (shared by replicas), and listed "

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
 from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
@@ -28,6 +29,8 @@ TextField = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank a
 
 
 class HeadScoresRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.HEAD_SCORES)
+
     model: ModelName | None = None
     text: str = TextField
     seed: JsonInt = Field(
@@ -133,6 +136,8 @@ class AblateResponse(BaseModel):
 
 
 class LogitLensRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.LOGIT_LENS)
+
     model: ModelName | None = None
     text: str = TextField
 

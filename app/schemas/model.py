@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from attention_core.models.pooling import POOL_REDUCE
 
+from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
 
@@ -56,7 +57,7 @@ class ModelSummary(BaseModel):
 
     name: str
     source: Literal["default", "package", "builtin", "cli", "env", "runs", "hf-cache"] = Field(
-        description="where it was found (see the README's Models section)"
+        description="where it was found (see the docs' Models page, Sources)"
     )
     default: bool = Field(description="the model requests without `model` get")
     family: str | None = Field(
@@ -200,6 +201,8 @@ class MapOptions(Strict):
 
 
 class ModelAttentionRequest(MapOptions):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.MAPS)
+
     model: ModelName | None = None
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank approved it."])
     text_b: str | None = Field(
@@ -335,6 +338,8 @@ class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
 
 
 class GenerateRequest(MapOptions):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.GENERATE)
+
     model: ModelName | None = None
     prompt: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on"])
     max_new_tokens: JsonInt = Field(
@@ -378,6 +383,8 @@ class GenerateResponse(Seq2SeqMaps, MapsResponse):
 
 
 class ModelHeadRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.HEAD)
+
     model: ModelName | None = None
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on the mat"])
     text_b: str | None = Field(
@@ -435,6 +442,9 @@ class ModelHeadResponse(BaseModel):
     head: int = Field(description="1..H")
     kv_head: int = Field(description="1..H_kv: the key/value head this query head reads")
     rope: bool = Field(description="q and k are rotated (q_unrotated, k_unrotated given)")
+    qk_norm: bool = Field(
+        False, description="q and k are normalized (q_norm, k_norm: Qwen3, OLMo 2) before RoPE"
+    )
     softcap: float | None = Field(
         None, description="the logit soft-cap of capped_scores (Gemma 2); null without it"
     )

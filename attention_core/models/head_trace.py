@@ -37,6 +37,7 @@ class HeadTrace(CoreSteps, AttentionInputs):
     capped_scores: torch.Tensor | None = None
     softcap: float | None = None
     sink_weights: torch.Tensor | None = None
+    qk_norm: bool = False  # q and k went through the family's q/k norms
 
 
 def head_trace(trace: LayerTrace, head: int, causal: bool) -> HeadTrace:
@@ -77,6 +78,7 @@ def head_trace(trace: LayerTrace, head: int, causal: bool) -> HeadTrace:
         capped_scores=_head_of(steps.capped_scores, head),
         softcap=steps.softcap,
         sink_weights=_head_of(steps.sink_weights, head),
+        qk_norm=trace.qk_norm,
     )
 
 

@@ -31,12 +31,14 @@ class LayerTrace(AttentionInputs):
     Shapes (B batch, T new positions, S = cached + new positions, C width,
     H query heads, H_kv key/value heads, D head width): x (B, T, C); q (B, H, T, D),
     k and v (B, H_kv, S, D); ``q_unrotated``/``k_unrotated`` are the projections
-    before RoPE (None without RoPE); ``steps`` holds (B, H, T, S) scores and weights.
+    before RoPE (None without RoPE); ``qk_norm``: they are after the family's per-head
+    q/k norms (Qwen3, OLMo 2, Gemma 3); ``steps`` holds (B, H, T, S) scores and weights.
     """
 
     steps: AttentionSteps
     q_unrotated: torch.Tensor | None = None
     k_unrotated: torch.Tensor | None = None
+    qk_norm: bool = False
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,17 @@ function scaleWords(scale, d) {
   return `${scale.toPrecision(4)}, this model's scale (1/sqrt(d_k) would be ${usual.toPrecision(4)}, d_k = ${d})`;
 }
 
+/** x times the head's slice of W_query (or W_key), through the family's q/k norm when it has one. */
+function projected(trace, name) {
+  const product = `x @ W_${name === "q" ? "query" : "key"}`;
+  return trace.qk_norm ? `${name}_norm(${product})` : product;
+}
+
+/** The words for the q/k norm (Qwen3, OLMo 2, Gemma 3), or none. */
+function normed(trace) {
+  return trace.qk_norm ? ", normalized by the model's q/k norm (RMSNorm) before the rotation" : "";
+}
+
 /**
  * [title, text] of each panel for this head (the toy captions assume a toy spec). For
  * a cross head, k, v, the scores, the mask and the weights keep the server's
@@ -42,10 +53,10 @@ function captions(trace) {
       ? ["x", " The decoder's input to this layer after its norm: one row per target token."]
       : ["x", " The layer's input after its norm (LayerNorm; RMSNorm in Llama-family models): one row per token."],
     q: trace.rope
-      ? ["q = RoPE(x @ W_query)", ` This head's queries${rotated}`]
+      ? [`q = RoPE(${projected(trace, "q")})`, ` This head's queries${normed(trace)}${rotated}`]
       : ["q = x @ W_query", " This head's queries: x times its slice of W_query, plus the bias if the model has one."],
     k: trace.rope
-      ? ["k = RoPE(x @ W_key)", ` The keys${shared}${rotated}`]
+      ? [`k = RoPE(${projected(trace, "k")})`, ` The keys${shared}${normed(trace)}${rotated}`]
       : ["k = x @ W_key", ` The keys this head matches against${shared}.`],
     v: ["v = x @ W_value", ` The values this head averages${shared}.`],
     scaled_scores: ["scaled_scores", ` The scores times ${scaleWords(trace.scale, d)}.`],
@@ -93,8 +104,8 @@ function extraSteps(trace) {
     ]);
   }
   if (trace.rope) {
-    extra.push(["q_unrotated", "q", "q before RoPE = x @ W_query", " The queries before the rotation.", vectors(steps.q_unrotated, queries)]);
-    extra.push(["k_unrotated", "k", "k before RoPE = x @ W_key", " The keys before the rotation.", vectors(steps.k_unrotated, keys)]);
+    extra.push(["q_unrotated", "q", `q before RoPE = ${projected(trace, "q")}`, ` The queries before the rotation${normed(trace)}.`, vectors(steps.q_unrotated, queries)]);
+    extra.push(["k_unrotated", "k", `k before RoPE = ${projected(trace, "k")}`, ` The keys before the rotation${normed(trace)}.`, vectors(steps.k_unrotated, keys)]);
   }
   if (steps.biased_scores) {
     const zero = zeroBias(steps);

@@ -185,6 +185,11 @@ _CURRENT: contextvars.ContextVar[Capture | None] = contextvars.ContextVar(
 )
 
 
+def is_current(capture: Capture) -> bool:
+    """``capture`` is the one this thread's forward pass is filling."""
+    return _CURRENT.get() is capture
+
+
 @contextmanager
 def capturing(
     sites: Mapping[int, Site],

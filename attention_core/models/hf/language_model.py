@@ -24,7 +24,17 @@ from ..kv_cache import KVCache
 from ..outputs import DecoderOutput, LayerTrace
 from ..protocols import ForwardOptions, Wanted
 from ..stack import first_position
-from .capture import ATTENTION_NAME, Kind, Site, Stack, attention_sites, capturing, register
+from .capture import (
+    ATTENTION_NAME,
+    Kind,
+    Site,
+    Stack,
+    attention_sites,
+    capturing,
+    is_current,
+    register,
+)
+from .unrotated import Unrotated, grabbing_unrotated, uses_rope
 
 # Families whose position ids start after the padding id (RoBERTa's layout): the
 # position table holds pad_token_id + 1 more rows than the tokens it can place.
@@ -152,6 +162,7 @@ class TransformersLM:
         self.sliding_windows = layer_windows(model.config, self.config.num_layers)
         self._modules = dict(model.named_modules())
         self._logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self.rope = uses_rope(model.config)
         self.attention_paths = self._find_attention(name or type(model).__name__)
 
     @classmethod
@@ -210,10 +221,16 @@ class TransformersLM:
         def keep(site: Site) -> bool:
             return site.layer == trace_layer and site.stack == self.stack
 
+        unrotated = Unrotated()
         if output_attentions or trace_layer is not None:
             progress = {self.stack: (0, self.config.num_layers)}
             with capturing(self.sites, keep, hooks, progress) as capture:
-                out = self.model(**arguments)
+                if trace_layer is not None and self.rope and not (cache and cache.length):
+                    module = self._modules[self.attention_paths[trace_layer]]
+                    with grabbing_unrotated(module, lambda: is_current(capture)) as unrotated:
+                        out = self.model(**arguments)
+                else:
+                    out = self.model(**arguments)
             calls = capture.stack(self.stack)
         else:
             out, calls = self.model(**arguments), []
@@ -224,7 +241,18 @@ class TransformersLM:
         if trace_layer is not None:
             call = next(c for c in calls if c.site.layer == trace_layer)
             x = call.x if call.x is not None else hidden[trace_layer]
-            trace = LayerTrace(trace_layer, x, call.query, call.key, call.value, call.steps)
+            d = call.query.shape[-1]
+            trace = LayerTrace(
+                trace_layer,
+                x,
+                call.query,
+                call.key,
+                call.value,
+                call.steps,
+                q_unrotated=unrotated.heads("q", d),
+                k_unrotated=unrotated.heads("k", d),
+                qk_norm=unrotated.normed,
+            )
         return DecoderOutput(
             logits=self._logits(out, input_ids, num_logits),
             attentions=tuple(c.weights for c in calls) if output_attentions else (),
