@@ -56,6 +56,7 @@ from .protocols import TextModel
 from .result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from .safetensors_io import checkpoint_files, read_header
 from .text_model_base import TextModelBase
+from .untrusted_tokenizer import check_tokenizer_size, tokenizer_failure
 
 # Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
 # checkpoints' RoPE frequencies): not parameters.
@@ -160,6 +161,7 @@ def describe(
         check_model_size(sizes, headers, limit, weights_match_sizes=family.backend == CORE)
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
+        check_tokenizer_size(candidate.path / TOKENIZER_FILE)
         parameters = sum(
             _numel(e.shape)
             for h in headers
@@ -299,6 +301,7 @@ class ModelRegistry:
                 for old in [k for k in self._failed if k[0] == candidate.path and k != key]:
                     del self._failed[old]
                 self._described[key] = known
+        failed = failed or tokenizer_failure(candidate.path / TOKENIZER_FILE)
         if failed is not None and known.reason is None:
             return replace(known, reason=failed)
         return known
