@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -160,20 +161,26 @@ def test_a_full_line_is_refused_with_429_and_retry_after(served) -> None:
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
 
 
-def test_a_deadline_stops_the_work_and_frees_its_thread(served) -> None:
-    url, app = served
+@contextmanager
+def deadline(app: Any, seconds: float) -> Iterator[None]:
+    """The served app's model deadline set to ``seconds`` for the block."""
     settings = app.state.settings
-    app.state.settings = settings.model_copy(update={"model_deadline_seconds": 0.5})
+    app.state.settings = settings.model_copy(update={"model_deadline_seconds": seconds})
     try:
-        with held(app.state.models.load(NAME), layer=1) as seen:
-            late = httpx.post(f"{url}/api/model/attention", json=body("Too slow."), timeout=30)
-            assert seen["cancelled"] == 1  # the deadline let the hold go, not its own limit
-        assert late.status_code == 503
-        (error,) = late.json()["detail"]
-        assert error["type"] == "deadline_exceeded"
-        assert error["ctx"] == {"limit": 0.5, "setting": "ATTENTION_VIZ_MODEL_DEADLINE_SECONDS"}
+        yield
     finally:
         app.state.settings = settings
+
+
+def test_a_deadline_stops_the_work_and_frees_its_thread(served) -> None:
+    url, app = served
+    with deadline(app, 0.5), held(app.state.models.load(NAME), layer=1) as seen:
+        late = httpx.post(f"{url}/api/model/attention", json=body("Too slow."), timeout=30)
+        assert seen["cancelled"] == 1  # the deadline let the hold go, not its own limit
+    assert late.status_code == 503
+    (error,) = late.json()["detail"]
+    assert error["type"] == "deadline_exceeded"
+    assert error["ctx"] == {"limit": 0.5, "setting": "ATTENTION_VIZ_MODEL_DEADLINE_SECONDS"}
     after = httpx.post(f"{url}/api/model/attention", json=body("In time."), timeout=30)
     assert after.status_code == 200  # the thread was given back
     assert seen["last_block"] == 0
@@ -181,15 +188,10 @@ def test_a_deadline_stops_the_work_and_frees_its_thread(served) -> None:
 
 def test_a_streamed_request_past_its_deadline_ends_with_an_error_event(served) -> None:
     url, app = served
-    settings = app.state.settings
-    app.state.settings = settings.model_copy(update={"model_deadline_seconds": 0.5})
-    try:
-        with held(app.state.models.load(NAME), layer=1) as seen:
-            streamed = httpx.post(
-                f"{url}/api/model/attention/stream", json=body("Too slow, streamed."), timeout=30
-            )
-    finally:
-        app.state.settings = settings
+    with deadline(app, 0.5), held(app.state.models.load(NAME), layer=1) as seen:
+        streamed = httpx.post(
+            f"{url}/api/model/attention/stream", json=body("Too slow, streamed."), timeout=30
+        )
     assert seen["cancelled"] == 1
     last = streamed.text.strip().split("\n\n")[-1]
     assert last.startswith("event: error\n")
