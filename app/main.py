@@ -39,6 +39,7 @@ from .routes import (
     runs,
     train,
     train_page,
+    why,
 )
 from .security import BodyLimitMiddleware, SecuredFastAPI
 from .settings import Settings, get_settings
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         model,
         model_stream,
         heads,
+        why,
         generate,
         train,
         runs,

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
+from ..schemas.heads import SCORE_LABELS
 from ..templating import templates
 from .models import listing
 
@@ -98,6 +99,7 @@ def model_page(request: Request) -> HTMLResponse:
     initial = {
         **DEFAULTS,
         "models": listing,
+        "score_names": list(SCORE_LABELS),  # "Sort by" lists them before any scores arrive
         "limits": {
             "max_new_tokens": settings.max_new_tokens,
             "max_vocabulary_words": settings.max_vocabulary_words,

@@ -23,3 +23,14 @@ HEAD = example({"model": ENCODER, "text": "The cat sat on the mat", "layer": 1, 
 HEAD_SCORES = example({"model": ENCODER, "text": "The bank approved it."})
 LOGIT_LENS = example({"model": DECODER, "text": DECODER_TEXT})
 TRAIN = example({"architecture": "bigram", "max_steps": 5, "eval_every": 0, "sample_chars": 0})
+MONEY_TEXT = "Kim counted the cash, then went to the bank "
+WHY = example({"model": DECODER, "text": MONEY_TEXT, "layer": 2, "head": 1, "row": 43, "col": 19})
+ATTRIBUTE = example(
+    {
+        "model": DECODER,
+        "text": MONEY_TEXT,
+        "method": "atp_star",
+        "ablation": "mean",
+        "target": {"position": 43, "token": "a"},
+    }
+)

@@ -50,6 +50,12 @@ Target = tuple[int, int] | None  # (position, token id): −log p(token | text u
 STAR_BATCH_CELLS = 1 << 23
 
 
+def star_cost(num_layers: int, num_heads: int, length: int) -> int:
+    """What AtP*'s softmax recomputation costs in attention cells: for every head, each
+    later layer's H × T² scores."""
+    return num_layers * (num_layers - 1) // 2 * num_heads * num_heads * length * length
+
+
 @dataclass(frozen=True)
 class Attribution:
     """(L, H) grids: ``estimate`` Δloss by ``method``; ``exact`` Δloss (with ``exact`` only);

@@ -130,6 +130,14 @@ def transformers_sizes(raw: Mapping[str, Any]) -> Any:
         ) from exc
 
 
+def check_capture(raw: Mapping[str, Any], kind: str) -> None:
+    """``SpecError`` when a tiny model of this family shows its attention cannot be
+    captured (``hf.probe``: one dry run per family)."""
+    from .hf.probe import check
+
+    check(raw, kind)
+
+
 def load_with_transformers(
     directory: Path, name: str, max_tokens: int, cache_bytes: int, *, kind: str, family: str
 ) -> Any:

@@ -162,6 +162,8 @@ def describe(
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
         check_tokenizer_size(candidate.path / TOKENIZER_FILE)
+        if family.probe is not None:  # a dry run of the family: listed true before any load
+            family.probe(raw)
         parameters = sum(
             _numel(e.shape)
             for h in headers
@@ -353,7 +355,7 @@ class ModelRegistry:
         self.loaded.discard(lambda key: key[0] == path and key != entry.key)
         try:
             return self.loaded.get(
-                entry.key, lambda: self._load_on_device(family, path, entry.name)
+                entry.key, lambda: self._load_on_device(family, path, entry.name, entry.key)
             )
         except Exception as exc:  # noqa: BLE001 - remembered, and said as this model's reason
             reason = failure_reason(path, exc)
@@ -363,13 +365,34 @@ class ModelRegistry:
                 f"model {entry.name!r} is not supported: {reason}", field="model"
             ) from exc
 
-    def _load_on_device(self, family: Family, path: Path, name: str) -> TextModel:
+    def _load_on_device(
+        self, family: Family, path: Path, name: str, key: tuple[Path, Fingerprint]
+    ) -> TextModel:
         model = family.load(path, name, self.max_tokens, self.cache_bytes)
+        watch = failure_watch(model)
+        if watch is not None:  # a capture failing on a request: unsupported from then on
+            watch.listen(lambda reason: self.refuse(key, reason))
         if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
             model.long_cache = ResultCache(self.long_cache_bytes)
         if self.device.type != "cpu":
             model.to_device(self.device)
         return model
+
+    def refuse(self, key: tuple[Path, Fingerprint], reason: str) -> None:
+        """List the model of ``key`` as unsupported with ``reason`` (until its files change)
+        and drop it from memory."""
+        with self._lock:
+            self._failed[key] = reason
+        self.loaded.discard(lambda loaded: loaded == key)
+
+
+def failure_watch(model: object) -> Any:
+    """The ``FailureWatch`` of a transformers-backed model (its own, or its ``model``'s)."""
+    for owner in (model, getattr(model, "model", None)):
+        watch = getattr(owner, "failures", None)
+        if watch is not None and callable(getattr(watch, "listen", None)):
+            return watch
+    return None
 
 
 def _family(entry: ModelEntry) -> Family:

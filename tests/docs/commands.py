@@ -2,7 +2,8 @@
 
 A ```bash block is split into commands: continuation lines joined, comments dropped
 (``shlex`` with ``comments=True``), ``&&`` chains split. A ```json block right after
-a ```bash block is the answer that block's command prints.
+a ```bash block is the answer that block's command prints. A ```python block is an
+example that runs as a script; code shown but not meant to run is fenced ```py.
 """
 
 from __future__ import annotations
@@ -71,3 +72,16 @@ def commands() -> list[Command]:
 
 def python_blocks() -> list[Block]:
     return [b for path in DOCUMENTS for b in blocks(path) if b.language == "python"]
+
+
+INLINE = re.compile(r"`((?:PYTHONPATH=\$PWD )?\.venv/bin/[a-z-]+ [^`]*)`")
+
+
+def inline_commands() -> list[tuple[str, str]]:
+    """Commands in inline code of the README, docs/ and bench/README.md: (where, command)."""
+    found = []
+    for path in [*DOCUMENTS, ROOT / "bench/README.md"]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in INLINE.finditer(line):
+                found.append((f"{path.relative_to(ROOT)}:{number}", match.group(1)))
+    return found

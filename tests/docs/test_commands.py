@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from devtools.server import start_server, stop_server
-from tests.docs.commands import ROOT, Command, commands, python_blocks
+from tests.docs.commands import ROOT, Command, commands, inline_commands, python_blocks
 
 ENTRY_POINT = Path(sys.executable).parent / "attention-viz"
 # Commands that only print: run for real.
@@ -183,3 +183,31 @@ def test_python_example_runs(block: Any, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     if "write_html(" in block.text:
         assert (tmp_path / "map.html").stat().st_size > 1000
+
+
+INLINE = inline_commands()
+
+
+@pytest.mark.parametrize(("where", "text"), INLINE, ids=[w for w, _ in INLINE])
+def test_inline_command_names_what_exists(where: str, text: str) -> None:
+    """A command quoted in the prose runs a program the venv has, a script that exists,
+    with options that script defines (its argparse strings) or a real CLI sub-command."""
+    from app.cli import build_parser
+
+    words = text.removeprefix("PYTHONPATH=$PWD ").split()
+    program = Path(sys.executable).parent / words[0].removeprefix(".venv/bin/")
+    assert program.exists(), f"{where}: {words[0]} is not installed by scripts/test.sh"
+    if program.name.startswith("python"):
+        script = ROOT / words[1]
+        assert script.is_file(), f"{where}: {words[1]} does not exist"
+        source = script.read_text(encoding="utf-8")
+        options = {w.strip("[]").split("=")[0] for w in words[2:] if w.lstrip("[").startswith("--")}
+        missing = sorted(o for o in options if f'"{o}"' not in source)
+        assert missing == [], f"{where}: {words[1]} has no option {missing}"
+    elif program.name == "attention-viz":
+        (subcommands,) = [a for a in build_parser()._actions if a.choices]
+        assert words[1] in subcommands.choices or words[1].startswith("-"), where
+
+
+def test_the_inline_commands_are_found() -> None:
+    assert any("bench/bench_api.py" in text for _, text in INLINE)
