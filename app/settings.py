@@ -138,7 +138,7 @@ class Settings(BaseSettings):
         "503 deadline_exceeded (0: no deadline)",
     )
     model_queue: int = Field(
-        8,
+        16,
         ge=0,
         description="model requests waiting for a model thread at most: past it a new one "
         "is refused with 429 and Retry-After",
