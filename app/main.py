@@ -43,6 +43,7 @@ from .routes import (
 )
 from .security import BodyLimitMiddleware, SecuredFastAPI
 from .settings import Settings, get_settings
+from .slow_readers import WriteTimeoutMiddleware
 from .static_files import RevalidatedStaticFiles
 from .training.runner import slots_for
 from .version import __version__
@@ -134,6 +135,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cache=ResponseCache(settings.response_cache_entries, settings.response_cache_bytes),
     )
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
+    # Outside the compression: a client that stops reading drops the answer it was sent.
+    app.add_middleware(WriteTimeoutMiddleware, timeout=settings.write_timeout_seconds)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(
         RequestGuardMiddleware,
