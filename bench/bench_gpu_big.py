@@ -147,9 +147,8 @@ def main() -> None:
         return
     start = time.perf_counter()
     directory = make(args.shape, args.root)
-    print(
-        f"{directory}: {stored_bytes(directory) / 1e9:.1f} GB in {time.perf_counter() - start:.0f} s"
-    )
+    written = time.perf_counter() - start
+    print(f"{directory}: {stored_bytes(directory) / 1e9:.1f} GB in {written:.0f} s")
     theirs, mine = run_child("sdpa", args, directory), run_child("ours", args, directory)
     ratio = mine["seconds"] / theirs["seconds"]
     print(
