@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from attention_core.models.pooling import POOL_REDUCE
+from attention_core.models.maps.pooling import POOL_REDUCE
 
 from . import examples
 from .attention import MAX_SEED

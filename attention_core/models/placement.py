@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from .safetensors_io import SafetensorsHeader
+from .checkpoints.safetensors_io import SafetensorsHeader
 from .weight_dtype import dtype_name
 
 OFFLOAD_DIR_SETTING = "ATTENTION_VIZ_OFFLOAD_DIR"

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .model_size import FALLBACK_MEMORY_BYTES, machine_memory
+from .checkpoints.model_size import FALLBACK_MEMORY_BYTES, machine_memory
 
 if TYPE_CHECKING:
-    from .families import Sizes
+    from .checkpoints.model_size import Sizes
 
 # The share of the memory beside the weights that the kept q and k may take.
 KEPT_SHARE = 0.5

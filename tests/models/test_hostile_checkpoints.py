@@ -22,13 +22,13 @@ from app.main import create_app
 from app.settings import Settings
 from attention_core import SpecError
 from attention_core.models import GPT2, Decoder, ModelRegistry, ModelUnsupported, read_header
-from attention_core.models import registry as registry_module
-from attention_core.models.model_size import (
+from attention_core.models.checkpoints.model_size import (
     MAX_LAYERS,
     default_max_model_bytes,
     machine_memory,
 )
-from attention_core.models.untrusted_json import MAX_JSON_DEPTH, nesting_depth
+from attention_core.models.checkpoints.untrusted_json import MAX_JSON_DEPTH, nesting_depth
+from attention_core.models.registry import model_registry as registry_module
 from attention_core.models.weight_dtype import held_bytes
 
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from attention_core.models.map_grid import GridSpec
-from attention_core.models.pooling import Region
-from attention_core.models.result_cache import ResultCache
+from attention_core.models.base.result_cache import ResultCache
+from attention_core.models.maps.map_grid import GridSpec
+from attention_core.models.maps.pooling import Region
 from tests.models.checkpoints import eager_attentions, make_gpt2
 from tests.models.test_long_maps import LargestOutput
 from tests.models.test_map_view import max_pool

@@ -33,7 +33,7 @@ from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
 from ...errors import SpecError
 from ...progress import report
-from ..blocked_pass import current_pass
+from ..maps.blocked_pass import current_pass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"

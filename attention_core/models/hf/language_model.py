@@ -26,13 +26,13 @@ from transformers import (
 )
 
 from ...errors import SpecError
-from ..device import CPU
-from ..kv_cache import KVCache
-from ..outputs import DecoderOutput, LayerTrace
+from ..base.device import CPU
+from ..base.kv_cache import KVCache
+from ..base.outputs import DecoderOutput, LayerTrace
+from ..base.protocols import ForwardOptions, Wanted
+from ..base.stack import first_position
+from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..placement import Placement
-from ..protocols import ForwardOptions, Wanted
-from ..safetensors_io import checkpoint_files, read_header
-from ..stack import first_position
 from ..weight_dtype import run_on, stored_dtype
 from .adapters import ADAPTED_TYPES, install_adapters
 from .capture import (

@@ -27,12 +27,12 @@ import torch
 
 from ...errors import SpecError
 from ...progress import report
-from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
-from ..maps import TokenizedMaps
-from ..outputs import LayerTrace, check_layer
-from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
-from ..text_model_base import refuse_pair, tokenizer_file, within_vocabulary
-from ..text_tokenizer import TextTokenizer, TokenizedText
+from ..base.outputs import LayerTrace, check_layer
+from ..base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from ..maps.text_maps import TokenizedMaps
+from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
+from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
+from ..text.text_tokenizer import TextTokenizer, TokenizedText
 from .adapters import install_adapters
 from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
 from .failures import FailureWatch, guarded

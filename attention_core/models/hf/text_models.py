@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import SpecError
-from ..decoder import Decoder
+from ..base.protocols import TextModel
 from ..placement import Placement
-from ..protocols import TextModel
-from ..text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
+from ..text.decoder import Decoder
+from ..text.text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .capture import Kind
 from .language_model import TransformersLM
 from .seq2seq import EncoderDecoder
