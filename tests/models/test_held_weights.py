@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from attention_core.models import Decoder, ModelRegistry, read_header
-from attention_core.models.map_grid import GridSpec
-from attention_core.models.pooling import Region
+from attention_core.models.maps.map_grid import GridSpec
+from attention_core.models.maps.pooling import Region
 from attention_core.models.weight_dtype import held_bytes
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.requires import require
