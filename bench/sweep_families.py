@@ -39,8 +39,8 @@ from transformers.models.auto import modeling_auto  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from attention_core.models import ModelRegistry  # noqa: E402
-from attention_core.models.backends import transformers_kind  # noqa: E402
 from attention_core.models.hf.probe import VOCAB, shrunk  # noqa: E402
+from attention_core.models.registry.backends import transformers_kind  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "family_sweep.json"
 TEXT = " ".join(f"w{i}" for i in (5, 17, 42, 8, 99, 23, 61, 4, 77, 30, 12, 55))

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from attention_core.models import untrusted_tokenizer
+from attention_core.models.text import untrusted_tokenizer
 from tests.models.checkpoints import make_gpt2
 from tests.requires import require
 
@@ -104,7 +104,7 @@ def still_serving(client: TestClient) -> None:
 def test_a_panic_while_encoding_is_a_422_and_the_model_is_then_unsupported(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from attention_core.models import text_tokenizer
+    from attention_core.models.text import text_tokenizer
 
     # A panic the load-time checks do not foresee: here, the pattern check switched off.
     monkeypatch.setattr(text_tokenizer, "check_components", lambda *_: None)
