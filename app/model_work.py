@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -42,6 +42,7 @@ RETRY_AFTER_SECONDS = 5
 CLIENT_CLOSED = 499
 DEADLINE = "deadline"
 CLIENT = "client"
+_STOPPED = object()  # what a stopped job's thread returns
 
 _model_limiter: RunVar[anyio.CapacityLimiter] = RunVar("attention_viz_model_limiter")
 # The hop to a thread once a model thread is held: never the one that waits.
@@ -113,14 +114,24 @@ class ModelJob:
         if not acquired:
             raise Cancelled("stopped while waiting for a model thread")
         try:
-            return await anyio.to_thread.run_sync(self._call, fn, limiter=_hop())
+            result = await anyio.to_thread.run_sync(self._call, fn, limiter=_hop())
         finally:
             limiter.release()
+        if result is _STOPPED:
+            raise Cancelled("stopped")
+        return cast(T, result)
 
-    def _call(self, fn: Callable[[], T]) -> T:
+    def _call(self, fn: Callable[[], T]) -> T | object:
+        """On the model thread: ``fn()``, or ``_STOPPED``.  ``Cancelled`` is not raised
+        across the thread: its traceback holds the pass's frames (a generation's KV cache
+        and maps), and anyio's future, which holds the exception, is in one of those
+        frames: a cycle that kept gigabytes until the cyclic GC ran (issue 32 item 9)."""
         if self.cancelled.is_set():
-            raise Cancelled("stopped before it started")
-        return fn()
+            return _STOPPED
+        try:
+            return fn()
+        except Cancelled:
+            return _STOPPED
 
     async def watch(self, receive: Receive, deadline_seconds: float) -> None:
         """Stop the job when the client disconnects or the deadline passes (run it as a task)."""
