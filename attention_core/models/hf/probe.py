@@ -94,6 +94,9 @@ _SIZE_KEYS = frozenset(
         "layer_types",
         "embedding_size",
         "attention_window",
+        "text_config",
+        "vision_config",
+        "audio_config",
         "_name_or_path",
         "architectures",
         "transformers_version",
@@ -105,7 +108,16 @@ _lock = threading.Lock()
 
 
 def shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """``raw`` (a parsed ``config.json``) with its sizes made tiny, its settings kept."""
+    """``raw`` (a parsed ``config.json``) with its sizes made tiny, its settings kept;
+    nested configs (a multimodal model's ``text_config``, ``vision_config``) too."""
+    out = _shrunk_sizes(raw)
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and key.endswith("_config"):
+            out[key] = shrunk(value)
+    return out
+
+
+def _shrunk_sizes(raw: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(raw)
     for key in _LAYER_KEYS:
         if isinstance(out.get(key), int):
