@@ -158,8 +158,10 @@ def _shrunk_sizes(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["attention_window"] = [min(w, WINDOW) if isinstance(w, int) else w for w in window]
     if isinstance(out.get("embedding_size"), int):
         out["embedding_size"] = HEAD_DIM
-    if isinstance(out.get("layer_types"), list):
-        out["layer_types"] = out["layer_types"][:LAYERS]
+    layers = next((raw[k] for k in _LAYER_KEYS if isinstance(raw.get(k), int)), None)
+    for key, value in raw.items():  # per-layer lists (layer_types, mlp_layer_types...)
+        if isinstance(value, list) and layers is not None and len(value) == layers > LAYERS:
+            out[key] = value[:LAYERS]
     if isinstance(out.get("vocab_size"), int):
         out["vocab_size"] = min(out["vocab_size"], VOCAB)
     for key, value in raw.items():  # token ids past the small vocabulary: small ones
