@@ -2,7 +2,7 @@
 
 For each model type of transformers' causal-LM, masked-LM and seq2seq auto
 mappings: its config's defaults shrunk as the listing's dry run shrinks them
-(``hf.probe.shrunk``: 2 layers, 4 heads of 16, a 256-token vocabulary), a
+(``hf.probe.shrunk``: 2 layers, 4 heads of 128, a 256-token vocabulary), a
 random checkpoint written by ``save_pretrained`` with a small word-level
 ``tokenizer.json``, then listed and loaded by the app's registry and its maps
 compared with transformers' eager attention (``output_attentions=True``) on
@@ -42,6 +42,7 @@ from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from attention_core.models import ModelRegistry  # noqa: E402
 from attention_core.models.backends import transformers_kind  # noqa: E402
+from attention_core.models.hf.language_model import auto_class  # noqa: E402
 from attention_core.models.hf.probe import VOCAB, shrunk  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
@@ -80,10 +81,7 @@ def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
     if kind == "encoder-decoder" and raw.get("decoder_start_token_id") is None:
         raw["decoder_start_token_id"] = raw.get("pad_token_id") or 0  # as T5's checkpoints
     config = CONFIG_MAPPING[model_type].from_dict(raw)
-    auto: Any = {
-        "decoder": transformers.AutoModelForCausalLM,
-        "encoder-decoder": transformers.AutoModelForSeq2SeqLM,
-    }.get(kind, transformers.AutoModelForMaskedLM)
+    auto = auto_class(model_type, kind) if kind != "encoder" else transformers.AutoModelForMaskedLM
     torch.manual_seed(0)
     model = auto.from_config(config)
     directory.mkdir(parents=True, exist_ok=True)
@@ -95,10 +93,7 @@ def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
 
 def eager_maps(directory: Path, kind: str, ids: list[int], target: list[int]) -> dict[str, Any]:
     """transformers' own eager attention maps of the checkpoint, per stack."""
-    auto: Any = {
-        "decoder": transformers.AutoModelForCausalLM,
-        "encoder-decoder": transformers.AutoModelForSeq2SeqLM,
-    }.get(kind, transformers.AutoModel)
+    auto = auto_class(str(transformers.AutoConfig.from_pretrained(directory).model_type), kind)
     model = auto.from_pretrained(directory, attn_implementation="eager", dtype=torch.float32)
     model.eval()
     with torch.inference_mode():
@@ -231,13 +226,35 @@ def run(types: list[str], timeout: float) -> list[dict[str, Any]]:
     return records
 
 
+# A refusal's reason, in a few words: (words in the reason, the class).
+REASON_CLASSES = (
+    ("attention interface", "computes attention in its own code (no adapter)"),
+    ("no attention heads", "no attention (state-space or mixing layers)"),
+    ("no text language-model class", "not a text model the app opens"),
+    ("cannot read this config.json", "transformers refuses the shrunk config"),
+    ("own Python code", "needs its own code (trust_remote_code)"),
+    ("encoder-decoders run on the CPU", "device"),
+)
+
+
+def reason_class(reason: str) -> str:
+    for words, name in REASON_CLASSES:
+        if words in reason:
+            return name
+    return "fails when loaded or run (often the shrunk config's doing)"
+
+
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     statuses = Counter(r["status"] for r in records)
+    refused = Counter(
+        reason_class(str(r.get("reason"))) for r in records if r["status"] == "refused"
+    )
     return {
         "transformers": transformers.__version__,
         "tried": len(records),
         "equal": statuses.get("equal", 0),
         "by_status": dict(statuses.most_common()),
+        "refused_by_reason": dict(refused.most_common()),
     }
 
 
@@ -263,7 +280,7 @@ def table(result: dict[str, Any]) -> str:
         f"**{head['equal']} of {head['tried']} model types open and match transformers** "
         f"({head['transformers']}): every text model type of transformers' causal-LM, "
         "masked-LM and seq2seq auto mappings, each a random checkpoint of its default "
-        "config shrunk (2 layers, 4 heads of 16, a 256-token vocabulary), listed and loaded "
+        "config shrunk (2 layers, 4 heads of 128, a 256-token vocabulary), listed and loaded "
         "by the app and its maps compared with transformers' eager attention "
         "(`output_attentions=True`) to 1e-5. The rest, with the reasons:",
         "",
@@ -272,6 +289,9 @@ def table(result: dict[str, Any]) -> str:
     ]
     for status, count in head["by_status"].items():
         lines.append(f"| {status} | {count} | {STATUS_WORDS.get(status, '')} |")
+    lines += ["", "Refused, by reason:", "", "| reason | types |", "|---|---|"]
+    for reason, count in head["refused_by_reason"].items():
+        lines.append(f"| {reason} | {count} |")
     lines += [
         "",
         "| model type | kind | status | reason or largest difference |",
