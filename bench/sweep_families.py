@@ -41,9 +41,9 @@ from transformers.models.auto import modeling_auto  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from attention_core.models import ModelRegistry  # noqa: E402
-from attention_core.models.backends import transformers_kind  # noqa: E402
 from attention_core.models.hf.language_model import auto_class  # noqa: E402
 from attention_core.models.hf.probe import VOCAB, shrunk  # noqa: E402
+from attention_core.models.registry.backends import transformers_kind  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 OUT = BENCH / "family_sweep.json"

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from attention_core import AttentionSpec, get_preset, run
-from attention_core.models.registry import ModelRegistry
+from attention_core.models.registry.model_registry import ModelRegistry
 
 from ..convert import trace_to_json
 from ..steps import HEAD_STEPS

@@ -12,7 +12,7 @@ from attention_core import SpecError
 from attention_core.analysis import head_model
 from attention_core.analysis.ablation import ablation_cost
 from attention_core.analysis.access import DecoderHeadModel, HeadModel
-from attention_core.analysis.attribution import Target, attribute, decoder_heads, star_cost
+from attention_core.analysis.attribution import attribute, decoder_heads, star_cost
 from attention_core.analysis.qk_decomposition import why
 
 from ..limits import over_limit
@@ -64,9 +64,9 @@ def why_cell(body: WhyRequest, registry: RegistryDep, settings: SettingsDep) -> 
     )
 
 
-def _token_id(heads: DecoderHeadModel, token: int | str) -> int:
-    """A target token given as an id, or as the text of one token."""
-    if isinstance(token, int):
+def _token_id(heads: DecoderHeadModel, token: int | str | None) -> int | None:
+    """A target token given as an id, or as the text of one token (None: the model's own)."""
+    if token is None or isinstance(token, int):
         return token
     found = heads.tokenize(token)
     ordinary = [i for i, special in zip(found.ids, found.special, strict=True) if not special]
@@ -115,10 +115,13 @@ def attribute_heads(
     heads = decoder_heads(head_model(model), entry.name)
     tokens = heads.tokenize(body.text)
     _check_cost(heads, body.method, len(tokens.ids), settings)
-    target: Target = None
+    asked = None
     if body.target is not None:
-        target = (body.target.position, _token_id(heads, body.target.token))
-    result = attribute(heads, tokens.ids, body.method, body.ablation, target, entry.name)
+        asked = (body.target.position, _token_id(heads, body.target.token))
+    result = attribute(
+        heads, tokens.ids, body.method, body.ablation, asked, entry.name, body.confirm_top
+    )
+    target = result.target
     return json_response(
         {
             "model": entry.name,
@@ -134,5 +137,14 @@ def attribute_heads(
             "estimate": _grid(result.estimate),
             "exact": None if result.exact is None else _grid(result.exact),
             "direct": _grid(result.direct),
+            "confirmed": [
+                {
+                    "layer": n + 1,
+                    "head": h + 1,
+                    "estimate": float(result.estimate[n, h]),
+                    "exact": e,
+                }
+                for n, h, e in result.confirmed
+            ],
         }
     )

@@ -66,8 +66,10 @@ class WhyResponse(BaseModel):
 
 class Target(Strict):
     position: StrictInt = Field(ge=0, description="the position whose next token is scored")
-    token: StrictInt | StrictStr = Field(
-        description="the token scored there: its id, or its text (one token of the vocabulary)"
+    token: StrictInt | StrictStr | None = Field(
+        None,
+        description="the token scored there: its id, or its text (one token of the "
+        "vocabulary); null: the model's own most likely token there",
     )
 
 
@@ -90,6 +92,20 @@ class AttributeRequest(Strict):
         None,
         description="null: the text's mean next-token loss; else −log p(token) at position",
     )
+    confirm_top: StrictInt = Field(
+        0,
+        ge=0,
+        le=16,
+        description="also ablate exactly, each alone, this many heads of the largest "
+        "|estimate| (one batched forward pass)",
+    )
+
+
+class Confirmed(BaseModel):
+    layer: int
+    head: int
+    estimate: float = Field(description="the estimate's Δloss")
+    exact: float = Field(description="the Δloss of ablating the head alone")
 
 
 class AttributeResponse(BaseModel):
@@ -106,6 +122,7 @@ class AttributeResponse(BaseModel):
         "atp_star, attribution patching's otherwise"
     )
     exact: Grid | None = Field(description="with exact: [layer][head] the Δloss ablation gives")
+    confirmed: list[Confirmed] = Field(description="with confirm_top: those heads, exactly")
     direct: Grid = Field(
         description="[layer][head] direct logit attribution: the head's output through the "
         "frozen final norm onto the scored token's unembedding (the mean over positions of "

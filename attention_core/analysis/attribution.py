@@ -38,7 +38,7 @@ import torch.nn.functional as F
 
 from ..attention import attention_with_steps
 from ..errors import SpecError
-from .ablation import ABLATION_MODES, check_length, each_head_effects
+from .ablation import ABLATION_MODES, check_heads, check_length, each_head_effects, masked_edit
 from .access import DecoderHeadModel, HeadModel, editing
 from .frozen_norm import frozen
 from .qk_decomposition import layer_paths
@@ -46,6 +46,7 @@ from .qk_decomposition import layer_paths
 Method = Literal["attribution_patching", "atp_star", "exact"]
 METHODS: tuple[str, ...] = ("attribution_patching", "atp_star", "exact")
 Target = tuple[int, int] | None  # (position, token id): −log p(token | text up to position)
+MAX_CONFIRM = 16  # heads one request may have ablated exactly, each alone
 # Score cells (sources × heads × T²) AtP* recomputes per batch of sources.
 STAR_BATCH_CELLS = 1 << 23
 
@@ -67,6 +68,8 @@ class Attribution:
     estimate: torch.Tensor
     exact: torch.Tensor | None
     direct: torch.Tensor
+    target: Target = None
+    confirmed: tuple[tuple[int, int, float], ...] = ()  # (layer, head, exact Δloss), 0-based
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,16 @@ def decoder_heads(heads: HeadModel, model_name: str) -> DecoderHeadModel:
     return heads
 
 
-def check_target(heads: DecoderHeadModel, length: int, target: Target) -> None:
+def own_token(heads: DecoderHeadModel, ids: Sequence[int], position: int) -> int:
+    """The model's own most likely next token at ``position``."""
+    with torch.no_grad():
+        final = heads.run(torch.tensor([list(ids)])).hidden[-1]
+        return int(heads.unembed(final[0, position]).argmax())
+
+
+def check_target(
+    heads: DecoderHeadModel, length: int, target: tuple[int, int | None] | None
+) -> None:
     if target is None:
         return
     position, token = target
@@ -101,7 +113,7 @@ def check_target(heads: DecoderHeadModel, length: int, target: Target) -> None:
             f"target.position is {position}; the text has {length} tokens (0 to {length - 1})",
             field="target.position",
         )
-    if not 0 <= token < heads.vocabulary_size:
+    if token is not None and not 0 <= token < heads.vocabulary_size:
         raise SpecError(
             f"target.token is id {token}; the vocabulary has {heads.vocabulary_size} ids",
             field="target.token",
@@ -255,15 +267,47 @@ def direct_attribution(
     return torch.stack(out)
 
 
+def exact_effects(
+    heads: DecoderHeadModel,
+    ids: Sequence[int],
+    pairs: Sequence[tuple[int, int]],
+    mode: str,
+    target: Target,
+) -> torch.Tensor:
+    """(k,): the exact Δloss of each (layer, head) pair ablated alone, in one batched pass."""
+    check_heads(pairs, heads.num_layers, heads.num_heads)
+    masks: dict[int, torch.Tensor] = {}
+    for row, (layer, head) in enumerate(pairs, start=1):
+        mask = masks.setdefault(
+            layer, torch.zeros(len(pairs) + 1, heads.num_heads, dtype=torch.bool)
+        )
+        mask[row, head] = True
+    batch = torch.tensor([list(ids)] * (len(pairs) + 1))
+    with torch.no_grad():
+        final = heads.run(batch, edit=masked_edit(masks, heads.num_heads, mode)).hidden[-1]
+        losses = loss_of(heads, batch[0], target)(final)
+    return losses[1:] - losses[0]
+
+
+def top_heads(grid: torch.Tensor, count: int) -> list[tuple[int, int]]:
+    """The ``count`` (layer, head) pairs of the largest |value|, largest first."""
+    H = grid.shape[1]
+    order = grid.flatten().abs().argsort(descending=True)[:count].tolist()
+    return [divmod(int(i), H) for i in order]
+
+
 def attribute(
     heads: HeadModel,
     ids: Sequence[int],
     method: str = "attribution_patching",
     mode: str = "zero",
-    target: Target = None,
+    target: tuple[int, int | None] | None = None,
     model_name: str = "this model",
+    confirm_top: int = 0,
 ) -> Attribution:
-    """Every head's ablation effect on the loss by ``method`` (see the module doc)."""
+    """Every head's ablation effect on the loss by ``method`` (see the module doc); a
+    target token of None is the model's own most likely one there.  ``confirm_top``: that
+    many heads of the largest |estimate| are also ablated exactly, each alone."""
     decoder = decoder_heads(heads, model_name)
     if method not in METHODS:
         raise SpecError(f"method {method!r} is not one of {', '.join(METHODS)}", field="method")
@@ -273,6 +317,23 @@ def attribute(
         )
     check_length(decoder, len(ids))
     check_target(decoder, len(ids), target)
+    if not 0 <= confirm_top <= MAX_CONFIRM:
+        raise SpecError(f"confirm_top is {confirm_top}; 0 to {MAX_CONFIRM}", field="confirm_top")
+    scored: Target = None
+    if target is not None:
+        position, token = target
+        scored = (position, own_token(decoder, ids, position) if token is None else token)
+    return _attribute(decoder, ids, method, mode, scored, confirm_top)
+
+
+def _attribute(
+    decoder: DecoderHeadModel,
+    ids: Sequence[int],
+    method: str,
+    mode: str,
+    target: Target,
+    confirm_top: int,
+) -> Attribution:
     run = gradient_pass(decoder, ids, target)
     with torch.no_grad():
         estimate = patching_estimate(run, mode)
@@ -283,4 +344,9 @@ def attribute(
             losses = loss_of(decoder, torch.tensor(list(ids)), target)
             exact = each_head_effects(decoder, ids, mode, losses=losses)
         direct = direct_attribution(decoder, run, ids, target)
-    return Attribution(method, mode, run.loss, estimate, exact, direct)
+    pairs = top_heads(estimate, min(confirm_top, estimate.numel()))
+    effects = exact_effects(decoder, ids, pairs, mode, target).tolist() if pairs else []
+    confirmed = tuple(
+        (layer, head, float(e)) for (layer, head), e in zip(pairs, effects, strict=True)
+    )
+    return Attribution(method, mode, run.loss, estimate, exact, direct, target, confirmed)

@@ -138,7 +138,6 @@ def test_bad_cells_get_a_422_naming_the_field(
         ({"target": {"position": 99, "token": 3}}, ["body", "target", "position"]),
         ({"target": {"position": 2, "token": "bank river"}}, ["body", "target", "token"]),
         ({"target": {"position": 2, "token": 10**6}}, ["body", "target", "token"]),
-        ({"target": {"position": 2}}, ["body", "target", "token"]),
         ({"method": "guess"}, ["body", "method"]),
         ({"ablation": "resample"}, ["body", "ablation"]),
     ],
@@ -165,3 +164,31 @@ def test_exact_over_its_limit_carries_the_contract_ctx(client: TestClient, gpt2:
         "found": 8 * T * T,
         "setting": "ATTENTION_VIZ_MAX_ABLATION_CELLS",
     }
+
+
+def test_the_top_heads_are_confirmed_exactly_and_a_null_token_is_the_models_own(
+    client: TestClient, gpt2: Decoder
+) -> None:
+    heads = head_model(gpt2)
+    ids = heads.tokenize(TEXT).ids
+    body = {"model": "tiny-gpt2", "text": TEXT, "target": {"position": 7}, "confirm_top": 3}
+    got = post(client, "/api/model/attribute", body)
+    with torch.no_grad():
+        final = heads.run(torch.tensor([list(ids)])).hidden[-1]  # type: ignore[attr-defined]
+    own = int(heads.unembed(final[0, 7]).argmax())  # type: ignore[attr-defined]
+    assert got["target"] == {"position": 7, "token": own}
+    exact = attribute(heads, ids, "exact", "zero", (7, own)).exact
+    assert exact is not None
+    estimate = torch.tensor(got["estimate"])
+    order = estimate.flatten().abs().argsort(descending=True)[:3].tolist()
+    assert [(c["layer"], c["head"]) for c in got["confirmed"]] == [
+        (i // 4 + 1, i % 4 + 1) for i in order
+    ]
+    for c in got["confirmed"]:
+        assert c["exact"] == pytest.approx(float(exact[c["layer"] - 1, c["head"] - 1]), abs=1e-5)
+        assert c["estimate"] == pytest.approx(float(estimate[c["layer"] - 1, c["head"] - 1]))
+    too_many = {**body, "confirm_top": 17}
+    assert error(client.post("/api/model/attribute", json=too_many))["loc"] == [
+        "body",
+        "confirm_top",
+    ]

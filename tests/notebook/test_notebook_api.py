@@ -17,7 +17,7 @@ from app.notebook.attentions import POOL_ABOVE, is_causal, pool, stack_attention
 from app.notebook.bundle import BundleError, _rewrite, bundle
 from app.notebook.render import ENTRY
 from app.static_files import module_graph
-from attention_core.models.features import attention_rollout
+from attention_core.models.maps.features import attention_rollout
 from tests.models.checkpoints import make_gpt2
 from tests.requires import require
 

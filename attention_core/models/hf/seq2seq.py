@@ -27,12 +27,12 @@ import torch
 
 from ...errors import SpecError
 from ...progress import report
-from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
-from ..maps import TokenizedMaps
-from ..outputs import LayerTrace, check_layer
-from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
-from ..text_model_base import refuse_pair, tokenizer_file, within_vocabulary
-from ..text_tokenizer import TextTokenizer, TokenizedText
+from ..base.outputs import LayerTrace, check_layer
+from ..base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from ..maps.text_maps import TokenizedMaps
+from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
+from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
+from ..text.text_tokenizer import TextTokenizer, TokenizedText
 from .adapters import install_adapters
 from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
 from .failures import FailureWatch, guarded
@@ -203,8 +203,9 @@ class EncoderDecoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def to_device(self, device: torch.device) -> None:
-        """Encoder-decoders run on the CPU only, for now: refused, with the reason, elsewhere."""
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Encoder-decoders run on the CPU only, in float32, for now: refused, with the
+        reason, elsewhere (``dtype`` is not used)."""
         if device.type != "cpu":
             raise SpecError(
                 f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
