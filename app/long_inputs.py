@@ -43,9 +43,9 @@ from typing import Any
 import torch
 
 from attention_core.models import TextModel, hidden_tokens, hide_special
-from attention_core.models.map_grid import GridSpec
-from attention_core.models.pooling import Region
-from attention_core.models.text_model_base import TextModelBase
+from attention_core.models.maps.map_grid import GridSpec
+from attention_core.models.maps.pooling import Region
+from attention_core.models.text.text_model_base import TextModelBase
 from attention_core.progress import report
 
 from .limits import over_limit
@@ -209,7 +209,7 @@ def long_pooled_maps(model: TextModel, text: str, cells: int) -> dict[str, Any] 
     ``model_long_rollout_tokens``), or None when the full maps fit ``model_full_maps_bytes``."""
     import numpy as np
 
-    from attention_core.models.pooling import POOL_REDUCE, block_size, max_pool_blocks
+    from attention_core.models.maps.pooling import POOL_REDUCE, block_size, max_pool_blocks
 
     from .settings import get_settings
 

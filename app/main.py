@@ -16,7 +16,7 @@ import torch
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
-from attention_core.models.device import check_device
+from attention_core.models.base.device import check_device
 
 from . import compute, memory
 from .cache import ResponseCache, ResponseCacheMiddleware

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from attention_core import SpecError
-from attention_core.models.pooling import POOL_REDUCE, Region, block_size, max_pool_blocks
+from attention_core.models.maps.pooling import POOL_REDUCE, Region, block_size, max_pool_blocks
 
 from .schemas.model import MapOptions
 

@@ -80,7 +80,7 @@ def pooled_maps(
     import numpy as np
     import torch
 
-    from attention_core.models.pooling import POOL_REDUCE, pool_to
+    from attention_core.models.maps.pooling import POOL_REDUCE, pool_to
     from attention_core.progress import reporting
 
     from .long_inputs import long_pooled_maps

@@ -43,7 +43,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from attention_core.models import GPT2, GPT2Config, Llama, LlamaConfig  # noqa: E402
-from attention_core.models.blocked_pass import FullMapsPass, blocked_pass  # noqa: E402
+from attention_core.models.maps.blocked_pass import FullMapsPass, blocked_pass  # noqa: E402
 
 MODELS = ("gpt2-small", "llama-100m")
 M_MMAP_MAX = -4  # glibc mallopt parameter (malloc.h)

@@ -77,7 +77,7 @@ def decoder(directory: Path, backend: str = "ours") -> Decoder:
         assert isinstance(loaded, Decoder)
         return loaded
     model = GPT2.from_pretrained(directory)
-    from attention_core.models.text_tokenizer import TextTokenizer
+    from attention_core.models.text.text_tokenizer import TextTokenizer
 
     return Decoder(
         "gpt2-small-random",

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from attention_core.models.discovery import Candidate  # noqa: E402
-from attention_core.models.registry import ModelRegistry, describe  # noqa: E402
-from attention_core.models.safetensors_io import read_header  # noqa: E402
-from attention_core.models.untrusted_json import parse_json  # noqa: E402
+from attention_core.models.checkpoints.safetensors_io import read_header  # noqa: E402
+from attention_core.models.checkpoints.untrusted_json import parse_json  # noqa: E402
+from attention_core.models.registry.discovery import Candidate  # noqa: E402
+from attention_core.models.registry.model_registry import ModelRegistry, describe  # noqa: E402
 
 LAYERS, HIDDEN, INTER, VOCAB = 32, 4096, 11008, 32000
 

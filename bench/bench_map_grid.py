@@ -34,8 +34,8 @@ import torch
 import torch.nn.functional as F
 
 from attention_core.blocked_attention import AttentionCall, blocked_attention, rows_per_block
-from attention_core.models.map_grid import GridSpec, MapGrid, _max_into
-from attention_core.models.pooling import Region
+from attention_core.models.maps.map_grid import GridSpec, MapGrid, _max_into
+from attention_core.models.maps.pooling import Region
 
 
 def lean_add(grid: MapGrid, r0: int, c0: int, weights: torch.Tensor) -> None:

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attention_core.models.features import attention_rollout, head_average
-from attention_core.models.transport import encode_compact
+from attention_core.models.maps.features import attention_rollout, head_average
+from attention_core.models.maps.transport import encode_compact
 
 # Above this many tokens a map is max-pooled in square blocks before it is embedded,
 # so a long text's view stays a few MB (the /model page's thumbnails pool at 128 too).

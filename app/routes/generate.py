@@ -7,7 +7,7 @@ import torch
 from fastapi import APIRouter, Response
 
 from attention_core.models import Decoder, ModelRegistry, ModelUnsupported
-from attention_core.models.generation import Sampling
+from attention_core.models.text.generation import Sampling
 
 from ..limits import over_limit
 from ..long_inputs import refuse_full_maps, token_count

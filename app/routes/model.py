@@ -28,7 +28,7 @@ from attention_core.models import (
     TextModel,
     head_trace,
 )
-from attention_core.models.backends import sliding_windows
+from attention_core.models.registry.backends import sliding_windows
 
 from ..attention_answer import attention_answer
 from ..errors import error_response

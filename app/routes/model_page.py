@@ -56,6 +56,10 @@ def describe(model: dict[str, Any]) -> str:
         parts.append(f"{model['parameters']:,} parameters")
     if model["max_positions"]:
         parts.append(f"reads up to {count_of(model['max_positions'], 'token')}")
+    if model.get("dtype") and model.get("held_bytes"):
+        parts.append(f"{model['dtype']}, {model['held_bytes'] / 1e6:,.1f} MB on {model['device']}")
+    if model.get("placement"):
+        parts.append(str(model["placement"]))
     return " · ".join(parts)
 
 

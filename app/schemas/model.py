@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from attention_core.models.pooling import POOL_REDUCE
+from attention_core.models.maps.pooling import POOL_REDUCE
 
 from . import examples
 from .attention import MAX_SEED
@@ -80,6 +80,23 @@ class ModelSummary(BaseModel):
     max_positions: int | None = Field(description="the model's context, in tokens")
     vocab_size: int | None
     parameters: int | None = Field(description="from the safetensors headers")
+    dtype: str | None = Field(
+        None,
+        description="the weights' dtype in memory ('bfloat16' for a bfloat16 checkpoint: "
+        "kept as stored, see ATTENTION_VIZ_DTYPE); the attention is computed in float32",
+    )
+    held_bytes: int | None = Field(
+        None, description="what the weights take in memory once loaded (as held)"
+    )
+    device: Literal["cpu", "cuda"] | None = Field(
+        None, description="where it runs (ATTENTION_VIZ_DEVICE); null when not supported"
+    )
+    placement: str | None = Field(
+        None,
+        description="how a model larger than ATTENTION_VIZ_MAX_MODEL_BYTES runs: accelerate's "
+        "device map (layers in memory, layers read from disk, the expected extra time per "
+        "forward pass, dtype); null when it fits",
+    )
     loaded: bool = Field(description="in memory now")
     supported: bool
     reason: str | None = Field(description="why it is not supported (null when it is)")

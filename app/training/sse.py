@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import torch
 
-from attention_core.models.transport import encode_compact
+from attention_core.models.maps.transport import encode_compact
 from attention_core.training import Done, Event, Progress, Sample, Snapshot, Start
 
 

@@ -14,7 +14,8 @@ from .ablation import (
     check_heads,
     each_head_effects,
 )
-from .access import HeadModel, RunOutput, Tokens, head_model
+from .access import HeadModel, RunOutput, Tokens
+from .head_models import head_model
 from .logit_lens import LENS_TOP_K, LogitLens, logit_lens
 from .scores import (
     SCORE_NAMES,

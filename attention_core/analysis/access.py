@@ -4,8 +4,8 @@
 text into ids, run a batch of id sequences (with an optional ``ContextEdit``
 applied to each layer's concatenated head outputs just before the output
 projection), each head's slice of the output projection, and for decoders
-the final norm and the unembedding.  ``head_model(model)`` gives one for any
-loaded ``TextModel``:
+the final norm and the unembedding.  ``head_models.head_model(model)`` gives one for
+any loaded ``TextModel``:
 
 - decoders (``Decoder``: GPT-2, Llama family) by forward pre-hooks on the
   output projection modules (``attn.c_proj``, ``self_attn.o_proj``) and on the
@@ -23,9 +23,6 @@ names above, ``head_slices`` and the hooks apply to it unchanged.
 
 from __future__ import annotations
 
-import sys
-import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -36,11 +33,11 @@ import torch
 from torch import nn
 
 from ..errors import SpecError
-from ..models.bert import Encoder
-from ..models.decoder import Decoder
-from ..models.maps import TokenizedLike
-from ..models.protocols import DecoderConfig, TextModel
-from ..models.text_model_base import TextModelBase
+from ..models.base.protocols import DecoderConfig
+from ..models.families.bert import Encoder
+from ..models.maps.text_maps import TokenizedLike
+from ..models.text.decoder import Decoder
+from ..models.text.text_model_base import TextModelBase
 
 ContextEdit = Callable[[int, torch.Tensor], torch.Tensor]
 """(layer (0-based), context (B, T, H*D): the heads side by side) -> the context to use."""
@@ -234,42 +231,6 @@ class EncoderHeadModel(HeadModelBase):
         return W.T.reshape(self.num_heads, self.head_dim, -1)  # (H, D, C)
 
 
-def head_model(model: TextModel) -> HeadModel:
-    """The ``HeadModel`` of a loaded model (kept while the model lives: hooks go in once)."""
-    with _install_lock:
-        cached = _head_models.get(model)
-        if cached is None:
-            cached = _transformers_head_model(model)
-            if cached is None and isinstance(model, Decoder):
-                cached = DecoderHeadModel(model)
-            elif cached is None and isinstance(model, Encoder):
-                cached = EncoderHeadModel(model)
-            elif cached is None and getattr(model, "kind", None) == "encoder-decoder":
-                raise SpecError(
-                    f"{model.name} is a {model.family} encoder-decoder: ablation, "
-                    "value-weighted maps and the logit lens are for decoder-only and "
-                    "encoder-only models; for this model, ask for the head scores of its "
-                    "'encoder' or 'decoder' stack",
-                    field="model",
-                )
-            elif cached is None:
-                raise SpecError(
-                    f"head analysis does not know the {model.family} family yet", field="model"
-                )
-            _head_models[model] = cached
-    return cached
-
-
-def _transformers_head_model(model: TextModel) -> HeadModel | None:
-    """The transformers backend's ``HeadModel`` (``hf_access``), imported only when that
-    backend is (so the hand-written families never import transformers)."""
-    if "attention_core.models.hf" not in sys.modules:
-        return None
-    from .hf_access import transformers_head_model
-
-    return transformers_head_model(model)
-
-
 # --- helpers ------------------------------------------------------------------------------
 
 
@@ -334,8 +295,6 @@ def _without(count: int, special: frozenset[int]) -> torch.Tensor:
 
 _current_edit: ContextVar[ContextEdit | None] = ContextVar("attention_viz_edit", default=None)
 _current_grow: ContextVar[ContextEdit | None] = ContextVar("attention_viz_grow", default=None)
-_install_lock = threading.Lock()
-_head_models: weakref.WeakKeyDictionary[TextModel, HeadModel] = weakref.WeakKeyDictionary()
 
 
 @contextmanager

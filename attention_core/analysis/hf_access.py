@@ -19,10 +19,10 @@ import torch
 from torch import nn
 
 from ..errors import SpecError
-from ..models.decoder import Decoder
+from ..models.base.protocols import TextModel
 from ..models.hf.language_model import TransformersLM
 from ..models.hf.text_models import TransformersEncoder
-from ..models.protocols import TextModel
+from ..models.text.decoder import Decoder
 from .access import (
     ContextEdit,
     DecoderHeadModel,

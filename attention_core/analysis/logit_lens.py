@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import SpecError
-from ..models.protocols import TextModel
-from .access import DecoderHeadModel, head_model
+from ..models.base.protocols import TextModel
+from .access import DecoderHeadModel
+from .head_models import head_model
 
 LENS_TOP_K = 5
 

@@ -22,7 +22,7 @@ import torch
 
 from ..attention import attention_with_steps
 from ..errors import SpecError
-from ..models.bert import Encoder
+from ..models.families.bert import Encoder
 from .access import DecoderHeadModel, EncoderHeadModel, HeadModel
 from .qk_paths import TRANSFORMERS_TYPES, LayerPaths, gpt2_paths, llama_paths
 from .residual_parts import Parts, decoder_parts, encoder_parts

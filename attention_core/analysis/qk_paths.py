@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from ..errors import SpecError
-from ..models.rope import rotate_half
+from ..models.families.rope import rotate_half
 from .frozen_norm import FrozenNorm, frozen
 
 # transformers model types whose residual stream is x + attn(norm(x)) + mlp(norm(x)) with no

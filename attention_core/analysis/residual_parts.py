@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..models.bert import Encoder
+from ..models.families.bert import Encoder
 from .access import DecoderHeadModel, editing
 
 

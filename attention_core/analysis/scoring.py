@@ -17,8 +17,8 @@ from typing import Protocol
 import torch
 
 from ..errors import SpecError
-from ..models.protocols import TextModel
-from .access import head_model
+from ..models.base.protocols import TextModel
+from .head_models import head_model
 from .scores import HeadScores, induction_score, text_scores
 
 DEFAULT_INDUCTION_LENGTH = 32  # R: short, so the second forward pass costs little

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..models.gpt2 import GPT2
+from ..models.families.gpt2 import GPT2
 from .scores import induction_score, text_scores
 from .scoring import DEFAULT_INDUCTION_LENGTH
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.maps import MapFeatures
-from ..models.outputs import LayerTrace
-from ..models.protocols import TextModel
-from ..models.result_cache import ResultCache
+from ..models.base.outputs import LayerTrace
+from ..models.base.protocols import TextModel
+from ..models.base.result_cache import ResultCache
+from ..models.maps.text_maps import MapFeatures
 from ..progress import muted, report
-from .access import head_model
+from .head_models import head_model
 
 
 def value_weighted(weights: torch.Tensor, values: torch.Tensor, out: torch.Tensor) -> torch.Tensor:

@@ -10,10 +10,22 @@ few at a time; ``generation`` and ``head_trace`` are written once for all
 decoders.
 """
 
-from .bert import Encoder, EncoderConfig, EncoderOutput, default_model_dir
-from .decoder import Decoder, GeneratedText
-from .families import FAMILIES, Family, Sizes, family_of
-from .features import (
+from .base.kv_cache import KVCache
+from .base.outputs import DecoderOutput, LayerTrace
+from .base.protocols import CausalLM, DecoderConfig, TextModel
+from .checkpoints.model_size import Sizes
+from .checkpoints.safetensors_io import (
+    checkpoint_files,
+    load_checkpoint_tensors,
+    load_safetensors,
+    read_header,
+    save_safetensors,
+)
+from .families.bert import Encoder, EncoderConfig, EncoderOutput, default_model_dir
+from .families.gpt2 import GPT2, GPT2Config
+from .families.llama import MODEL_TYPES as LLAMA_MODEL_TYPES
+from .families.llama import Llama, LlamaConfig
+from .maps.features import (
     ROLLOUT_RESIDUAL,
     attention_rollout,
     head_average,
@@ -21,26 +33,8 @@ from .features import (
     hide_special,
     kept_tokens,
 )
-from .generation import AttentionRecorder, Generation, decode_one_token, generate, prefill, sample
-from .gpt2 import GPT2, GPT2Config
-from .head_trace import HeadTrace, head_trace
-from .kv_cache import KVCache
-from .llama import MODEL_TYPES as LLAMA_MODEL_TYPES
-from .llama import Llama, LlamaConfig
-from .maps import MapFeatures, ModelMaps
-from .outputs import DecoderOutput, LayerTrace
-from .protocols import CausalLM, DecoderConfig, TextModel
-from .registry import ModelEntry, ModelNotFound, ModelRegistry, ModelUnsupported
-from .safetensors_io import (
-    checkpoint_files,
-    load_checkpoint_tensors,
-    load_safetensors,
-    read_header,
-    save_safetensors,
-)
-from .text_model_base import DecoderMaps
-from .text_tokenizer import TextTokenizer, TokenizedText
-from .transport import (
+from .maps.text_maps import MapFeatures, ModelMaps
+from .maps.transport import (
     COMPACT_DTYPES,
     DECODE_DESCRIPTION,
     UINT8_MAX_ABS_ERROR,
@@ -48,6 +42,20 @@ from .transport import (
     decode_compact,
     encode_compact,
 )
+from .registry.family_table import FAMILIES, Family, family_of
+from .registry.model_registry import ModelEntry, ModelNotFound, ModelRegistry, ModelUnsupported
+from .text.decoder import Decoder, GeneratedText
+from .text.generation import (
+    AttentionRecorder,
+    Generation,
+    decode_one_token,
+    generate,
+    prefill,
+    sample,
+)
+from .text.head_trace import HeadTrace, head_trace
+from .text.text_model_base import DecoderMaps
+from .text.text_tokenizer import TextTokenizer, TokenizedText
 
 __all__ = [
     "COMPACT_DTYPES",

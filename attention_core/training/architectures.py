@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.gpt2 import GPT2, GPT2Config
+from ..models.families.gpt2 import GPT2, GPT2Config
 from .config import TrainConfig
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..models.gpt2 import GPT2
+from ..models.families.gpt2 import GPT2
 
 
 def get_batch(

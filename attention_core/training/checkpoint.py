@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..models.checkpoints import TOKENIZER_FILE
-from ..models.gpt2 import GPT2
-from ..models.untrusted_json import read_json
+from ..models.checkpoints.files import TOKENIZER_FILE
+from ..models.checkpoints.untrusted_json import read_json
+from ..models.families.gpt2 import GPT2
 from .corpus import CharVocabulary
 
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ..analysis.snapshots import training_scores
-from ..models.gpt2 import GPT2
+from ..models.families.gpt2 import GPT2
 from .architectures import build_model, trainable_parameters
 from .batches import estimate_loss, get_batch, language_model_loss, sample_text
 from .checkpoint import save_run

@@ -14,6 +14,7 @@
 // maps are shown, or the page is left, are aborted.
 
 import { ApiError, post } from "./api.js";
+import { colourBar, setColourBar } from "./colour-bar.js";
 import { el, initialData } from "./dom.js";
 import { colour, heatGrid } from "./score-grid.js";
 
@@ -120,6 +121,7 @@ export function setupHeadAnalysis({ container, openHead }) {
   const lensStatus = el("p", { class: "status", "data-testid": "lens-status", "aria-live": "polite" });
   const lensError = el("p", { class: "error", role: "alert", "data-testid": "lens-error" });
   const lensBox = el("div", { class: "lens-box", "data-testid": "lens-box" });
+  const lensBar = colourBar("lens-colour-bar", { horizontal: true });
   const lensCard = el("section", { class: "card lens-card", "data-testid": "lens-card", "aria-labelledby": "lens-title" }, [
     el("h2", { id: "lens-title", text: "Logit lens: what each layer would predict" }),
     el("p", {
@@ -356,7 +358,9 @@ export function setupHeadAnalysis({ container, openHead }) {
           el("thead", {}, [head]),
           el("tbody", {}, rows),
         ]),
+        lensBar,
       );
+      setColourBar(lensBar, { zmax: 1, label: "probability of the top token" });
     } catch (err) {
       if (mine !== seq || aborted(err)) return;
       lensStatus.textContent = "";

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from attention_core.models import GPT2
-from attention_core.models.transport import CompactTensor, decode_compact
+from attention_core.models.maps.transport import CompactTensor, decode_compact
 from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

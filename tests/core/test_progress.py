@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core.models.gpt2 import GPT2
+from attention_core.models.families.gpt2 import GPT2
 from attention_core.progress import Cancelled, report, reporting
 from tests.models.checkpoints import make_gpt2
 

@@ -4,6 +4,7 @@ the scores arrive; an old "Out of date" note goes when a new run starts."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -103,3 +104,48 @@ def test_small_weights_keep_two_significant_digits(page: Page) -> None:
         }"""
     )
     assert "0.0040" in summary and " 0.00;" not in summary and not summary.endswith(" 0.00")
+
+
+def test_the_logit_lens_has_a_colour_bar(page: Page) -> None:
+    open_model(page)
+    page.get_by_test_id("lens-run").click()
+    expect(page.get_by_test_id("lens-row")).to_have_count(2, timeout=WAIT)
+    bar = page.get_by_test_id("lens-colour-bar")
+    expect(bar).to_be_visible()
+    expect(bar).to_have_attribute("data-scale", "linear")
+    expect(bar).to_have_attribute("data-zmax", "1")
+    expect(bar).to_contain_text("probability of the top token (linear scale)")
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_long_text_canvas_has_axes_a_colour_bar_and_keeps_a_region_s_shape(
+    page: Page, width: int
+) -> None:
+    from tests.e2e.test_model_page import words
+
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"/model?text={quote(words(200))}")
+    ready = page.get_by_test_id("canvas-zoom")
+    expect(ready).to_have_attribute("data-ready", re.compile(r"^1-1:0,\d+:0,\d+$"), timeout=WAIT)
+    axes = page.get_by_test_id("zoom-axes")
+    expect(axes).to_contain_text("attends (query)")
+    expect(axes).to_contain_text("attended to (key)")
+    bar = page.get_by_test_id("zoom-colour-bar")
+    expect(bar).to_have_attribute("data-scale", "linear")
+    assert 0 < float(bar.get_attribute("data-zmax") or "nan") <= 1
+    page.get_by_test_id("colour-scale").select_option("log")
+    expect(bar).to_have_attribute("data-scale", "log")
+    expect(bar).to_contain_text("log scale, 4 powers of ten")
+    # A 100 × 150 region is drawn 1.5 times as wide as tall, not stretched square.
+    for name, value in [("row0", 0), ("row1", 100), ("col0", 0), ("col1", 150)]:
+        page.get_by_test_id(f"zoom-{name}").fill(str(value))
+    page.get_by_test_id("zoom-apply").click()
+    expect(ready).to_have_attribute("data-ready", "1-1:0,100:0,150", timeout=WAIT)
+    w, h = page.get_by_test_id("zoom-canvas").evaluate(
+        "c => [c.getBoundingClientRect().width, c.getBoundingClientRect().height]"
+    )
+    assert w / h == pytest.approx(1.5, rel=0.02)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    if SHOTS:
+        ready.screenshot(path=str(Path(SHOTS) / f"model-long-canvas-{width}.png"))

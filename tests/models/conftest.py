@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core.models.bert import Encoder, default_model_dir
+from attention_core.models.families.bert import Encoder, default_model_dir
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.requires import require
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core.models import Decoder, Encoder, ModelRegistry, backends, default_model_dir
-from attention_core.models.checkpoints import read_json
-from attention_core.models.families import family_of, transformers_family
+from attention_core.models import Decoder, Encoder, ModelRegistry, default_model_dir
+from attention_core.models.checkpoints.files import read_json
+from attention_core.models.registry import backends
+from attention_core.models.registry.family_table import family_of, transformers_family
 from tests.models.checkpoints import write_config
 from tests.requires import require
 

@@ -16,8 +16,8 @@ from app.main import create_app
 from app.settings import Settings
 from attention_core.attention import attention_with_steps
 from attention_core.models import Encoder
-from attention_core.models.device import check_device, move, to_cpu
-from attention_core.models.outputs import LayerTrace
+from attention_core.models.base.device import check_device, move, to_cpu
+from attention_core.models.base.outputs import LayerTrace
 
 META = torch.device("meta")
 
@@ -77,7 +77,7 @@ def test_a_transformers_backed_model_moves_every_weight(
     name: str, hf_checkpoints: Callable[[str], Path]
 ) -> None:
     """The transformers backend's decoder (``Decoder`` over ``TransformersLM``) and encoder."""
-    from attention_core.models.registry import ModelRegistry
+    from attention_core.models.registry.model_registry import ModelRegistry
 
     registry = ModelRegistry(
         include_package=False, builtin_dir=None, env_paths=[hf_checkpoints(name)]

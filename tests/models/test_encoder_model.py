@@ -7,10 +7,10 @@ from collections.abc import Callable
 import pytest
 import torch
 
-import attention_core.models.bert.model as encoder_model
+import attention_core.models.families.bert.model as encoder_model
 from attention_core.attention import attention_with_steps
 from attention_core.errors import SpecError
-from attention_core.models.bert import Encoder
+from attention_core.models.families.bert import Encoder
 
 pytestmark = pytest.mark.model
 

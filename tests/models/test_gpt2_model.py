@@ -17,7 +17,7 @@ import torch
 from attention_core import attention_with_steps
 from attention_core.errors import SpecError
 from attention_core.models import GPT2, GPT2Config, read_header
-from attention_core.models import decoder_lm as decoder_lm_module
+from attention_core.models.base import decoder_lm as decoder_lm_module
 from tests.requires import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -23,7 +23,7 @@ from attention_core.analysis import (
     score_heads,
     value_norm_maps,
 )
-from attention_core.models.protocols import TextModel
+from attention_core.models.base.protocols import TextModel
 from tests.models.hf_checkpoints import HF_DECODERS
 from tests.models.test_head_analysis import (
     detection_score,

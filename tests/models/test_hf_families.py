@@ -142,13 +142,14 @@ def test_x_is_the_attention_input_after_the_norm(
 
 
 def test_16_bit_weights_run_in_float32(tmp_path: Path) -> None:
+    """Held as stored (bfloat16), run in float32: the maps are float32 eager's."""
     from tests.models.hf_checkpoints import make_hf
 
     path = make_hf(tmp_path / "qwen3-bf16", "tiny-qwen3", seed=4, dtype=torch.bfloat16)
     registry = _registry(path)
     model = registry.load("qwen3-bf16")
     assert isinstance(model, Decoder)
-    assert {p.dtype for p in model.model.model.parameters()} == {torch.float32}  # type: ignore[attr-defined]
+    assert {p.dtype for p in model.model.model.parameters()} == {torch.bfloat16}  # type: ignore[attr-defined]
     maps = model.encode(LONG_TEXT)
     eager = transformers.AutoModelForCausalLM.from_pretrained(
         path, attn_implementation="eager", dtype=torch.float32, local_files_only=True

@@ -27,8 +27,8 @@ from attention_core.models import (
     load_safetensors,
     read_header,
 )
-from attention_core.models import decoder_lm as decoder_lm_module
-from attention_core.models.rope import apply_rope
+from attention_core.models.base import decoder_lm as decoder_lm_module
+from attention_core.models.families.rope import apply_rope
 from tests.models.checkpoints import LLAMA_CLASSES as CLASSES
 from tests.models.checkpoints import make_llama
 from tests.requires import require
@@ -491,7 +491,7 @@ def test_a_sharded_checkpoint_with_stored_rope_frequencies_loads(tmp_path: Path)
     """Shards (``model.safetensors.index.json``) and the ``rotary_emb.inv_freq`` buffers
     older checkpoints hold: the same model, and the buffers are not counted as parameters."""
     from attention_core.models import ModelRegistry
-    from attention_core.models.safetensors_io import save_safetensors
+    from attention_core.models.checkpoints.safetensors_io import save_safetensors
 
     whole = make_checkpoint(tmp_path / "whole", "llama", seed=9)
     reference = load_reference(whole)

@@ -20,15 +20,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_core.attention import attention_with_steps
 from attention_core.blocked_attention import AttentionCall, blocked_attention
 from attention_core.models import hidden_tokens, hide_special
-from attention_core.models.blocked_pass import FullMapsPass, blocked_pass
-from attention_core.models.decoder import Decoder
-from attention_core.models.gpt2 import GPT2
-from attention_core.models.llama import Llama
-from attention_core.models.long_maps import LongMaps, LongPass, long_pass
-from attention_core.models.map_grid import GridSpec
-from attention_core.models.pooling import Region, max_pool_blocks
-from attention_core.models.result_cache import ResultCache
-from attention_core.models.text_model_base import FULL_MAPS_BLOCKED_TOKENS, TextModelBase
+from attention_core.models.base.result_cache import ResultCache
+from attention_core.models.families.gpt2 import GPT2
+from attention_core.models.families.llama import Llama
+from attention_core.models.maps.blocked_pass import FullMapsPass, blocked_pass
+from attention_core.models.maps.long_maps import LongMaps, LongPass, long_pass
+from attention_core.models.maps.map_grid import GridSpec
+from attention_core.models.maps.pooling import Region, max_pool_blocks
+from attention_core.models.text.decoder import Decoder
+from attention_core.models.text.text_model_base import FULL_MAPS_BLOCKED_TOKENS, TextModelBase
 from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.models.hf_checkpoints import make_hf

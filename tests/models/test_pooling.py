@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention_core.models.pooling import Region, block_size, max_pool_blocks, pool_to
+from attention_core.models.maps.pooling import Region, block_size, max_pool_blocks, pool_to
 
 
 def reference(maps: torch.Tensor, br: int, bc: int) -> torch.Tensor:

@@ -41,10 +41,10 @@ def forward(total: int) -> list[Report]:
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """name -> (a loaded model, its forward's layer count)."""
     require("transformers")
-    from attention_core.models.bert import Encoder, default_model_dir
-    from attention_core.models.decoder import Decoder
-    from attention_core.models.families import FAMILIES
+    from attention_core.models.families.bert import Encoder, default_model_dir
     from attention_core.models.hf.text_models import load_transformers
+    from attention_core.models.registry.family_table import FAMILIES
+    from attention_core.models.text.decoder import Decoder
 
     root = tmp_path_factory.mktemp("progress")
     make_gpt2(root / "gpt2", n_layer=3)

@@ -19,9 +19,9 @@ from attention_core.models import (
     ModelRegistry,
     ModelUnsupported,
 )
-from attention_core.models import registry as registry_module
-from attention_core.models.discovery import hf_cache_dir, split_paths
-from attention_core.models.loaded import LoadedModels
+from attention_core.models.registry import model_registry as registry_module
+from attention_core.models.registry.discovery import hf_cache_dir, split_paths
+from attention_core.models.registry.loaded import LoadedModels
 from tests.models.checkpoints import write_config
 from tests.models.conftest import CHECKPOINTS, DECODERS
 

@@ -19,7 +19,7 @@ from attention_core.analysis.attribution import attribute
 from attention_core.analysis.qk_decomposition import why
 from attention_core.errors import SpecError
 from attention_core.models import GPT2, Decoder, Encoder, Llama
-from attention_core.models.protocols import TextModel
+from attention_core.models.base.protocols import TextModel
 from tests.models.test_head_analysis import SHIPPED, heads_hooked_out, hf_projection
 
 TEXT = "The bank approved the loan, and the river bank was muddy."

@@ -33,7 +33,7 @@ from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
 from ...errors import SpecError
 from ...progress import report
-from ..blocked_pass import current_pass
+from ..maps.blocked_pass import current_pass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
@@ -290,8 +290,11 @@ def core_attention(
     ``softcap`` (Gemma 2) caps the scores, ``s_aux`` (gpt-oss) are the sinks;
     the other keywords (``sliding_window``, ``is_causal``...) are already in
     the mask.  Inside a ``blocked_pass.blocked_pass`` the pass computes it
-    block by block (a long pass returns no weights: None, as SDPA's).
+    block by block (a long pass returns no weights: None, as SDPA's).  Every step is
+    float32 whatever the model's dtype; the output comes back in the query's dtype.
     """
+    held = query.dtype
+    query, key, value = query.float(), key.float(), value.float()
     allowed, mask_bias = as_allowed(attention_mask)
     bias = position_bias
     if mask_bias is not None:
@@ -328,7 +331,7 @@ def core_attention(
     capture = _CURRENT.get()
     if capture is not None:
         capture.record(module, query, key, value, steps)
-    output = steps.context_vec.transpose(1, 2).contiguous()  # (B, T, H, D)
+    output = steps.context_vec.transpose(1, 2).contiguous().to(held)  # (B, T, H, D)
     kept = steps.attn_weights.numel() > 0 or steps.context_vec.numel() == 0
     return output, steps.attn_weights if kept else None  # a long pass keeps no weights
 

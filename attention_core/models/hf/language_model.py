@@ -26,10 +26,14 @@ from transformers import (
 )
 
 from ...errors import SpecError
-from ..kv_cache import KVCache
-from ..outputs import DecoderOutput, LayerTrace
-from ..protocols import ForwardOptions, Wanted
-from ..stack import first_position
+from ..base.device import CPU
+from ..base.kv_cache import KVCache
+from ..base.outputs import DecoderOutput, LayerTrace
+from ..base.protocols import ForwardOptions, Wanted
+from ..base.stack import first_position
+from ..checkpoints.safetensors_io import checkpoint_files, read_header
+from ..placement import Placement
+from ..weight_dtype import run_on, stored_dtype
 from .adapters import ADAPTED_TYPES, install_adapters
 from .capture import (
     ATTENTION_NAME,
@@ -136,22 +140,43 @@ def attention_implementation(model_type: str) -> str:
     return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
 
 
-def load_model(directory: Path, kind: Kind) -> nn.Module:
-    """A checkpoint as transformers loads it: offline, float32, our attention (through
-    the interface or an adapter), eval mode."""
+def auto_class(model_type: str, kind: str) -> Any:
+    """transformers' auto class for a decoder's language model (a vision-language model's
+    with its vision tower, run on text alone), a seq2seq model, or an encoder's base model."""
+    from transformers import AutoModelForImageTextToText, AutoModelForSeq2SeqLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if kind == "encoder-decoder":
+        return AutoModelForSeq2SeqLM
+    if kind != "decoder":
+        return AutoModel
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return AutoModelForCausalLM
+    return AutoModelForImageTextToText
+
+
+def load_model(directory: Path, kind: Kind, placement: Placement | None = None) -> nn.Module:
+    """A checkpoint as transformers loads it: offline, in its stored dtype (run in float32
+    on the CPU, see ``weight_dtype``), our attention (through the interface or an
+    adapter), eval mode.  ``placement``: layers spread over devices and disk by accelerate
+    (``placement.Placement``)."""
     register()
-    auto: Any = AutoModelForCausalLM if kind == "decoder" else AutoModel
+    headers = [read_header(path) for path in checkpoint_files(directory)]
+    dtype = stored_dtype(headers) if placement is None else placement.dtype
+    spread = {} if placement is None else placement.from_pretrained_arguments()
     try:
         config = AutoConfig.from_pretrained(
             directory, local_files_only=True, trust_remote_code=False
         )
+        auto = auto_class(str(config.model_type), kind)
         model: nn.Module = auto.from_pretrained(
             directory,
             attn_implementation=attention_implementation(str(config.model_type)),
-            dtype=torch.float32,
+            dtype=dtype,
             local_files_only=True,
             trust_remote_code=False,
             use_safetensors=True,
+            **spread,
         )
     except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
         raise SpecError(
@@ -159,7 +184,10 @@ def load_model(directory: Path, kind: Kind) -> nn.Module:
             field="model",
         ) from exc
     install_adapters(model)
-    return model.eval().requires_grad_(False)
+    model.eval().requires_grad_(False)
+    if placement is None:
+        run_on(model, CPU)
+    return model
 
 
 class TransformersLM:
@@ -191,8 +219,10 @@ class TransformersLM:
         self.attention_paths = self._find_attention(self.name)
 
     @classmethod
-    def load(cls, directory: Path, kind: Kind) -> TransformersLM:
-        return cls(load_model(directory, kind), kind, directory.name)
+    def load(
+        cls, directory: Path, kind: Kind, placement: Placement | None = None
+    ) -> TransformersLM:
+        return cls(load_model(directory, kind, placement), kind, directory.name)
 
     def to(self, device: torch.device) -> TransformersLM:
         """Weights onto ``device`` (``Decoder.to_device`` calls this as on an ``nn.Module``)."""

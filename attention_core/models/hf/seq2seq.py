@@ -27,12 +27,12 @@ import torch
 
 from ...errors import SpecError
 from ...progress import report
-from ..generation import Sampling, StopReason, sample, sampler_seed, sampling_values
-from ..maps import TokenizedMaps
-from ..outputs import LayerTrace, check_layer
-from ..result_cache import DEFAULT_CACHE_BYTES, ResultCache
-from ..text_model_base import refuse_pair, tokenizer_file, within_vocabulary
-from ..text_tokenizer import TextTokenizer, TokenizedText
+from ..base.outputs import LayerTrace, check_layer
+from ..base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from ..maps.text_maps import TokenizedMaps
+from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
+from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
+from ..text.text_tokenizer import TextTokenizer, TokenizedText
 from .adapters import install_adapters
 from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
 from .failures import FailureWatch, guarded
@@ -203,8 +203,9 @@ class EncoderDecoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def to_device(self, device: torch.device) -> None:
-        """Encoder-decoders run on the CPU only, for now: refused, with the reason, elsewhere."""
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Encoder-decoders run on the CPU only, in float32, for now: refused, with the
+        reason, elsewhere (``dtype`` is not used)."""
         if device.type != "cpu":
             raise SpecError(
                 f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
@@ -492,6 +493,10 @@ class EncoderDecoder:
 _ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
 
 
+class ForwardFailed(SpecError):
+    """The load's forward pass failed (not a stack left uncaptured)."""
+
+
 def check_stacks(model: Any, name: str, start_id: int) -> None:
     """Refuse ``model`` unless a short forward pass captures every layer of its three stacks
     (encoder, decoder self-attention, cross-attention) through the core's attention."""
@@ -514,7 +519,7 @@ def check_stacks(model: Any, name: str, start_id: int) -> None:
                 use_cache=False,
             )
         except Exception as exc:  # noqa: BLE001 - the family's code failed: its reason
-            raise SpecError(
+            raise ForwardFailed(
                 f"{name}: a forward pass of {type(model).__name__} failed "
                 f"({type(exc).__name__}: {str(exc)[:200]})",
                 field="model",

@@ -1,0 +1,159 @@
+"""What every decoder family provides, so generation, traces and the registry are written once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
+
+import torch
+
+from ..checkpoints.model_size import DecoderConfig as DecoderConfig
+from ..maps.text_maps import ModelMaps, TokenizedLike
+from .kv_cache import KVCache
+from .outputs import DecoderOutput, LayerTrace
+
+
+def model_info(
+    name: str, family: str, causal: bool, config: DecoderConfig, max_tokens: int
+) -> dict[str, object]:
+    """``TextModel.info()`` for any family: what ``GET /api/model`` says about a model."""
+    return {
+        "name": name,
+        "family": family,
+        "causal": causal,
+        "layers": config.num_layers,
+        "heads": config.num_heads,
+        "kv_heads": config.num_kv_heads,
+        "hidden": config.hidden_size,
+        "head_dim": config.head_dim,
+        "vocab_size": config.vocabulary_size,
+        "max_positions": config.max_positions,
+        "max_tokens": max_tokens,
+    }
+
+
+class Alias:
+    """A ``DecoderConfig`` common name read from the field a checkpoint's config calls it
+    by: ``num_layers = Alias("n_layer")``, written in the config class's own body (mypy
+    2.4 does not see one inherited from another module as satisfying the protocol)."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    @overload
+    def __get__(self, config: None, owner: type) -> Alias: ...
+    @overload
+    def __get__(self, config: object, owner: type | None = None) -> int: ...
+    def __get__(self, config: object, owner: type | None = None) -> int | Alias:
+        return self if config is None else cast(int, getattr(config, self.field))
+
+
+class TransformersNames:
+    """``DecoderConfig``'s common names, for a config dataclass whose fields carry
+    transformers' own names (``num_hidden_layers``, ``num_attention_heads``, ``vocab_size``,
+    ``max_position_embeddings``).  As in transformers, one key/value head per query head
+    unless a family says otherwise."""
+
+    num_hidden_layers: int
+    num_attention_heads: int
+    vocab_size: int
+    max_position_embeddings: int
+
+    @property
+    def num_layers(self) -> int:
+        return self.num_hidden_layers
+
+    @property
+    def num_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.num_attention_heads
+
+    @property
+    def max_positions(self) -> int:
+        return self.max_position_embeddings
+
+    @property
+    def vocabulary_size(self) -> int:
+        return self.vocab_size
+
+
+class ForwardOptions(TypedDict, total=False):
+    """What a ``CausalLM``'s forward pass may be asked besides its ``input_ids`` (B, T).
+
+    ``cache`` (default None): the new positions follow the cached ones and the cache
+    advances by T; ``num_logits`` (default None): None for every position, k for the
+    last k, 0 for none; ``output_attentions``, ``output_hidden_states`` (default
+    False); ``trace_layer`` (0-based, default None): that layer's full ``LayerTrace``.
+    """
+
+    cache: KVCache | None
+    num_logits: int | None
+    output_attentions: bool
+    output_hidden_states: bool
+    trace_layer: int | None
+
+
+class Wanted(NamedTuple):
+    """What a forward pass returns besides the cache's advance, defaults filled in."""
+
+    num_logits: int | None
+    output_attentions: bool
+    output_hidden_states: bool
+    trace_layer: int | None
+
+    @classmethod
+    def of(cls, options: ForwardOptions) -> Wanted:
+        return cls(
+            options.get("num_logits"),
+            options.get("output_attentions", False),
+            options.get("output_hidden_states", False),
+            options.get("trace_layer"),
+        )
+
+
+class CausalLM(Protocol):
+    """A decoder-only language model (GPT-2, Llama family) as this package writes them.
+
+    ``model(input_ids (B, T), **options) -> DecoderOutput`` (see ``ForwardOptions``).
+    """
+
+    @property
+    def config(self) -> DecoderConfig: ...
+
+    def __call__(
+        self, input_ids: torch.Tensor, **options: Unpack[ForwardOptions]
+    ) -> DecoderOutput: ...
+
+    def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache: ...
+
+    def save_pretrained(self, directory: Path) -> None: ...
+
+
+class TextModel(Protocol):
+    """A loaded checkpoint of any family, as the app uses it (``bert.Encoder``, ``Decoder``).
+
+    ``encode`` gives every layer's maps for a text (``text_b``: an encoder's
+    sentence pair); ``trace`` one layer's every tensor (0-based layer).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def causal(self) -> bool: ...
+    @property
+    def max_tokens(self) -> int: ...
+
+    def info(self) -> dict[str, object]: ...
+
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None: ...
+
+    def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
+
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[TokenizedLike, LayerTrace]: ...

@@ -1,0 +1,2 @@
+"""Reading and validating a checkpoint directory: its files, safetensors,
+bounded JSON, size limits."""

@@ -1,0 +1,1 @@
+"""Which checkpoints exist, which family and backend runs each, and which are loaded."""

@@ -1,0 +1,2 @@
+"""A checkpoint as the app's text model: tokenizer, one text's forward pass,
+generation, head traces."""

@@ -1,0 +1,235 @@
+"""What a ``TextModel`` over a ``CausalLM``-shaped model does for one text, written once.
+
+``Decoder`` (any decoder family, hand-written or transformers) and
+``hf.text_models.TransformersEncoder`` differ in generation and in how they
+refuse a sentence pair; their maps and their one-layer trace are the same pass.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
+
+import torch
+from torch import nn
+
+from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from ..base.decoder_lm import DecoderLM
+from ..base.device import CPU, running_on, to_cpu
+from ..base.outputs import LayerTrace, check_layer
+from ..base.protocols import CausalLM, DecoderConfig, model_info
+from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..checkpoints.files import TOKENIZER_FILE
+from ..maps.blocked_pass import FullMapsPass, blocked_pass
+from ..maps.features import attention_rollout
+from ..maps.long_maps import LongMaps, LongPass, long_pass
+from ..maps.map_grid import GridSpec
+from ..maps.text_maps import TokenizedMaps
+from ..weight_dtype import hold, run_on
+from .text_tokenizer import TextTokenizer, TokenizedText
+
+# From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
+# ~0.5x the attention's time at T = 1,024): past 512, the most any input had before long
+# inputs, so every earlier answer stays bit for bit (blocks round differently, ~1e-7).
+FULL_MAPS_BLOCKED_TOKENS = 513
+
+ModelT = TypeVar("ModelT", bound=CausalLM)
+
+
+@dataclass(frozen=True)
+class DecoderMaps(TokenizedMaps):
+    """One text through a decoder: per layer (H, T, T) weights, L + 1 (T, C) states."""
+
+    tokenized: TokenizedText
+    layer_attentions: tuple[torch.Tensor, ...]
+    layer_hidden_states: tuple[torch.Tensor, ...]
+
+    @property
+    def token_type_ids(self) -> tuple[int, ...]:
+        return (0,) * len(self.tokenized)
+
+
+def tokenizer_file(directory: Path) -> Path:
+    """``directory``'s ``tokenizer.json``; a ``SpecError`` naming the model when it is missing."""
+    path = directory / TOKENIZER_FILE
+    if not path.is_file():
+        raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
+    return path
+
+
+def checkpoint_tokenizer(path: Path, context: int, max_tokens: int | None) -> TextTokenizer:
+    """The tokenizer at ``path`` with a token limit: the model's ``context``, or the
+    server's ``max_tokens`` when that is lower (it never raises the limit)."""
+    if max_tokens is None or max_tokens >= context:
+        return TextTokenizer(path, context, "the model's context", MODEL_CONTEXT)
+    return TextTokenizer(
+        path, max_tokens, "the server's token limit per model input", MODEL_MAX_TOKENS
+    )
+
+
+def within_vocabulary(tokenized: TokenizedText, vocabulary: int, name: str) -> TokenizedText:
+    """``tokenized``, unless the tokenizer gave an id the model (``name``) has no row for."""
+    biggest = max(tokenized.input_ids)
+    if biggest >= vocabulary:
+        raise SpecError(
+            f"{name}: tokenizer.json gives token id {biggest}, beyond the model's "
+            f"vocabulary of {vocabulary}: the files do not belong together",
+            field="model",
+        )
+    return tokenized
+
+
+def refuse_pair(text_b: str | None, why: str, kind: str | None = None) -> None:
+    """A ``SpecError`` on ``text_b`` when it is given: ``why`` this model reads no
+    sentence pair, and what to do instead."""
+    if text_b is not None:
+        raise SpecError(f"text_b (a sentence pair) is {why}", field="text_b", kind=kind)
+
+
+class TextModelBase(Generic[ModelT]):
+    """A model, its tokenizer and recent results: ``info``, ``encode``, ``trace``.
+
+    Thread safety: the model is in eval mode with frozen weights and no call
+    keeps state in it, so several threads may use one instance at once.
+    """
+
+    causal: bool
+
+    def __init__(
+        self,
+        name: str,
+        family: str,
+        model: ModelT,
+        tokenizer: TextTokenizer,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        self.name = name
+        self.family = family
+        self.model = model
+        self.tokenizer = tokenizer
+        self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
+        # Long inputs' kept q/k (``encode_long``); the app sets its own budget.
+        self.long_cache: ResultCache[str, LongMaps] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
+        self.device = CPU
+
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Weights onto ``device``, held as ``dtype`` (None: as stored); passes then run
+        there (16-bit weights: see ``weight_dtype.run_on``), results come back to the CPU.
+        A model placed layer by layer at load (``placement``) stays where it is."""
+        module = self.torch_module
+        if getattr(module, "hf_device_map", None) is not None:
+            return
+        hold(module, dtype)
+        module.to(device)
+        run_on(module, device)
+        self.device = device
+
+    @property
+    def torch_module(self) -> nn.Module:
+        """The ``nn.Module`` holding the weights (a ``TransformersLM`` wraps one)."""
+        model: Any = self.model
+        return model if isinstance(model, nn.Module) else cast(nn.Module, model.model)
+
+    @property
+    def config(self) -> DecoderConfig:
+        return self.model.config
+
+    @property
+    def max_tokens(self) -> int:
+        return self.tokenizer.max_tokens
+
+    def info(self) -> dict[str, object]:
+        return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
+
+    # --- text in ------------------------------------------------------------------------
+
+    def tokenize(self, text: str, field: str = "text") -> TokenizedText:
+        tokenized = self.tokenizer.encode(text, field=field)
+        return within_vocabulary(tokenized, self.config.vocabulary_size, self.name)
+
+    def _refuse_pair(self, text_b: str | None) -> None:
+        """A ``SpecError`` on ``text_b`` when it is given: these models read one text."""
+        raise NotImplementedError
+
+    # --- the forward pass ---------------------------------------------------------------
+
+    def encode(self, text: str, text_b: str | None = None) -> DecoderMaps:
+        """Every layer's attention and hidden states for ``text`` (or a recent result)."""
+        self._refuse_pair(text_b)
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        tokenized = self.tokenize(text)
+        # A decoder's maps in blocks of rows: the masked half of each map is never computed.
+        blocked = self.causal and len(tokenized) >= FULL_MAPS_BLOCKED_TOKENS
+        with (
+            torch.inference_mode(),
+            running_on(self.device),
+            blocked_pass(FullMapsPass()) if blocked else nullcontext(),
+        ):
+            out = self.model(
+                torch.tensor([tokenized.input_ids]),
+                num_logits=0,
+                output_attentions=True,
+                output_hidden_states=True,
+            )
+            maps = DecoderMaps(
+                tokenized,
+                to_cpu(tuple(a[0] for a in out.attentions)),  # (H, T, T) each
+                to_cpu(tuple(h[0] for h in out.hidden_states)),  # (T, C) each
+            )
+        self._cache.put(text, maps)
+        return maps
+
+    def encode_long(
+        self, text: str, spec: GridSpec, text_b: str | None = None, *, rollout: bool = False
+    ) -> LongMaps:
+        """``text`` through ``long_maps.long_pass``: every layer's q/k kept and its maps
+        gathered as ``spec`` shows them, never an (H, T, T) tensor (or a recent result,
+        whose ``grid`` rebuilds another ``spec``).  ``rollout``: also keep each layer's
+        full head average (T² a layer) and return the rollout (L products of T × T)."""
+        self._refuse_pair(text_b)
+        cached = self.long_cache.get(text)
+        if cached is not None:
+            return cached
+        tokenized = self.tokenize(text)
+        layers = self.config.num_layers
+        # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
+        pass_ = LongPass(
+            spec,
+            layers,
+            report_layers=not isinstance(self.model, DecoderLM),
+            full_averages=rollout,
+        )
+        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+            self.model(torch.tensor([tokenized.input_ids]), num_logits=0)
+        if sorted(pass_.layers) != list(range(layers)):
+            raise RuntimeError(f"{self.name}: the long pass saw layers {sorted(pass_.layers)}")
+        maps = LongMaps(
+            tokenized,
+            to_cpu(tuple(pass_.layers[i] for i in range(layers))),
+            spec,
+            tuple(pass_.grids[i].to_cpu() for i in range(layers)),
+            rollout=(
+                attention_rollout([pass_.averages[i].cpu()[None] for i in range(layers)])
+                if rollout
+                else None
+            ),
+        )
+        self.long_cache.put(text, maps)
+        return maps
+
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[TokenizedText, LayerTrace]:
+        """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``."""
+        self._refuse_pair(text_b)
+        check_layer(layer, self.config.num_layers)
+        tokenized = self.tokenize(text)
+        with torch.inference_mode(), running_on(self.device):
+            out = self.model(torch.tensor([tokenized.input_ids]), num_logits=0, trace_layer=layer)
+        if out.trace is None:
+            raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
+        return tokenized, to_cpu(out.trace)
