@@ -54,14 +54,19 @@ PAGE_THREADS = max(4, 2 * CPUS)
 _toy_limiter: RunVar[anyio.CapacityLimiter] = RunVar("attention_viz_toy_limiter")
 
 
+def per_loop(var: RunVar[anyio.CapacityLimiter], total: float) -> anyio.CapacityLimiter:
+    """``var``'s limiter, made with ``total`` tokens on first use (one per event loop)."""
+    try:
+        return var.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(total)
+        var.set(limiter)
+        return limiter
+
+
 def toy_limiter() -> anyio.CapacityLimiter:
     """The toy work's threads, apart from the model work's and the pages'."""
-    try:
-        return _toy_limiter.get()
-    except LookupError:
-        limiter = anyio.CapacityLimiter(COMPUTE_THREADS)
-        _toy_limiter.set(limiter)
-        return limiter
+    return per_loop(_toy_limiter, COMPUTE_THREADS)
 
 
 def width_of(options: AttentionOptions) -> int:

@@ -49,23 +49,13 @@ _model_limiter: RunVar[anyio.CapacityLimiter] = RunVar("attention_viz_model_limi
 _hop_limiter: RunVar[anyio.CapacityLimiter] = RunVar("attention_viz_model_hop")
 
 
-def _per_loop(var: RunVar[anyio.CapacityLimiter], total: float) -> anyio.CapacityLimiter:
-    """``var``'s limiter, made with ``total`` tokens on first use (one per event loop)."""
-    try:
-        return var.get()
-    except LookupError:
-        limiter = anyio.CapacityLimiter(total)
-        var.set(limiter)
-        return limiter
-
-
 def model_limiter() -> anyio.CapacityLimiter:
     """This event loop's model threads (``compute.MODEL_THREADS`` when first asked)."""
-    return _per_loop(_model_limiter, compute.MODEL_THREADS)
+    return compute.per_loop(_model_limiter, compute.MODEL_THREADS)
 
 
 def _hop() -> anyio.CapacityLimiter:
-    return _per_loop(_hop_limiter, math.inf)
+    return compute.per_loop(_hop_limiter, math.inf)
 
 
 def refuse_when_full(settings: Settings) -> Response | None:
