@@ -12,10 +12,10 @@ held, whatever the length.  The first stack's view is gathered during the
 pass itself.  An encoder-decoder adds its decoder and cross stacks
 (``encoder_attentions``, ``decoder_attentions``, ``cross_attentions``).
 
-**Sizes.**  An input whose full maps (layers × heads × T² float32) would take
-more than ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES`` is ``maps_path`` 'long': its
-answer is at most ``ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS`` cells (422 on
-``pool`` before any work: ask with ``pool`` or a region), and ``rollout`` is
+**Sizes.**  An answer is at most ``ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS`` cells
+(422 on ``pool`` before any work: ask with ``pool`` or a region).  An input
+whose full maps (layers × heads × T² float32) would take more than
+``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES`` is ``maps_path`` 'long': ``rollout`` is
 computed up to ``ATTENTION_VIZ_MODEL_LONG_ROLLOUT_TOKENS`` tokens (each
 layer's full head average kept, L products of T × T; past that it is null and
 ``rollout_note`` says why).  Below the budget every answer is whole, as before.
@@ -38,7 +38,7 @@ from attention_core.models.maps.pooling import Region
 from attention_core.models.maps.text_maps import TokenizedLike
 from attention_core.progress import report
 
-from .limits import over_limit
+from .limits import check_answer_cells
 from .map_view import describe, map_query, select_layers, shown_count
 from .model_payloads import check_json_maps, float_array, map_json, require_attention
 from .model_registry import load
@@ -46,7 +46,6 @@ from .schemas.model import MapOptions, ModelAttentionRequest
 from .settings import Settings
 
 FULL_MAPS_SETTING = "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
-ANSWER_CELLS_SETTING = "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS"
 ROLLOUT_NOTE = (
     "not computed for an input this long: rollout multiplies every layer's full T × T map "
     "into the next (L products of T³), which no pooling or region avoids; it is computed "
@@ -109,24 +108,13 @@ class MapsPlan:
         return query if self.body.measure == "weights" else None
 
     def check_size(self, query: MapQuery, tokens: int, shown: int) -> None:
+        """The answer's cells (``model_max_answer_cells``, 422 on ``pool``) and its JSON
+        numbers, before any work."""
         rows, cols = query.shape
-        rollout = tokens <= self.rollout_up_to()
         per_layer = len(query.heads or range(self.heads)) + int(self.body.head_average)
-        per_layer += int(rollout)
-        cells = len(self.layers) * per_layer * rows * cols
-        limit = self.settings.model_max_answer_cells
-        if self.long(tokens) and cells > limit:
-            raise over_limit(
-                ["body", "pool"],
-                f"the maps asked for are {cells} cells ({len(self.layers)} layers × {per_layer} "
-                f"maps × {rows} × {cols}) of a {shown}-token text; the limit for a long "
-                f"input is {limit} ({ANSWER_CELLS_SETTING}): ask with pool, a smaller rows/cols "
-                "region, or fewer heads or layers",
-                limit=limit,
-                found=cells,
-                setting=ANSWER_CELLS_SETTING,
-            )
-        numbers = cells if self.body.format == "json" else 0
+        per_layer += int(tokens <= self.rollout_up_to())
+        check_answer_cells(len(self.layers), per_layer, query.shape, shown, self.settings)
+        numbers = len(self.layers) * per_layer * rows * cols if self.body.format == "json" else 0
         check_json_maps(numbers, len(self.layers), f"{shown} tokens")
 
 

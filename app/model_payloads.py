@@ -20,9 +20,10 @@ from attention_core.models import (
 )
 from attention_core.models.maps.map_grid import MapGrid
 
-from .limits import over_limit
+from .limits import check_answer_cells, over_limit
 from .map_view import map_query, select_layers
 from .schemas.model import MapOptions
+from .settings import Settings
 from .steps import HEAD_STEPS
 
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
@@ -76,6 +77,7 @@ def maps_payload(
     model: str,
     family: str,
     causal: bool,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """``MapsResponse`` of maps a pass held whole (a generated text's, which the KV cache
     computed step by step), shown through the one map query and the gatherer's pooling
@@ -93,6 +95,8 @@ def maps_payload(
     query = map_query(options, H, hidden, T)
     rows, cols = query.shape
     per_layer = len(query.heads or range(H)) + (2 if options.head_average else 1)
+    if settings is not None:  # the answer's size, as a text's answer is checked
+        check_answer_cells(len(layers), per_layer, query.shape, len(positions), settings)
     numbers = len(layers) * per_layer * rows * cols if options.format == "json" else 0
     check_json_maps(numbers, len(layers), f"{len(positions)} tokens")
 
