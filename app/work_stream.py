@@ -36,7 +36,7 @@ from starlette.types import Receive, Scope, Send
 from attention_core.progress import Cancelled, reporting
 
 from .errors import INTERNAL_ERROR, error_response, known_error_response
-from .routes.common import json_response
+from .json_reply import json_response
 from .training.sse import frame
 
 log = logging.getLogger(__name__)
