@@ -38,6 +38,7 @@ from .routes import (
     runs,
     train,
     train_page,
+    why,
 )
 from .security import BodyLimitMiddleware, SecuredFastAPI
 from .settings import Settings, get_settings
@@ -55,7 +56,8 @@ Errors are 4xx JSON `{"detail": [{"loc": [...], "msg": "...", "type": "...", "ct
 `loc` names the field, `msg` says it in words, `type` is a stable name of the rule
 and `ctx` (when the rule has numbers) holds them: a size over a limit is
 `limit_exceeded` with `ctx` `{"limit", "found", "setting"}` (`setting`: the
-`ATTENTION_VIZ_*` environment variable that sets it, or `model_context`; see the README).
+`ATTENTION_VIZ_*` environment variable that sets it, or `model_context`; see the
+docs' Settings and limits page).
 """
 
 
@@ -107,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         model,
         model_stream,
         heads,
+        why,
         generate,
         train,
         runs,

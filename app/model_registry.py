@@ -24,6 +24,7 @@ from fastapi import Depends, Request
 from attention_core.models import ModelEntry, ModelRegistry, TextModel
 from attention_core.models.base.device import check_device
 from attention_core.models.registry.discovery import hf_cache_dir, split_paths
+from attention_core.models.weight_dtype import check_dtype
 
 from .settings import Settings, get_settings
 
@@ -65,6 +66,9 @@ def build_registry(settings: Settings) -> ModelRegistry:
         long_cache_bytes=settings.model_long_cache_bytes,
         max_model_bytes=settings.max_model_bytes,
         device=check_device(settings.device),
+        dtype=check_dtype(settings.dtype),
+        offload=settings.offload,
+        offload_dir=Path(settings.offload_dir).expanduser() if settings.offload_dir else None,
     )
 
 

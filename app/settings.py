@@ -63,14 +63,19 @@ class Settings(BaseSettings):
         description="PyTorch intra-op threads; 1 suits one worker per core and tiny tensors",
     )
 
-    # --- real models (attention_core.models; README "Models") ---
+    # --- real models (attention_core.models; docs/models.md) ---
     model_dir: str | None = Field(
         None,
         description="the default model's checkpoint directory (any supported family); "
         "default: the packaged MiniLM",
     )
-    model_max_tokens: int = Field(
-        4096, ge=3, description="tokens per model input (each model's context caps it too)"
+    model_max_tokens: int | None = Field(
+        None,
+        ge=3,
+        description="tokens per model input (each model's context caps it too); default: "
+        "per model, what the device's memory allows the long path to keep beside its "
+        "weights (every layer's q and k, float32: layers × (heads + kv_heads) × head_dim "
+        "× 4 bytes a token, half the memory left), up to its context",
     )
     model_full_maps_bytes: int = Field(
         192 * 2**20,
@@ -106,6 +111,26 @@ class Settings(BaseSettings):
         description="where models run: 'cpu', or 'cuda' (refused at start-up when torch "
         "sees no CUDA GPU); answers are the same either way",
     )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="the weights' dtype in memory: 'auto' keeps each checkpoint's stored "
+        "dtype (a bfloat16 checkpoint takes its stored bytes), 'float32' upcasts every "
+        "weight at load, 'bfloat16'/'float16' cast at load; the attention steps (scores, "
+        "softmax, weights, context) are float32 whatever it is, and on the CPU every layer "
+        "runs in float32 (its 16-bit weights cast for its own forward only)",
+    )
+    offload: bool = Field(
+        True,
+        description="a model whose weights exceed max_model_bytes opens with accelerate's "
+        "device_map (as many layers in memory as the limit allows, the rest read from "
+        "disk every forward pass; needs transformers and accelerate); false: it is listed "
+        "as unsupported",
+    )
+    offload_dir: str | None = Field(
+        None,
+        description="where accelerate keeps the disk-offloaded layers; default: "
+        "attention-viz-offload in the system's temporary directory",
+    )
     models: str = Field(
         "",
         description="checkpoint directories, separated by os.pathsep (':' on Linux); "
@@ -125,9 +150,11 @@ class Settings(BaseSettings):
     max_model_bytes: int | None = Field(
         None,
         ge=1,
-        description="memory one model's weights may take once loaded (float32), checked "
-        "from config.json and the safetensors headers before loading; a larger model is "
-        "listed as unsupported; default: half the machine's memory (or its cgroup limit)",
+        description="memory one model's weights may take once loaded (as held: see dtype; "
+        "a bfloat16 checkpoint counts its stored bytes), checked from config.json and the "
+        "safetensors headers before loading; a larger model opens spread over memory and "
+        "disk (see offload), or is listed as unsupported; default: half the machine's "
+        "memory (or its cgroup limit)",
     )
     max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
     max_ablation_cells: int = Field(
@@ -137,7 +164,7 @@ class Settings(BaseSettings):
         "every head ablated on its own is that many attention cells per layer, batched",
     )
 
-    # Training (POST /api/train, the /train page); see the README's "Training" section.
+    # Training (POST /api/train, the /train page); see docs/training.md.
     runs_dir: str | None = Field(
         None,
         description="where finished training runs are saved (shared by replicas), and listed "

@@ -126,6 +126,12 @@ def embed(tokens: Sequence[str], spec: EmbeddingSpec, field_name: str = "tokens"
                 f"unknown word(s) {unknown} in {field_name}; the vocabulary has "
                 f"{sorted(words)} (add a vector for a new word, or use hashed embeddings)",
                 field=field_name,
+                # where the first one is and how many there are (the words are in msg)
+                ctx={
+                    "index": list(tokens).index(unknown[0]),
+                    "found": len(unknown),
+                    "vocabulary_size": len(words),
+                },
             )
         dims = {len(v) for v in words.values()}
         if len(dims) != 1:

@@ -1,10 +1,8 @@
-"""MkDocs hooks (mkdocs.yml ``hooks``): the pages written from the code at build time.
+"""MkDocs hooks (mkdocs.yml ``hooks``): the API reference, written from the code at build time.
 
-- ``api-reference.md``'s ``<!-- openapi -->`` becomes the app's OpenAPI document as
-  Markdown (devtools/openapi_markdown.py), and the document itself is written to the
-  site as ``openapi.json``;
-- ``benchmarks.md``'s ``<!-- bench-table -->`` becomes the table of bench/results/
-  (scripts/bench_table.py renders the same table into bench/README.md).
+``api-reference.md``'s ``<!-- openapi -->`` becomes the app's OpenAPI document as
+Markdown (devtools/openapi_markdown.py), and the document itself is added to the site
+as ``openapi.json``.
 """
 
 from __future__ import annotations

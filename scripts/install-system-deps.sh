@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: Chromium for the browser tests, wrk for
-# the load benchmarks. Idempotent; needs root (CI runs as root).
+# the load benchmarks, curl for the docs' curl commands (tests/docs). Idempotent; needs root (CI runs as root).
 set -euo pipefail
 needed=()
 command -v chromium >/dev/null 2>&1 || needed+=(chromium)
 command -v wrk >/dev/null 2>&1 || needed+=(wrk)
+command -v curl >/dev/null 2>&1 || needed+=(curl)
 if [ ${#needed[@]} -eq 0 ]; then
   exit 0
 fi

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
+from ..schemas.heads import SCORE_LABELS
 from ..templating import templates
 from .models import listing
 
@@ -55,6 +56,10 @@ def describe(model: dict[str, Any]) -> str:
         parts.append(f"{model['parameters']:,} parameters")
     if model["max_positions"]:
         parts.append(f"reads up to {count_of(model['max_positions'], 'token')}")
+    if model.get("dtype") and model.get("held_bytes"):
+        parts.append(f"{model['dtype']}, {model['held_bytes'] / 1e6:,.1f} MB on {model['device']}")
+    if model.get("placement"):
+        parts.append(str(model["placement"]))
     return " · ".join(parts)
 
 
@@ -98,6 +103,7 @@ def model_page(request: Request) -> HTMLResponse:
     initial = {
         **DEFAULTS,
         "models": listing,
+        "score_names": list(SCORE_LABELS),  # "Sort by" lists them before any scores arrive
         "limits": {
             "max_new_tokens": settings.max_new_tokens,
             "max_vocabulary_words": settings.max_vocabulary_words,

@@ -299,8 +299,9 @@ class Limits(BaseModel):
     max_lesson_trials: int = Field(description="samples per dimension in the scaling lesson")
     max_lesson_samples: int = Field(description="sum(dims) × trials of one scaling lesson")
     max_lesson_scores: int = Field(description="scores in one scaling lesson")
-    model_max_tokens: int = Field(
-        description="tokens per model input (each model's context caps it too)"
+    model_max_tokens: int | None = Field(
+        description="tokens per model input (each model's context caps it too); null: per "
+        "model, from the device's memory and its context (GET /api/model's max_tokens)"
     )
     model_full_maps_bytes: int = Field(
         description="an input whose maps (layers × heads × T² × 4 bytes) are larger takes "

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from . import examples
 from .attention import MAX_SEED
 from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
 
@@ -27,6 +28,8 @@ TextField = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank a
 
 
 class HeadScoresRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.HEAD_SCORES)
+
     model: ModelName | None = None
     text: str = TextField
     seed: StrictInt = Field(
@@ -132,6 +135,8 @@ class AblateResponse(BaseModel):
 
 
 class LogitLensRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.LOGIT_LENS)
+
     model: ModelName | None = None
     text: str = TextField
 

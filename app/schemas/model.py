@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from attention_core.models.maps.pooling import POOL_REDUCE
 
+from . import examples
 from .attention import MAX_SEED
 
 # Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
@@ -55,7 +56,7 @@ class ModelSummary(BaseModel):
 
     name: str
     source: Literal["default", "package", "builtin", "cli", "env", "runs", "hf-cache"] = Field(
-        description="where it was found (see the README's Models section)"
+        description="where it was found (see the docs' Models page, Sources)"
     )
     default: bool = Field(description="the model requests without `model` get")
     family: str | None = Field(
@@ -79,6 +80,23 @@ class ModelSummary(BaseModel):
     max_positions: int | None = Field(description="the model's context, in tokens")
     vocab_size: int | None
     parameters: int | None = Field(description="from the safetensors headers")
+    dtype: str | None = Field(
+        None,
+        description="the weights' dtype in memory ('bfloat16' for a bfloat16 checkpoint: "
+        "kept as stored, see ATTENTION_VIZ_DTYPE); the attention is computed in float32",
+    )
+    held_bytes: int | None = Field(
+        None, description="what the weights take in memory once loaded (as held)"
+    )
+    device: Literal["cpu", "cuda"] | None = Field(
+        None, description="where it runs (ATTENTION_VIZ_DEVICE); null when not supported"
+    )
+    placement: str | None = Field(
+        None,
+        description="how a model larger than ATTENTION_VIZ_MAX_MODEL_BYTES runs: accelerate's "
+        "device map (layers in memory, layers read from disk, the expected extra time per "
+        "forward pass, dtype); null when it fits",
+    )
     loaded: bool = Field(description="in memory now")
     supported: bool
     reason: str | None = Field(description="why it is not supported (null when it is)")
@@ -199,6 +217,8 @@ class MapOptions(Strict):
 
 
 class ModelAttentionRequest(MapOptions):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.MAPS)
+
     model: ModelName | None = None
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank approved it."])
     text_b: str | None = Field(
@@ -334,6 +354,8 @@ class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
 
 
 class GenerateRequest(MapOptions):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.GENERATE)
+
     model: ModelName | None = None
     prompt: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on"])
     max_new_tokens: StrictInt = Field(
@@ -377,6 +399,8 @@ class GenerateResponse(Seq2SeqMaps, MapsResponse):
 
 
 class ModelHeadRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.HEAD)
+
     model: ModelName | None = None
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on the mat"])
     text_b: str | None = Field(

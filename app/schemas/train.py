@@ -13,13 +13,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import examples
 from .attention import MAX_SEED
 
 Architecture = Literal["bigram", "average", "single_head", "multi_head", "gpt"]
 
 
 class TrainRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.TRAIN)
 
     architecture: Architecture = Field(
         "gpt", description="a step of the tutorials' ladder (see GET /api/train/presets)"

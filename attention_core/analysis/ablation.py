@@ -13,7 +13,7 @@ batch grows layer by layer, so the layers below an ablated head run once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -146,13 +146,19 @@ def ablate(
     return Ablation(pairs, mode, None, None, cosine)
 
 
-def each_head_effects(heads: HeadModel, ids: Sequence[int], mode: str = "zero") -> torch.Tensor:
+LossFn = Callable[[torch.Tensor], torch.Tensor]
+"""Final-normed states (B, T, C) -> (B,) losses (default: the mean next-token loss)."""
+
+
+def each_head_effects(
+    heads: HeadModel, ids: Sequence[int], mode: str = "zero", losses: LossFn | None = None
+) -> torch.Tensor:
     """(L, H): a decoder's Δloss (loss without that head − loss with all), or an encoder's
     cosine of the sentence embedding without that head to the one with all."""
     _check_mode(mode)
     check_length(heads, len(ids))
     if isinstance(heads, DecoderHeadModel):
-        return _decoder_effects(heads, ids, mode)
+        return _decoder_effects(heads, ids, mode, losses)
     L, H, T = heads.num_layers, heads.num_heads, len(ids)
     rows = 1 + L * H
     per_pass = max(1, BATCH_CELLS // (H * T * T))
@@ -174,7 +180,9 @@ def each_head_effects(heads: HeadModel, ids: Sequence[int], mode: str = "zero") 
     return F.cosine_similarity(out[1:], out[:1], dim=-1).view(L, H)
 
 
-def _decoder_effects(heads: DecoderHeadModel, ids: Sequence[int], mode: str) -> torch.Tensor:
+def _decoder_effects(
+    heads: DecoderHeadModel, ids: Sequence[int], mode: str, losses_of: LossFn | None
+) -> torch.Tensor:
     """Decoders share the layers below an ablation: one pass starts with the text alone
     (batch 1) and, entering each layer l of its group, grows the batch by H copies of row 0,
     row 1 + (l − first)·H + h ablating head h of layer l.  So a head of layer l costs the
@@ -199,7 +207,9 @@ def _decoder_effects(heads: DecoderHeadModel, ids: Sequence[int], mode: str) -> 
             return torch.cat([x, x[:1].expand(H, *x.shape[1:])])  # (B + H, T, C)
 
         final = heads.run(text, edit=masked_edit(masks, H, mode), grow=grow).hidden[-1]
-        losses = _losses(heads, final, text[0])  # (1 + len(group) * H,)
+        losses = (
+            _losses(heads, final, text[0]) if losses_of is None else losses_of(final)
+        )  # (1 + len(group) * H,)
         clean = losses[0] if clean is None else clean
         deltas.append(losses[1:] - clean)
     return torch.cat(deltas).view(L, H)

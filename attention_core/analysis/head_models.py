@@ -35,7 +35,8 @@ def head_model(model: TextModel) -> HeadModel:
                 raise SpecError(
                     f"{model.name} is a {model.family} encoder-decoder: ablation, "
                     "value-weighted maps and the logit lens are for decoder-only and "
-                    "encoder-only models; its head scores are (stack 'encoder' or 'decoder')",
+                    "encoder-only models; for this model, ask for the head scores of its "
+                    "'encoder' or 'decoder' stack",
                     field="model",
                 )
             elif cached is None:

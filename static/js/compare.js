@@ -6,7 +6,8 @@ import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js"
 import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
 import { drawHeatmap } from "./heatmap.js";
 import { dimLabels, tokenLabels } from "./labels.js";
-import { LIMITS } from "./limits.js";
+import { renderEmbeddingNotice } from "./explorer-notices.js";
+import { LIMITS, MODEL_VECTORS } from "./limits.js";
 import { modelDim, modelVectors } from "./model-vectors.js";
 import { readCompareState, writeCompareState } from "./state.js";
 import { capTokens, splitSentence } from "./tokens.js";
@@ -23,6 +24,7 @@ const $ = (id) => byTestId(id, root);
 
 let last = null;
 let seq = 0;
+let auto = null; // {kind, words, why}: the vectors chosen for words outside the toy vocabulary
 
 /** The presets' specs came with the page (the same as GET /api/presets/{name}). */
 function presetSpec(name) {
@@ -207,12 +209,29 @@ async function run() {
   const problems = [];
   if (!tokensA.length) problems.push(["tokens_a", "Type at least one word."]);
   if (!tokensB.length) problems.push(["tokens_b", "Type at least one word."]);
-  if (form.embedding === "vocabulary") {
-    for (const [field, tokens] of [["tokens_a", tokensA], ["tokens_b", tokensB]]) {
-      const unknown = [...new Set(tokens.filter((t) => !(t in VOCAB)))];
-      if (unknown.length) problems.push([field, `Not in the toy vocabulary: ${unknown.join(", ")}. Choose “hashed” or “model” embeddings for any word.`]);
-    }
+  // Words outside the toy vocabulary: every word gets MiniLM's vectors (hashed ones without
+  // a MiniLM checkpoint), as the explorer does, and the notice says so.
+  const unknown = [...new Set([...tokensA, ...tokensB].filter((t) => !(t in VOCAB)))];
+  if (auto && !unknown.length && form.embedding === auto.kind) {
+    form.embedding = "vocabulary"; // every word is the toy vocabulary's again
+    $("cmp-embedding").value = form.embedding;
+    auto = null;
+    writeCompareState(form);
   }
+  if (form.embedding === "vocabulary" && unknown.length) {
+    form.embedding = MODEL_VECTORS ? "model" : "hashed";
+    $("cmp-embedding").value = form.embedding;
+    auto = { kind: form.embedding, words: unknown, why: MODEL_VECTORS ? null : "this server has no MiniLM checkpoint" };
+    writeCompareState(form);
+  }
+  renderEmbeddingNotice($("embedding-notice"), auto, form.embedding, {
+    onHashed: () => {
+      auto = { ...auto, kind: "hashed" };
+      $("cmp-embedding").value = "hashed";
+      run();
+    },
+    dim: modelDim(MAX_DIM),
+  });
   if (problems.length) {
     seq++; // an answer still on its way is out of date
     for (const [field, msg] of problems) showFieldError(root, field, msg);

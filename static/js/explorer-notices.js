@@ -2,6 +2,7 @@
 // chose MiniLM (or hashed) vectors, and which words MiniLM's vocabulary lacks.
 
 import { el } from "./dom.js";
+import { MODEL_WIDTH } from "./model-vectors.js";
 
 /** Words as <code> items, at most `max` of them and a count of the rest. */
 export const quoted = (words, max = 6) =>
@@ -13,14 +14,19 @@ export const quoted = (words, max = 6) =>
 /**
  * The notice after words outside the toy vocabulary switched the embedding.
  * auto: {kind: "model" | "hashed", words, why} or null; shown while `current` is that kind.
- * onHashed() switches to hashed vectors; onOwn() goes back to the toy vocabulary.
+ * onHashed() switches to hashed vectors; onOwn() goes back to the toy vocabulary; dim: the
+ * width the vectors are sent with (MiniLM's 384 are projected at random to it when narrower).
  */
-export function renderEmbeddingNotice(box, auto, current, { onHashed, onOwn }) {
+export function renderEmbeddingNotice(box, auto, current, { onHashed, onOwn, dim = MODEL_WIDTH }) {
   box.hidden = !auto || auto.kind !== current;
   if (box.hidden) return box.replaceChildren();
+  const narrowed =
+    dim < MODEL_WIDTH
+      ? `: its ${MODEL_WIDTH} numbers projected to this page's ${dim} by one fixed random ${MODEL_WIDTH} × ${dim} matrix, which keeps lengths and angles roughly`
+      : "";
   const which =
     auto.kind === "model"
-      ? "so every word gets MiniLM's word vector (the pretrained model's embedding table: one fixed vector per word, no context)."
+      ? `so every word gets MiniLM's word vector (the pretrained model's embedding table: one fixed vector per word, no context)${narrowed}.`
       : `so every word gets a hashed vector (a fixed random vector per word)${auto.why ? `: ${auto.why}` : ""}.`;
   box.replaceChildren(
     el("p", {}, [
@@ -32,7 +38,7 @@ export function renderEmbeddingNotice(box, auto, current, { onHashed, onOwn }) {
       auto.kind === "model"
         ? el("button", { type: "button", "data-testid": "use-hashed-instead", text: "Use hashed vectors instead", onclick: onHashed })
         : null,
-      el("button", { type: "button", "data-testid": "own-vectors", text: "Give these words my own vectors", onclick: onOwn }),
+      onOwn ? el("button", { type: "button", "data-testid": "own-vectors", text: "Give these words my own vectors", onclick: onOwn }) : null,
     ]),
   );
 }

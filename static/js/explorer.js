@@ -155,6 +155,7 @@ function renderNotices() {
       update();
     },
     onOwn: useOwnVectors,
+    dim: state.spec.embedding.dim,
   });
   const s = state.spec;
   const unk = isModel(s.embedding) ? wordsWithUnknownPieces([...s.tokens, ...(s.source_tokens || [])]) : [];

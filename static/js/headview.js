@@ -244,7 +244,22 @@ function render(container) {
       n ? "; " : "",
       `${headName(head)} → `,
       el("span", { class: "hv-token", text: data.keys[key] }),
-      ` ${weight.toFixed(2)}`,
+      ` ${weightText(weight)}`,
     ]),
   );
+  if (container.dataset.mode !== "bars") scrollToChosen(figure);
+}
+
+/** A weight with two significant digits at least: 0.42, 0.0042 (never a bare 0.00). */
+export function weightText(w) {
+  return w >= 0.01 || w === 0 ? w.toFixed(2) : w.toPrecision(2);
+}
+
+/** The lines box scrolled so the chosen token's label (and its lines' start) is in the middle. */
+function scrollToChosen(figure) {
+  const chosen = figure.querySelector(".hv-query.chosen");
+  if (!chosen || figure.scrollHeight <= figure.clientHeight) return;
+  const box = figure.getBoundingClientRect();
+  const at = chosen.getBoundingClientRect();
+  figure.scrollTop += at.top + at.height / 2 - (box.top + figure.clientHeight / 2);
 }

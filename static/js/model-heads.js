@@ -14,7 +14,8 @@
 // maps are shown, or the page is left, are aborted.
 
 import { ApiError, post } from "./api.js";
-import { el } from "./dom.js";
+import { colourBar, setColourBar } from "./colour-bar.js";
+import { el, initialData } from "./dom.js";
 import { colour, heatGrid } from "./score-grid.js";
 
 const messageOf = (err) => (err instanceof ApiError ? err.detail.map((d) => d.msg).join(" ") : String(err.message || err));
@@ -43,7 +44,13 @@ export function setupHeadAnalysis({ container, openHead }) {
   let wanted = false; // once asked for, each new text is scored as its maps arrive
   const scoresStatus = el("p", { class: "status", "data-testid": "scores-status", "aria-live": "polite" });
   const scoresError = el("p", { class: "error", role: "alert", "data-testid": "scores-error" });
-  const sortSelect = el("select", { id: "score-sort", "data-testid": "score-sort" });
+  // The scores' names from the page's data, so "Sort by" reads before any scores arrive.
+  const scoreNames = initialData().score_names || [];
+  const sortSelect = el(
+    "select",
+    { id: "score-sort", "data-testid": "score-sort" },
+    scoreNames.map((n) => el("option", { value: n, text: n.replace(/_/g, " ") })),
+  );
   const orderSelect = el("select", { id: "score-order", "data-testid": "score-order" }, [
     el("option", { value: "desc", text: "strongest first" }),
     el("option", { value: "asc", text: "weakest first" }),
@@ -114,6 +121,7 @@ export function setupHeadAnalysis({ container, openHead }) {
   const lensStatus = el("p", { class: "status", "data-testid": "lens-status", "aria-live": "polite" });
   const lensError = el("p", { class: "error", role: "alert", "data-testid": "lens-error" });
   const lensBox = el("div", { class: "lens-box", "data-testid": "lens-box" });
+  const lensBar = colourBar("lens-colour-bar", { horizontal: true });
   const lensCard = el("section", { class: "card lens-card", "data-testid": "lens-card", "aria-labelledby": "lens-title" }, [
     el("h2", { id: "lens-title", text: "Logit lens: what each layer would predict" }),
     el("p", {
@@ -350,7 +358,9 @@ export function setupHeadAnalysis({ container, openHead }) {
           el("thead", {}, [head]),
           el("tbody", {}, rows),
         ]),
+        lensBar,
       );
+      setColourBar(lensBar, { zmax: 1, label: "probability of the top token" });
     } catch (err) {
       if (mine !== seq || aborted(err)) return;
       lensStatus.textContent = "";

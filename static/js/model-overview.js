@@ -6,6 +6,7 @@
 // scale, the first-token (sink) column left out of the colour range, and the
 // layer filter of the grid.
 
+import { colourBar, framedMap, setColourBar } from "./colour-bar.js";
 import { el } from "./dom.js";
 import { LUT, MASKED, maskedCell } from "./model-canvas.js";
 import { decodeCompact } from "./model-data.js";
@@ -175,6 +176,7 @@ export function canvasZoom(box, readout) {
   const canvas = el("canvas", { class: "zoom-canvas", "data-testid": "zoom-canvas", width: 1, height: 1, tabindex: "0", "aria-label": "The large map; drag to zoom into a region" });
   const frame = el("div", { class: "zoom-frame" }, [canvas, el("div", { class: "zoom-box", hidden: true })]);
   const rect = frame.lastChild;
+  const bar = colourBar("zoom-colour-bar");
   const field = (name, label) => el("input", { type: "number", min: 0, step: 1, "data-testid": `zoom-${name}`, name, "aria-label": label });
   const form = el("form", { class: "zoom-region", "data-testid": "zoom-region", novalidate: true }, [
     el("span", { text: "Rows" }), field("row0", "first row"), el("span", { text: "to" }), field("row1", "row after the last"),
@@ -183,7 +185,7 @@ export function canvasZoom(box, readout) {
     el("button", { type: "button", "data-testid": "zoom-whole", text: "Whole map" }),
   ]);
   const note = el("p", { class: "hint", "data-testid": "zoom-note", role: "status" });
-  const root = el("div", { class: "canvas-zoom", "data-testid": "canvas-zoom" }, [frame, form, note]);
+  const root = el("div", { class: "canvas-zoom", "data-testid": "canvas-zoom" }, [framedMap(frame, bar, { testid: "zoom-axes" }), form, note]);
   let ctx = null; // what is shown
   let map = null; // the loaded map
   let seq = 0;
@@ -204,6 +206,8 @@ export function canvasZoom(box, readout) {
     const { zmax, log } = ctx.colour(map);
     drawCells(canvas, map.values, { rows: map.rows, cols: map.cols, block: map.block, offset: [map.region.rows[0], map.region.cols[0]], T: ctx.T, zmax, log, ...ctx.mask });
     const { rows, cols } = map.region;
+    setColourBar(bar, { zmax, log, decades: LOG_DECADES });
+    canvas.style.aspectRatio = `${cols[1] - cols[0]} / ${rows[1] - rows[0]}`; // a region keeps its shape
     Object.assign(canvas.dataset, { rows: rows.join(","), cols: cols.join(","), block: map.block.join(","), key: ctx.key });
     const whole = rows[0] === 0 && cols[0] === 0 && rows[1] === ctx.T && cols[1] === ctx.T;
     const pooled = map.block.some((b) => b > 1);

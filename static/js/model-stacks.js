@@ -8,6 +8,7 @@
 // can be shared and reloaded; the query is model.js'.
 
 import { ApiError, post } from "./api.js";
+import { colourBar, setColourBar } from "./colour-bar.js";
 import { byTestId, el } from "./dom.js";
 import { clearFieldErrors, showFieldErrors } from "./feedback.js";
 import { tokenLabels } from "./labels.js";
@@ -271,6 +272,13 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     table.dataset.cols = String(cols.length);
     const wrap = table.parentNode;
     for (const old of wrap.querySelectorAll("canvas")) old.remove();
+    // Each map is coloured to its own largest weight: the bar says which number that is.
+    let bar = wrap.parentNode.querySelector("[data-testid='s2s-colour-bar']");
+    if (!bar) {
+      bar = colourBar("s2s-colour-bar", { horizontal: true });
+      wrap.after(bar);
+    }
+    setColourBar(bar, { zmax: Math.max(maxOf(values), 1e-6), label: "weight (the top colour is this map's largest)" });
     if (rows.length * cols.length > MAX_TABLE_CELLS) {
       table.replaceChildren();
       const canvas = el("canvas", { class: "s2s-big", "data-testid": "s2s-map-canvas" });

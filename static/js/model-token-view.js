@@ -101,7 +101,7 @@ export async function drawTokenView(section, view, { onChoose, onMode, headViewM
   what.textContent =
     row.mode === "written"
       ? `What the model looked at when it wrote ${token}: the weights of ${quote(tokens[row.query])}, the token before it, which was the model's input at that step. It could read ${row.keys} token${row.keys === 1 ? "" : "s"}.`
-      : `What ${token} (token ${chosen + 1} of ${labels.length}) reads${causal ? ": a decoder's token reads only itself and the tokens before it" : ""}.`;
+      : `What ${token} at position ${chosen} (of ${labels.length} tokens, counted from 0 as in the labels) reads${causal ? ": a decoder's token reads only itself and the tokens before it" : ""}.`;
   const keys = labels.slice(0, row.keys);
   const rows = Array.from({ length: H }, (_, h) => rowOf(layer, h, row.query, row.keys));
   const long = row.keys > HEADVIEW_KEYS;

@@ -584,6 +584,7 @@ async function run() {
     }
   }
   setStatus(generating ? "The model is writing…" : "Running the model…");
+  stale(null); // a new run: the last one's "Out of date" no longer applies
   progress.start();
   grid.dataset.drawn = "0";
   const started = performance.now();

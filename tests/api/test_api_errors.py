@@ -170,6 +170,12 @@ def test_bad_attention_body(client, case):
     assert any(all(w in e["msg"] for w in words) for e in matching), (words, matching)
 
 
+def test_unknown_words_carry_where_and_how_many_in_ctx(client):
+    error = error_of(client.post("/api/attention", json={"tokens": ["bank", "zebra", "yak"]}), 422)
+    assert error["type"] == "spec_error"
+    assert error["ctx"] == {"index": 1, "found": 2, "vocabulary_size": len(VOCABULARY)}
+
+
 def test_compare_limits_name_the_field(client):
     body = {"tokens_a": ["bank"], "tokens_b": ["bank"] * 65}
     error = error_of(client.post("/api/compare", json=body), 422)

@@ -56,7 +56,7 @@ def test_limits_are_the_settings(client: TestClient) -> None:
         "max_lesson_trials": 20_000,
         "max_lesson_samples": 4_000_000,
         "max_lesson_scores": 64,
-        "model_max_tokens": 4096,
+        "model_max_tokens": None,  # per model: the device's memory and its context
         "model_full_maps_bytes": 192 * 2**20,
         "model_max_answer_cells": 32 * 2**20,
     }

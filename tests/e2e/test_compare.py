@@ -154,27 +154,43 @@ def test_many_shared_words_most_changed_first_rest_folded(page: Page, server_url
     assert tick_texts(page, "plot-context-diff", "y") == labels
 
 
-def test_unknown_word_marks_results_stale_beside_its_sentence(page: Page) -> None:
+@pytest.mark.model
+def test_a_word_outside_the_toy_vocabulary_gets_minilm_vectors_as_in_the_explorer(
+    page: Page,
+) -> None:
     open_compare(page)
-    before = plot_data(page, "plot-weights-b")
     sentence_b = page.get_by_label("Sentence B")
     sentence_b.fill("river bank")
     sentence_b.press("Enter")
-    error = page.get_by_test_id("error-tokens_b")
-    expect(error).to_contain_text("Not in the toy vocabulary: river")
-    expect(sentence_b).to_have_attribute("aria-invalid", "true")
-    expect(sentence_b).to_be_focused()
+    expect(page.get_by_test_id("cmp-embedding")).to_have_value("model")
+    notice = page.get_by_test_id("embedding-notice")
+    expect(notice).to_contain_text("This word is not in the toy vocabulary: river")
+    expect(notice).to_contain_text("MiniLM's word vector")
+    expect(notice).to_contain_text("projected to this page's 256")
+    wait_for_plot(page, "plot-context-a")
+    page.wait_for_function(
+        "() => document.querySelector(\"[data-testid='plot-context-b']\").data[0].z.length === 2"
+    )
+    assert len(plot_data(page, "plot-context-b")[0]) == 256
+    expect(page.get_by_test_id("error-tokens_b")).to_be_empty()
     results = page.get_by_test_id("compare-results")
-    expect(results).to_have_attribute("data-stale", "true")
-    expect(results).to_have_attribute("aria-describedby", "compare-stale")
-    expect(page.get_by_test_id("stale-note")).to_contain_text("Out of date")
-    expect(page.get_by_test_id("shared-panels")).to_have_attribute("data-stale", "true")
-    assert plot_data(page, "plot-weights-b") == before
-    expect(page.get_by_test_id("error-tokens_a")).to_be_empty()
-    page.get_by_label("Embedding").select_option("hashed")
     expect(results).not_to_have_attribute("data-stale", "true")
-    expect(error).to_be_empty()
-    expect(sentence_b).not_to_have_attribute("aria-invalid", "true")
+    expect(page.locator("[data-testid='shared-card'][data-token='bank']")).to_have_count(1)
+    assert "emb=model" in page.url
+    # Hashed vectors instead, as the notice offers; toy words alone go back to the vocabulary.
+    notice.get_by_test_id("use-hashed-instead").click()
+    expect(page.get_by_test_id("cmp-embedding")).to_have_value("hashed")
+    expect(notice).to_contain_text("hashed vector")
+    sentence_b.fill("money bank loan")
+    sentence_b.press("Enter")
+    expect(page.get_by_test_id("cmp-embedding")).to_have_value("vocabulary")
+    expect(notice).to_be_hidden()
+    # An empty sentence still marks the results out of date beside it.
+    sentence_b.fill("")
+    sentence_b.press("Enter")
+    expect(page.get_by_test_id("error-tokens_b")).to_contain_text("Type at least one word.")
+    expect(results).to_have_attribute("data-stale", "true")
+    expect(page.get_by_test_id("stale-note")).to_contain_text("Out of date")
 
 
 def test_pasting_5000_words_stops_at_the_limit(page: Page) -> None:

@@ -58,6 +58,9 @@ def test_typed_sentence_gets_heatmaps_without_a_number(page: Page, server_url: s
     notice = page.get_by_test_id("embedding-notice")
     expect(notice).to_be_visible()
     expect(notice).to_contain_text("MiniLM's word vector")
+    # x is T × 256: the 384-wide vectors are projected, and the notice says so.
+    expect(notice).to_contain_text("its 384 numbers projected to this page's 256")
+    expect(notice).to_contain_text("random 384 × 256 matrix")
     expect(notice).to_contain_text("cat")
     expect(notice.get_by_test_id("own-vectors")).to_be_visible()
     expect(page.get_by_label("Embedding", exact=True)).to_have_value("model")

@@ -102,6 +102,12 @@ def test_cross_attention_tab_and_alignment_view(page: Page, server_url: str) -> 
         assert_close(got, want, UINT8_ERROR + 1e-4)
     # Every layer x head (and the mean) has a thumbnail.
     assert page.locator("[data-testid='s2s-grid'] .map-btn").count() == 2 * (4 + 1)
+    # The large map is coloured to its own largest weight: the colour bar says which.
+    bar = page.get_by_test_id("s2s-colour-bar")
+    expect(bar).to_have_attribute("data-scale", "linear")
+    top = max(max(row) for row in answer["cross_attentions"][0][0])
+    assert float(bar.get_attribute("data-zmax") or "nan") == pytest.approx(top, abs=UINT8_ERROR)
+    expect(bar).to_contain_text("linear scale")
 
     # Click a written word: "K" (target index 2, the second word written).
     align = page.get_by_test_id("s2s-align")

@@ -78,6 +78,36 @@ HF_SPECS: dict[str, HFSpec] = {
 }
 HF_DECODERS = sorted(n for n, s in HF_SPECS.items() if s.decoder)
 
+# Families that compute attention in their own code (an adapter runs it through the core)
+# or share one attention module across layers (ALBERT).
+OWN_CODE_SPECS: dict[str, HFSpec] = {
+    "tiny-bloom": HFSpec("bloom", _SMALL, byte_level=True),
+    "tiny-mpt": HFSpec(
+        "mpt", {**_SMALL, "max_seq_len": 64, "attn_config": {"alibi": True}}, byte_level=True
+    ),
+    "tiny-falcon": HFSpec("falcon", {**_SMALL, "alibi": False}, byte_level=True),
+    "tiny-falcon-alibi": HFSpec(
+        "falcon", {**_SMALL, "alibi": True, "new_decoder_architecture": False}, byte_level=True
+    ),
+    "tiny-deberta-v2": HFSpec(
+        "deberta-v2",
+        {
+            **_SMALL,
+            "relative_attention": True,
+            "pos_att_type": ["p2c", "c2p"],
+            "position_buckets": 8,
+            "max_relative_positions": 16,
+            "position_biased_input": False,
+            "type_vocab_size": 0,
+        },
+        decoder=False,
+    ),
+    "tiny-albert": HFSpec(
+        "albert", {**_SMALL, "embedding_size": 16, "num_hidden_groups": 1}, decoder=False
+    ),
+}
+ALL_SPECS = {**HF_SPECS, **OWN_CODE_SPECS}
+
 
 def randomize_norms(model: torch.nn.Module) -> None:
     """Random norm gains and biases (transformers' init makes them 1 and 0, or 0 for Gemma's
@@ -97,11 +127,11 @@ def make_hf(
     dtype: torch.dtype = torch.float32,
     **overrides: Any,
 ) -> Path:
-    """The checkpoint ``name`` of ``HF_SPECS``, saved as transformers saves it
+    """The checkpoint ``name`` of ``ALL_SPECS``, saved as transformers saves it
     (``overrides`` change its config, e.g. a longer ``max_position_embeddings``)."""
     import transformers
 
-    spec = HF_SPECS[name]
+    spec = ALL_SPECS[name]
     directory.mkdir(parents=True, exist_ok=True)
     tokenizer = byte_level_tokenizer() if spec.byte_level else metaspace_tokenizer()
     end = EOS if spec.byte_level else "</s>"

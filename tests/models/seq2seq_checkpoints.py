@@ -158,3 +158,46 @@ def make_seq2seq(directory: Path, model_type: str, *, seed: int = 0, **overrides
 
 # name -> model type.  The directory name is the model's name.
 SEQ2SEQ = {"tiny-t5": "t5", "tiny-bart": "bart", "tiny-marian": "marian"}
+
+# Encoder-decoders that compute attention in their own code, each 2 + 2 layers, d_model 32
+# (LED: Longformer's sliding-window encoder).  BART's tokenizer: <s> 0, <pad> 1, </s> 2.
+OWN_CODE_SEQ2SEQ: dict[str, dict[str, Any]] = {
+    "fsmt": {"langs": ["en", "de"], "max_length": 32},
+    "led": {"attention_window": [4, 4], "max_encoder_position_embeddings": 64},
+}
+
+
+def make_own_code_seq2seq(directory: Path, model_type: str) -> Path:
+    """A random FSMT or LED checkpoint (see ``OWN_CODE_SEQ2SEQ``) with its tokenizer."""
+    import transformers
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer = seq2seq_tokenizer("bart")
+    size = tokenizer.get_vocab_size()
+    vocab = {"src_vocab_size": size, "tgt_vocab_size": size} if model_type == "fsmt" else {}
+    config = transformers.AutoConfig.for_model(
+        model_type,
+        vocab_size=size,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        max_decoder_position_embeddings=64,
+        bos_token_id=0,
+        pad_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        **vocab,
+        **OWN_CODE_SEQ2SEQ[model_type],
+    )
+    torch.manual_seed(0)
+    transformers.AutoModelForSeq2SeqLM.from_config(config).save_pretrained(directory)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    (directory / "tokenizer_config.json").write_text(
+        json.dumps(_tokenizer_config("bart"), indent=2)
+    )
+    return directory

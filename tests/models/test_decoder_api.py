@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from attention_core.models import Decoder
+from attention_core.models import Decoder, read_header
 from tests.api_calls import error, post
 from tests.models.conftest import CHECKPOINTS, DECODERS
 
@@ -58,8 +58,14 @@ def text_of(decoder: Decoder, length: int) -> str:
     raise AssertionError(f"no prefix of LONG is {length} tokens")
 
 
+def stored_bytes(directory: Path) -> int:
+    """The bytes of a checkpoint's tensors in its file (what a held model takes)."""
+    entries = read_header(directory / "model.safetensors").entries.values()
+    return sum(e.end - e.begin for e in entries)
+
+
 def test_models_lists_every_model_with_its_sizes(
-    client: TestClient, hf_decoder: Callable[[str], torch.nn.Module]
+    client: TestClient, models_dir: Path, hf_decoder: Callable[[str], torch.nn.Module]
 ) -> None:
     body = client.get("/api/models").json()
     assert body["default"] == "sentence-transformers/all-MiniLM-L6-v2"
@@ -87,6 +93,10 @@ def test_models_lists_every_model_with_its_sizes(
         "supported": True,
         "reason": None,
         "probe": None,  # not a trained run
+        "dtype": "float32",
+        "held_bytes": stored_bytes(models_dir / "tiny-gpt2"),  # float32, as stored
+        "device": "cpu",
+        "placement": None,  # within ATTENTION_VIZ_MAX_MODEL_BYTES
     }
     for name in DECODERS:  # read from the safetensors headers, counted as transformers does
         assert models[name]["parameters"] == hf_decoder(name).num_parameters()

@@ -147,6 +147,10 @@ def test_the_api_scores_either_stack_and_refuses_the_rest_by_field(
     ]:
         detail = refused(path, {"model": "tiny-t5", "text": SOURCE, **body})
         assert detail["loc"] == ["body", "model"] and "encoder-decoder" in detail["msg"]
+        if path == "/api/model/ablate":  # a sentence, naming what the model does answer
+            assert detail["msg"].endswith(
+                "for this model, ask for the head scores of its 'encoder' or 'decoder' stack"
+            )
     weighted = refused(
         "/api/model/attention", {"model": "tiny-t5", "text": SOURCE, "measure": "value_norm"}
     )

@@ -1,6 +1,8 @@
 """Families only transformers implements, through the transformers backend: every map
 equals transformers' eager attention, greedy generation writes transformers' ids, and a
-real head step by step is transformers' map for that head."""
+real head step by step is transformers' map for that head.  The families that compute
+attention in their own code (Bloom, MPT, Falcon, DeBERTa-v2: ``hf.adapters``) and ALBERT
+(one attention module shared by every layer) included."""
 
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ import torch
 
 from attention_core.models import Decoder, ModelRegistry, head_trace
 from attention_core.models.hf.text_models import TransformersEncoder
-from tests.models.hf_checkpoints import HF_DECODERS, HF_SPECS, LONG_TEXT
+from tests.models.hf_checkpoints import ALL_SPECS, LONG_TEXT
 from tests.requires import require
 
 transformers = require("transformers")
 
 GetCheckpoint = Callable[[str], Path]
+DECODERS = sorted(n for n, s in ALL_SPECS.items() if s.decoder)
 
 
 def _registry(path: Path) -> ModelRegistry:
@@ -35,11 +38,12 @@ def loaded(hf_checkpoints: GetCheckpoint) -> Callable[[str], tuple[Any, torch.nn
             path = hf_checkpoints(name)
             registry = _registry(path)
             (entry,) = registry.entries()
-            assert entry.supported, entry.reason
-            assert (entry.backend, entry.family) == ("transformers", HF_SPECS[name].model_type)
+            assert entry.supported, entry.reason  # listed supported before any load
+            assert not registry.is_loaded(entry)
+            assert (entry.backend, entry.family) == ("transformers", ALL_SPECS[name].model_type)
             auto = (
                 transformers.AutoModelForCausalLM
-                if HF_SPECS[name].decoder
+                if ALL_SPECS[name].decoder
                 else transformers.AutoModel
             )
             eager = auto.from_pretrained(
@@ -56,10 +60,10 @@ def _eager(eager: torch.nn.Module, ids: tuple[int, ...]) -> Any:
         return eager(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
 
 
-@pytest.mark.parametrize("name", sorted(HF_SPECS))
+@pytest.mark.parametrize("name", sorted(ALL_SPECS))
 def test_maps_equal_eager(name: str, loaded: Callable[[str], tuple[Any, torch.nn.Module]]) -> None:
     model, eager = loaded(name)
-    spec = HF_SPECS[name]
+    spec = ALL_SPECS[name]
     assert isinstance(model, Decoder if spec.decoder else TransformersEncoder)
     assert model.causal is spec.decoder
     maps = model.encode(LONG_TEXT)
@@ -79,7 +83,7 @@ def test_maps_equal_eager(name: str, loaded: Callable[[str], tuple[Any, torch.nn
         assert float(maps.layer_attentions[-1].tril(-4).sum()) > 0 or "mistral" in name
 
 
-@pytest.mark.parametrize("name", HF_DECODERS)
+@pytest.mark.parametrize("name", DECODERS)
 def test_greedy_generation_equals_transformers(
     name: str, loaded: Callable[[str], tuple[Any, torch.nn.Module]]
 ) -> None:
@@ -98,7 +102,7 @@ def test_greedy_generation_equals_transformers(
         torch.testing.assert_close(got, want[0], atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("name", sorted(HF_SPECS))
+@pytest.mark.parametrize("name", sorted(ALL_SPECS))
 def test_one_head_step_by_step_is_transformers_map(
     name: str, loaded: Callable[[str], tuple[Any, torch.nn.Module]]
 ) -> None:
@@ -138,13 +142,14 @@ def test_x_is_the_attention_input_after_the_norm(
 
 
 def test_16_bit_weights_run_in_float32(tmp_path: Path) -> None:
+    """Held as stored (bfloat16), run in float32: the maps are float32 eager's."""
     from tests.models.hf_checkpoints import make_hf
 
     path = make_hf(tmp_path / "qwen3-bf16", "tiny-qwen3", seed=4, dtype=torch.bfloat16)
     registry = _registry(path)
     model = registry.load("qwen3-bf16")
     assert isinstance(model, Decoder)
-    assert {p.dtype for p in model.model.model.parameters()} == {torch.float32}  # type: ignore[attr-defined]
+    assert {p.dtype for p in model.model.model.parameters()} == {torch.bfloat16}  # type: ignore[attr-defined]
     maps = model.encode(LONG_TEXT)
     eager = transformers.AutoModelForCausalLM.from_pretrained(
         path, attn_implementation="eager", dtype=torch.float32, local_files_only=True
@@ -156,7 +161,7 @@ def test_16_bit_weights_run_in_float32(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("name", HF_DECODERS)
+@pytest.mark.parametrize("name", DECODERS)
 def test_sliding_windows_named_are_the_masks_applied(
     name: str, loaded: Callable[[str], tuple[Any, torch.nn.Module]]
 ) -> None:

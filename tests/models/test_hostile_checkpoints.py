@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -24,11 +25,11 @@ from attention_core.models import GPT2, Decoder, ModelRegistry, ModelUnsupported
 from attention_core.models.checkpoints.model_size import (
     MAX_LAYERS,
     default_max_model_bytes,
-    loaded_bytes,
     machine_memory,
 )
 from attention_core.models.checkpoints.untrusted_json import MAX_JSON_DEPTH, nesting_depth
 from attention_core.models.registry import model_registry as registry_module
+from attention_core.models.weight_dtype import held_bytes
 
 DEEP = "[" * 100_000 + "]" * 100_000
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -343,27 +344,34 @@ def test_the_size_limit_is_checked_from_the_config_and_the_headers(
     shutil.copytree(checkpoints / "tiny-gpt2-bf16", tmp_path / "bf16")
     gpt2 = read_header(tmp_path / "gpt2" / "model.safetensors")
     bf16 = read_header(tmp_path / "bf16" / "model.safetensors")
-    weights = loaded_bytes([gpt2])
-    assert weights == 4 * gpt2.parameters  # float32 already
-    assert loaded_bytes([bf16]) == 4 * bf16.parameters  # bf16 is converted on loading
-    assert loaded_bytes([bf16]) == 2 * (bf16.path.stat().st_size - 8 - _header_length(bf16.path))
+    weights = held_bytes([gpt2])
+    assert weights == 4 * gpt2.parameters  # float32
+    assert held_bytes([bf16]) == 2 * bf16.parameters  # bf16 is held as stored
+    assert held_bytes([bf16]) == bf16.path.stat().st_size - 8 - _header_length(bf16.path)
+    assert held_bytes([bf16], torch.float32) == 4 * bf16.parameters  # ATTENTION_VIZ_DTYPE
 
     def reasons(limit: int) -> dict[str, str | None]:
         registry = ModelRegistry(
-            include_package=False, builtin_dir=None, env_paths=[tmp_path], max_model_bytes=limit
+            include_package=False,
+            builtin_dir=None,
+            env_paths=[tmp_path],
+            max_model_bytes=limit,
+            offload=False,
         )
         return {e.name: e.reason for e in registry.entries()}
 
     assert reasons(weights) == {"bf16": None, "gpt2": None}
     too_small = reasons(weights - 1)
     assert too_small["gpt2"] == (
-        f"the weights take {weights:,} bytes once loaded (float32); the limit is "
+        f"the weights take {weights:,} bytes once loaded (float32, as stored); the limit is "
         f"{weights - 1:,} bytes (ATTENTION_VIZ_MAX_MODEL_BYTES)"
     )
+    assert too_small["bf16"] is None  # half the bytes: counted as held
     implied = 320 * 32 + 2 * 2 * 32 * 32  # embeddings, then 2 layers' q and output projections
     assert reasons(4 * implied - 1)["gpt2"] == (
         f"config.json implies at least {implied:,} parameters ({4 * implied:,} bytes as "
-        f"float32); the limit is {4 * implied - 1:,} bytes (ATTENTION_VIZ_MAX_MODEL_BYTES)"
+        f"float32, as stored); the limit is {4 * implied - 1:,} bytes "
+        "(ATTENTION_VIZ_MAX_MODEL_BYTES)"
     )
 
 
@@ -547,9 +555,13 @@ def test_checkpoints_of_the_transformers_backend_are_checked_alike(
         assert reason is not None and HOSTILE[name][2] in reason, name
     assert "names the shard '../tiny-qwen3/model.safetensors'" in str(entries["dotdot"].reason)
     assert entries["tiny-qwen3"].parameters is not None
-    weights = loaded_bytes([read_header(source / "model.safetensors")])
+    weights = held_bytes([read_header(source / "model.safetensors")])
     small = ModelRegistry(
-        include_package=False, builtin_dir=None, env_paths=[tmp_path], max_model_bytes=weights - 1
+        include_package=False,
+        builtin_dir=None,
+        env_paths=[tmp_path],
+        max_model_bytes=weights - 1,
+        offload=False,
     )
     refused = {e.name: e for e in small.entries()}["tiny-qwen3"]
     assert refused.reason is not None and refused.reason.startswith(f"the weights take {weights:,}")

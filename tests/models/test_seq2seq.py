@@ -211,7 +211,7 @@ def _projection(module: torch.nn.Module, name: str) -> torch.nn.Module:
 def test_one_head_of_any_stack_step_by_step(
     name: str, stack: str, ours: Callable[[str], Any], theirs: Callable[[str], tuple[Any, Any]]
 ) -> None:
-    from attention_core.models.text import head_trace
+    from attention_core.models import head_trace
 
     model, tokenizer = theirs(name)
     batch = tokenizer(SOURCE, text_target=TARGET, return_tensors="pt")

@@ -40,7 +40,7 @@ FILES = [
     "tokenizer_config.json",
     "training.json",
 ]
-# The command in the README that made it.
+# The command in docs/training.md that made it.
 STEPS, SEED = 2000, 1337
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -127,7 +127,7 @@ def test_a_head_looks_back_at_the_deciding_word(
 
 
 def test_the_command_reproduces_its_first_losses(training: dict) -> None:
-    """The README's command, run for its first 100 steps: the recorded losses again."""
+    """The command of docs/training.md, run for its first 100 steps: the recorded losses again."""
     config = preset_config("gpt", {"max_steps": STEPS, "seed": SEED})
     recorded = {h["step"]: h["val_loss"] for h in training["history"]}
     events = train(config)

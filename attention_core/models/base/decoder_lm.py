@@ -25,6 +25,7 @@ from ...blocked_attention import AttentionCall
 from ..checkpoints.files import matched_state, read_config, write_checkpoint
 from ..checkpoints.safetensors_io import load_checkpoint_tensors
 from ..maps.blocked_pass import current_pass
+from ..weight_dtype import compute_in_float32, held_state
 from .kv_cache import KVCache
 from .outputs import DecoderOutput
 from .protocols import DecoderConfig, ForwardOptions, Wanted
@@ -84,7 +85,9 @@ class DecoderSelfAttention(nn.Module):
         self.dropout = dropout
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> AttentionSteps:
-        """Shapes: q (B, H, T, D), k and v (B, H_kv, S, D), S >= T (the cache first)."""
+        """Shapes: q (B, H, T, D), k and v (B, H_kv, S, D), S >= T (the cache first).
+        Every step is float32, whatever dtype the layer runs in (``weight_dtype``)."""
+        q, k, v = q.float(), k.float(), v.float()
         attn_mask, is_causal = decoder_mask(q.shape[-2], k.shape[-2])
         grouped = self.num_kv_heads < self.num_heads
         blocked = current_pass()  # a long input, or every map kept: block by block
@@ -216,7 +219,8 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
     def from_pretrained(cls, directory: Path) -> Self:
         """Load a checkpoint directory (config.json + safetensors) for inference.
 
-        Float32 weights stay memory-mapped; fp16/bf16 ones are converted to float32.
+        The weights stay memory-mapped in their stored dtype; 16-bit ones are read as
+        float32 layer by layer as the model runs (``weight_dtype.compute_in_float32``).
         """
         config = cast(ConfigT, cls.config_class.from_dict(read_config(directory)))
         with torch.device("meta"):
@@ -224,11 +228,12 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
         state = model._checkpoint_state(directory)
         model.load_state_dict(state, strict=True, assign=True)
         model.tie_weights()
+        compute_in_float32(model)
         return model.eval().requires_grad_(False)
 
     def save_pretrained(self, directory: Path, metadata: Mapping[str, str] | None = None) -> None:
         """Write ``config.json`` and ``model.safetensors`` in transformers' layout."""
-        state = dict(self.state_dict())
+        state = held_state(self)
         if self.config.tie_word_embeddings:
             state.pop("lm_head.weight")  # transformers re-ties it on load
         write_checkpoint(directory, state, self.config.to_dict(), metadata)

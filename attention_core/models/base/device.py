@@ -45,21 +45,25 @@ def running_on(device: torch.device) -> Iterator[None]:
         yield
 
 
-def move(value: T, device: torch.device) -> T:
-    """``value`` with every tensor in it on ``device``: tensors, tuples, lists, dicts and
-    dataclasses (rebuilt, so frozen ones work) are walked; anything else is kept."""
+def move(value: T, device: torch.device, dtype: torch.dtype | None = None) -> T:
+    """``value`` with every tensor in it on ``device`` (floating ones as ``dtype`` when
+    given): tensors, tuples, lists, dicts and dataclasses (rebuilt, so frozen ones work)
+    are walked; anything else is kept."""
     moved: Any
     if isinstance(value, torch.Tensor):
-        moved = value.to(device)
+        cast = dtype is not None and value.dtype.is_floating_point
+        moved = value.to(device, dtype) if cast else value.to(device)
     elif isinstance(value, tuple) and not hasattr(value, "_fields"):
-        items = tuple(move(v, device) for v in value)
+        items = tuple(move(v, device, dtype) for v in value)
         moved = value if all(a is b for a, b in zip(items, value, strict=True)) else items
     elif isinstance(value, list):
-        moved = [move(v, device) for v in value]
+        moved = [move(v, device, dtype) for v in value]
     elif isinstance(value, dict):
-        moved = {k: move(v, device) for k, v in value.items()}
+        moved = {k: move(v, device, dtype) for k, v in value.items()}
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: move(getattr(value, f.name), device) for f in dataclasses.fields(value)}
+        changes = {
+            f.name: move(getattr(value, f.name), device, dtype) for f in dataclasses.fields(value)
+        }
         changed = any(changes[name] is not getattr(value, name) for name in changes)
         moved = dataclasses.replace(value, **changes) if changed else value
     else:

@@ -53,8 +53,8 @@ def matched_state(
     directory: Path, model: nn.Module, state: dict[str, torch.Tensor]
 ) -> dict[str, torch.Tensor]:
     """``state`` checked name by name and shape by shape against ``model`` (which may live
-    on the meta device), fp16/bf16 tensors converted to float32; float32 ones untouched
-    (still memory-mapped)."""
+    on the meta device), every tensor untouched: still memory-mapped, in its stored dtype
+    (``weight_dtype`` runs 16-bit weights in float32)."""
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
@@ -72,8 +72,6 @@ def matched_state(
                 f"config.json implies {shape}",
                 field="model",
             )
-        if state[name].dtype != torch.float32:
-            state[name] = state[name].to(torch.float32)
     return state
 
 

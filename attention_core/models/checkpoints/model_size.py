@@ -11,7 +11,7 @@ Here, for every backend alike:
 - ``check_model_size``: the parameters the config implies at the least
   (embeddings plus each layer's query and output projections) fit the limit and
   (hand-written families) are there in the safetensors headers, and the memory
-  the loaded weights take (float32) is within ``max_model_bytes``
+  the loaded weights take (as held: ``weight_dtype``) is within ``max_model_bytes``
   (``ATTENTION_VIZ_MAX_MODEL_BYTES``; by default half the machine's memory, see
   ``default_max_model_bytes``).
 """
@@ -24,7 +24,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
+import torch
+
 from ...errors import SpecError
+from ..weight_dtype import dtype_name, held_bytes, stored_dtype
 from .safetensors_io import SafetensorsHeader
 
 
@@ -186,20 +189,19 @@ def implied_parameters(sizes: Sizes) -> int:
     return sizes.vocab_size * sizes.hidden_size + sizes.layers * attention
 
 
-def loaded_bytes(headers: Iterable[SafetensorsHeader]) -> int:
-    """Memory the weights take once loaded: floating-point tensors become float32."""
-    total = 0
-    for header in headers:
-        for entry in header.entries.values():
-            numel = 1
-            for size in entry.shape:
-                numel *= size
-            total += numel * (4 if entry.dtype.is_floating_point else entry.dtype.itemsize)
-    return total
-
-
 def _bytes(count: int) -> str:
     return f"{count:,} bytes" if count < 10**7 else f"{count / 1e6:,.0f} MB"
+
+
+class ModelTooLarge(SpecError):
+    """The weights, as held, exceed ``max_model_bytes`` (``placement`` may still run them).
+
+    ``held``: the bytes they take; ``dtype``: the dtype they are held in."""
+
+    def __init__(self, message: str, held: int, dtype: torch.dtype) -> None:
+        super().__init__(message, field="model")
+        self.held = held
+        self.dtype = dtype
 
 
 def check_model_size(
@@ -207,37 +209,43 @@ def check_model_size(
     headers: Iterable[SafetensorsHeader],
     max_model_bytes: int,
     *,
+    dtype: torch.dtype | None = None,
     weights_match_sizes: bool = True,
-) -> None:
-    """The config's least size within the limit, the headers holding at least that much,
-    and the weights' memory within the limit; a ``SpecError`` saying which fails.
+) -> int:
+    """The bytes the weights take once loaded, held as ``dtype`` (None: as stored, see
+    ``weight_dtype``), after checking: the headers hold at least the parameters the config
+    implies, and those and the held bytes fit ``max_model_bytes`` (else ``ModelTooLarge``).
 
     ``weights_match_sizes``: the family stores one set of weights per layer, full
     width (the hand-written ones).  Other architectures may not (ALBERT shares one
     layer's weights, factorizes its embeddings): for them only the bytes are checked.
     """
-    implied = implied_parameters(sizes)
-    if implied * 4 > max_model_bytes:
-        raise SpecError(
-            f"config.json implies at least {implied:,} parameters ({_bytes(implied * 4)} as "
-            f"float32); the limit is {_bytes(max_model_bytes)} ({MAX_MODEL_BYTES_SETTING})",
-            field="model",
-        )
     headers = list(headers)
-    held = sum(h.parameters for h in headers)
-    if weights_match_sizes and held < implied:
+    implied = implied_parameters(sizes)
+    count = sum(h.parameters for h in headers)
+    if weights_match_sizes and count < implied:
         raise SpecError(
             f"config.json implies at least {implied:,} parameters ({sizes.layers} layers of "
-            f"width {sizes.hidden_size}); the weights hold {held:,}",
+            f"width {sizes.hidden_size}); the weights hold {count:,}",
             field="model",
         )
-    needed = loaded_bytes(headers)
+    held_as = dtype or stored_dtype(headers)
+    shown = dtype_name(held_as) + ("" if dtype else ", as stored")
+    limit = f"the limit is {_bytes(max_model_bytes)} ({MAX_MODEL_BYTES_SETTING})"
+    least = implied * held_as.itemsize
+    if least > max_model_bytes:
+        raise ModelTooLarge(
+            f"config.json implies at least {implied:,} parameters ({_bytes(least)} as "
+            f"{shown}); {limit}",
+            least,
+            held_as,
+        )
+    needed = held_bytes(headers, dtype)
     if needed > max_model_bytes:
-        raise SpecError(
-            f"the weights take {_bytes(needed)} once loaded (float32); the limit is "
-            f"{_bytes(max_model_bytes)} ({MAX_MODEL_BYTES_SETTING})",
-            field="model",
+        raise ModelTooLarge(
+            f"the weights take {_bytes(needed)} once loaded ({shown}); {limit}", needed, held_as
         )
+    return needed
 
 
 # --- the default limit ------------------------------------------------------------------

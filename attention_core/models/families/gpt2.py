@@ -146,7 +146,7 @@ class GPT2Attention(DecoderSelfAttention):
             k, v = cache.update(self.layer_idx, k, v)  # (B, H, S, D)
         steps = self.attend(q, k, v)
         y = steps.context_vec.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
-        return self.resid_dropout(self.c_proj(y)), steps, (q, k, v)
+        return self.resid_dropout(self.c_proj(y.to(x.dtype))), steps, (q, k, v)
 
 
 class GPT2MLP(nn.Module):

@@ -305,7 +305,7 @@ class LlamaAttention(DecoderSelfAttention):
         y = steps.context_vec.transpose(1, 2).reshape(
             B, T, H * D
         )  # (B, T, H*D): heads side by side
-        return self.o_proj(y), steps, Projections(q_rot, keys, values, q, k)
+        return self.o_proj(y.to(x.dtype)), steps, Projections(q_rot, keys, values, q, k)
 
 
 class LlamaMLP(nn.Module):

@@ -31,6 +31,7 @@ from transformers.masking_utils import sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
+from ...errors import SpecError
 from ...progress import report
 from ..maps.blocked_pass import current_pass
 
@@ -46,6 +47,13 @@ CROSS_ATTENTION_NAMES = frozenset(
     {"encoder_attn", "EncDecAttention", "crossattention", "cross_attn", "cross_attention"}
 )
 _INDEX = re.compile(r"^\d+$")
+
+
+class CaptureFailed(SpecError):
+    """A model's attention could not be captured as it must be (a layer missing, its
+    forward failing): the model is refused with this reason from then on."""
+
+    kind = "model_unsupported"
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,8 @@ class Capture:
     calls: list[CapturedCall] = field(default_factory=list)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     progress: Mapping[Stack, tuple[int, int]] = field(default_factory=dict)
+    per_call: bool = False
+    counts: dict[Stack, int] = field(default_factory=dict)
 
     def record(
         self,
@@ -133,6 +143,9 @@ class Capture:
         site = self.sites.get(id(module)) or site_of(
             type(module).__name__, "decoder", getattr(module, "layer_idx", None)
         )
+        if self.per_call:
+            site = replace(site, layer=self.counts.get(site.stack, 0))
+            self.counts[site.stack] = site.layer + 1
         if not self.keep(site):
             steps = _weights_only(steps)
         self.calls.append(
@@ -196,18 +209,20 @@ def capturing(
     keep: Callable[[Site], bool] = lambda site: True,
     hook_inputs: Mapping[str, nn.Module] | None = None,
     progress: Mapping[Stack, tuple[int, int]] | None = None,
+    per_call: bool = False,
 ) -> Iterator[Capture]:
     """Collect every attention call made by this thread inside the block.
 
     ``hook_inputs``: module path -> attention module whose input (its
     ``hidden_states``) is kept as the call's ``x`` (the first positional
-    argument or the ``hidden_states`` keyword).  The hooks sit on shared
+    argument, or the ``hidden_states`` or ``query`` keyword; (B, T, C), a
+    ``time_first`` module's turned so).  The hooks sit on shared
     modules, so each keeps only what this thread's forward passes give it.
     ``progress``: stack -> (layers counted before it, its layers): each of its
     layers' attention calls reports ``forward`` progress (``attention_core.progress``)
-    and so may raise ``Cancelled``.
+    and so may raise ``Cancelled``.  ``per_call``: see ``Capture``.
     """
-    capture = Capture(sites, keep, progress=progress or {})
+    capture = Capture(sites, keep, progress=progress or {}, per_call=per_call)
     handles = []
     for path, module in (hook_inputs or {}).items():
 
@@ -219,9 +234,9 @@ def capturing(
         ) -> None:
             if _CURRENT.get() is not capture:  # another thread's forward through the module
                 return
-            x = args[0] if args else kwargs.get("hidden_states")
-            if isinstance(x, torch.Tensor):
-                capture.inputs[path] = x
+            x = args[0] if args else kwargs.get("hidden_states", kwargs.get("query"))
+            if isinstance(x, torch.Tensor):  # (B, T, C); an adapter's time-first one turned
+                capture.inputs[path] = x.transpose(0, 1) if time_first(_module) else x
 
         handles.append(module.register_forward_pre_hook(grab, with_kwargs=True))
     token = _CURRENT.set(capture)
@@ -231,6 +246,11 @@ def capturing(
         _CURRENT.reset(token)
         for handle in handles:
             handle.remove()
+
+
+def time_first(module: nn.Module) -> bool:
+    """Whether the module's input is (T, B, C) (marked by ``adapters.install_adapters``)."""
+    return bool(getattr(module, "time_first", False))
 
 
 def as_allowed(
@@ -270,8 +290,11 @@ def core_attention(
     ``softcap`` (Gemma 2) caps the scores, ``s_aux`` (gpt-oss) are the sinks;
     the other keywords (``sliding_window``, ``is_causal``...) are already in
     the mask.  Inside a ``blocked_pass.blocked_pass`` the pass computes it
-    block by block (a long pass returns no weights: None, as SDPA's).
+    block by block (a long pass returns no weights: None, as SDPA's).  Every step is
+    float32 whatever the model's dtype; the output comes back in the query's dtype.
     """
+    held = query.dtype
+    query, key, value = query.float(), key.float(), value.float()
     allowed, mask_bias = as_allowed(attention_mask)
     bias = position_bias
     if mask_bias is not None:
@@ -308,7 +331,7 @@ def core_attention(
     capture = _CURRENT.get()
     if capture is not None:
         capture.record(module, query, key, value, steps)
-    output = steps.context_vec.transpose(1, 2).contiguous()  # (B, T, H, D)
+    output = steps.context_vec.transpose(1, 2).contiguous().to(held)  # (B, T, H, D)
     kept = steps.attn_weights.numel() > 0 or steps.context_vec.numel() == 0
     return output, steps.attn_weights if kept else None  # a long pass keeps no weights
 

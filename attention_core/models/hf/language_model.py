@@ -17,13 +17,24 @@ from typing import Any, Unpack, cast
 
 import torch
 from torch import nn
-from transformers import AutoModel, AutoModelForCausalLM, DynamicCache, PretrainedConfig
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    DynamicCache,
+    PretrainedConfig,
+)
 
 from ...errors import SpecError
+from ..base.device import CPU
 from ..base.kv_cache import KVCache
 from ..base.outputs import DecoderOutput, LayerTrace
 from ..base.protocols import ForwardOptions, Wanted
 from ..base.stack import first_position
+from ..checkpoints.safetensors_io import checkpoint_files, read_header
+from ..placement import Placement
+from ..weight_dtype import run_on, stored_dtype
+from .adapters import ADAPTED_TYPES, install_adapters
 from .capture import (
     ATTENTION_NAME,
     Kind,
@@ -34,6 +45,7 @@ from .capture import (
     is_current,
     register,
 )
+from .failures import FailureWatch, guarded
 from .unrotated import Unrotated, grabbing_unrotated, uses_rope
 
 # Families whose position ids start after the padding id (RoBERTa's layout): the
@@ -123,25 +135,44 @@ class TransformersKVCache(KVCache):
         self.length = 0
 
 
-def load_model(directory: Path, kind: Kind) -> nn.Module:
-    """A checkpoint as transformers loads it: offline, float32, our attention, eval mode."""
+def attention_implementation(model_type: str) -> str:
+    """Ours, or ``eager`` for a family an adapter computes (``adapters``)."""
+    return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
+
+
+def load_model(directory: Path, kind: Kind, placement: Placement | None = None) -> nn.Module:
+    """A checkpoint as transformers loads it: offline, in its stored dtype (run in float32
+    on the CPU, see ``weight_dtype``), our attention (through the interface or an
+    adapter), eval mode.  ``placement``: layers spread over devices and disk by accelerate
+    (``placement.Placement``)."""
     register()
     auto: Any = AutoModelForCausalLM if kind == "decoder" else AutoModel
+    headers = [read_header(path) for path in checkpoint_files(directory)]
+    dtype = stored_dtype(headers) if placement is None else placement.dtype
+    spread = {} if placement is None else placement.from_pretrained_arguments()
     try:
+        config = AutoConfig.from_pretrained(
+            directory, local_files_only=True, trust_remote_code=False
+        )
         model: nn.Module = auto.from_pretrained(
             directory,
-            attn_implementation=ATTENTION_NAME,
-            dtype=torch.float32,
+            attn_implementation=attention_implementation(str(config.model_type)),
+            dtype=dtype,
             local_files_only=True,
             trust_remote_code=False,
             use_safetensors=True,
+            **spread,
         )
     except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
         raise SpecError(
             f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
             field="model",
         ) from exc
-    return model.eval().requires_grad_(False)
+    install_adapters(model)
+    model.eval().requires_grad_(False)
+    if placement is None:
+        run_on(model, CPU)
+    return model
 
 
 class TransformersLM:
@@ -150,7 +181,8 @@ class TransformersLM:
     ``kind``: ``decoder`` (causal LM: logits, a KV cache) or ``encoder`` (the
     base model: no logits).  On load a two-token forward pass finds each
     layer's attention module; an architecture whose attention does not go
-    through transformers' attention interface is refused there.
+    through transformers' attention interface (or an adapter) is refused there.
+    A module shared by every layer (ALBERT) is counted per call (``per_call``).
     """
 
     def __init__(self, model: nn.Module, kind: Kind, name: str = "") -> None:
@@ -161,13 +193,21 @@ class TransformersLM:
         self.sites = attention_sites(model, kind)
         self.sliding_windows = layer_windows(model.config, self.config.num_layers)
         self._modules = dict(model.named_modules())
-        self._logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        parameters = inspect.signature(model.forward).parameters
+        self._logits_to_keep = "logits_to_keep" in parameters
+        # Bloom and MPT renamed past_key_values (still accepted, with a warning).
+        self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self.rope = uses_rope(model.config)
-        self.attention_paths = self._find_attention(name or type(model).__name__)
+        self.name = name or type(model).__name__
+        self.failures = FailureWatch()
+        self.per_call = False
+        self.attention_paths = self._find_attention(self.name)
 
     @classmethod
-    def load(cls, directory: Path, kind: Kind) -> TransformersLM:
-        return cls(load_model(directory, kind), kind, directory.name)
+    def load(
+        cls, directory: Path, kind: Kind, placement: Placement | None = None
+    ) -> TransformersLM:
+        return cls(load_model(directory, kind, placement), kind, directory.name)
 
     def to(self, device: torch.device) -> TransformersLM:
         """Weights onto ``device`` (``Decoder.to_device`` calls this as on an ``nn.Module``)."""
@@ -179,6 +219,10 @@ class TransformersLM:
         with torch.inference_mode(), capturing(self.sites, keep=lambda site: False) as capture:
             self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False)
         paths = {call.site.layer: call.site.module for call in capture.stack(self.stack)}
+        calls = [call for call in capture.calls if call.site.stack == self.stack]
+        if len(paths) < len(calls) == self.config.num_layers:  # one module, called per layer
+            self.per_call = True
+            paths = {layer: call.site.module for layer, call in enumerate(calls)}
         if sorted(paths) != list(range(self.config.num_layers)):
             raise SpecError(
                 f"{name}: {type(self.model).__name__} computes attention in "
@@ -210,7 +254,7 @@ class TransformersLM:
         }
         if self.kind == "decoder":
             hf_cache = cache.hf if isinstance(cache, TransformersKVCache) else None
-            arguments.update(past_key_values=hf_cache, use_cache=hf_cache is not None)
+            arguments.update({self._cache_argument: hf_cache, "use_cache": hf_cache is not None})
             if self._logits_to_keep and num_logits is not None:
                 arguments["logits_to_keep"] = max(num_logits, 1)  # 0 would mean all
         hooks = {}
@@ -224,16 +268,20 @@ class TransformersLM:
         unrotated = Unrotated()
         if output_attentions or trace_layer is not None:
             progress = {self.stack: (0, self.config.num_layers)}
-            with capturing(self.sites, keep, hooks, progress) as capture:
+            with capturing(self.sites, keep, hooks, progress, self.per_call) as capture:
                 if trace_layer is not None and self.rope and not (cache and cache.length):
                     module = self._modules[self.attention_paths[trace_layer]]
                     with grabbing_unrotated(module, lambda: is_current(capture)) as unrotated:
-                        out = self.model(**arguments)
+                        out = guarded(self.failures, self.name, lambda: self.model(**arguments))
                 else:
-                    out = self.model(**arguments)
+                    out = guarded(self.failures, self.name, lambda: self.model(**arguments))
             calls = capture.stack(self.stack)
+            if len(calls) != self.config.num_layers:
+                raise self.failures.fail(
+                    self.name, f"{len(calls)} of its {self.config.num_layers} layers captured"
+                )
         else:
-            out, calls = self.model(**arguments), []
+            out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
         if cache is not None:
             cache.advance(length)
         hidden = tuple(out.hidden_states) if out.hidden_states is not None else ()

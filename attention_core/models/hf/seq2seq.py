@@ -16,6 +16,7 @@ token included (it is fed once more, its logits unused).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import InitVar, dataclass
@@ -32,7 +33,9 @@ from ..maps.text_maps import TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
 from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
 from ..text.text_tokenizer import TextTokenizer, TokenizedText
+from .adapters import install_adapters
 from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
+from .failures import FailureWatch, guarded
 from .seq2seq_rules import apply_rules, generation_rules
 
 
@@ -134,7 +137,7 @@ class EncoderDecoder:
         generation = self.model.generation_config
         start = generation.decoder_start_token_id
         if start is None:
-            start = config.decoder_start_token_id
+            start = getattr(config, "decoder_start_token_id", None)
         if start is None:
             raise SpecError(
                 f"{self.name}: the config has no decoder_start_token_id: the decoder cannot start",
@@ -148,6 +151,11 @@ class EncoderDecoder:
             int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None
         )
         self._cache: ResultCache[tuple[str, str | None], Seq2SeqMaps] = ResultCache(cache_bytes)
+        self.failures = FailureWatch()
+        # Newer families renamed past_key_values (still accepted, with a warning).
+        parameters = inspect.signature(self.model.forward).parameters
+        self._cache_argument = "cache" if "cache" in parameters else "past_key_values"
+        check_stacks(self.model, self.name, self.start_id)
 
     @classmethod
     def from_dir(
@@ -181,6 +189,7 @@ class EncoderDecoder:
                 f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
                 field="model",
             ) from exc
+        install_adapters(model)
         context = getattr(model.config, "max_position_embeddings", None)
         limit, source = max_tokens or 512, "the server's token limit per model input"
         if isinstance(context, int) and context <= limit:
@@ -194,8 +203,9 @@ class EncoderDecoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def to_device(self, device: torch.device) -> None:
-        """Encoder-decoders run on the CPU only, for now: refused, with the reason, elsewhere."""
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Encoder-decoders run on the CPU only, in float32, for now: refused, with the
+        reason, elsewhere (``dtype`` is not used)."""
         if device.type != "cpu":
             raise SpecError(
                 f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
@@ -282,12 +292,13 @@ class EncoderDecoder:
             torch.inference_mode(),
             self._capture(lambda site: False, progress=self.forward_progress) as capture,
         ):
-            out = self.model(
+            out = self._forward(
                 input_ids=torch.tensor([source.input_ids]),
                 decoder_input_ids=torch.tensor([decoder_input.input_ids]),
                 output_hidden_states=True,
                 use_cache=False,
             )
+            self._check_captured(capture)
         maps = Seq2SeqMaps(
             source,
             decoder_input,
@@ -330,17 +341,33 @@ class EncoderDecoder:
             torch.inference_mode(),
             self._capture(wanted, {path: module}) as capture,
         ):
-            out = self.model(
+            out = self._forward(
                 input_ids=torch.tensor([source.input_ids]),
                 decoder_input_ids=torch.tensor([decoder_input.input_ids]),
                 use_cache=False,
             )
-        call = capture.call(stack, layer)
+        try:
+            call = capture.call(stack, layer)
+        except LookupError as exc:
+            raise self.failures.fail(self.name, str(exc)) from exc
         if call.x is None:
-            raise RuntimeError(f"{self.name}: the input of {path} was not captured")
+            raise self.failures.fail(self.name, f"the input of {path} was not captured")
         trace = LayerTrace(layer, call.x, call.query, call.key, call.value, call.steps)
         rows = source if stack == "encoder" else decoder_input
         return rows, trace, out.encoder_last_hidden_state if stack == "cross" else None
+
+    def _forward(self, **arguments: Any) -> Any:
+        """The model's forward pass; a failure of its code is a ``CaptureFailed``."""
+        return guarded(self.failures, self.name, lambda: self.model(**arguments))
+
+    def _check_captured(self, capture: Capture) -> None:
+        """Every layer of every stack captured, else ``CaptureFailed`` (said, not a 500)."""
+        for stack in ("encoder", "decoder", "cross"):
+            found, expected = len(capture.stack(stack)), self.layers_of(stack)
+            if found != expected:
+                raise self.failures.fail(
+                    self.name, f"{found} of its {expected} {stack} layers captured"
+                )
 
     @property
     def forward_progress(self) -> dict[Stack, tuple[int, int]]:
@@ -401,19 +428,23 @@ class EncoderDecoder:
         done = False
         with torch.inference_mode():
             with self._capture(lambda site: False) as capture:
-                encoded = self.model.get_encoder()(
-                    input_ids=torch.tensor([source.input_ids]), output_hidden_states=True
+                encoded = guarded(
+                    self.failures,
+                    self.name,
+                    lambda: self.model.get_encoder()(
+                        input_ids=torch.tensor([source.input_ids]), output_hidden_states=True
+                    ),
                 )
             encoder_weights = _first(capture.weights("encoder"))
             cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
             while True:
                 position = len(ids) - 1
                 with self._capture(lambda site: False) as capture:
-                    out = self.model(
+                    out = self._forward(
                         encoder_outputs=encoded,
                         decoder_input_ids=torch.tensor([[ids[-1]]]),  # (1, 1)
-                        past_key_values=cache,
                         use_cache=True,
+                        **{self._cache_argument: cache},
                     )
                 for layer, weights in enumerate(capture.weights("decoder")):
                     if layer == len(decoder_maps):
@@ -460,6 +491,44 @@ class EncoderDecoder:
 # Attention modules' names (BART/Marian: self_attn, encoder_attn; T5: SelfAttention,
 # EncDecAttention): the modules whose input is the attention's x.
 _ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
+
+
+def check_stacks(model: Any, name: str, start_id: int) -> None:
+    """Refuse ``model`` unless a short forward pass captures every layer of its three stacks
+    (encoder, decoder self-attention, cross-attention) through the core's attention."""
+    sites = attention_sites(model, "encoder-decoder")
+    config = model.config
+    expected: dict[Stack, int] = {
+        "encoder": int(getattr(config, "encoder_layers", None) or config.num_hidden_layers),
+        "decoder": int(
+            getattr(config, "decoder_layers", None)
+            or getattr(config, "num_decoder_layers", None)
+            or config.num_hidden_layers
+        ),
+    }
+    expected["cross"] = expected["decoder"]
+    with torch.inference_mode(), capturing(sites, keep=lambda site: False) as capture:
+        try:
+            model(
+                input_ids=torch.zeros(1, 2, dtype=torch.long),
+                decoder_input_ids=torch.full((1, 1), start_id, dtype=torch.long),
+                use_cache=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - the family's code failed: its reason
+            raise SpecError(
+                f"{name}: a forward pass of {type(model).__name__} failed "
+                f"({type(exc).__name__}: {str(exc)[:200]})",
+                field="model",
+            ) from exc
+    for stack, layers in expected.items():
+        found = len(capture.stack(stack))
+        if found != layers:
+            raise SpecError(
+                f"{name}: {type(model).__name__} computes {stack} attention in {found} of its "
+                f"{layers} layers through transformers' attention interface; the app needs "
+                "every layer's",
+                field="model",
+            )
 
 
 def _first(weights: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ...errors import SpecError
 from ..base.protocols import TextModel
+from ..placement import Placement
 from ..text.decoder import Decoder
 from ..text.text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .capture import Kind
@@ -39,16 +40,24 @@ class TransformersEncoder(TextModelBase[TransformersLM]):
 
 
 def load_transformers(
-    directory: Path, name: str, max_tokens: int, cache_bytes: int, *, kind: Kind, family: str
+    directory: Path,
+    name: str,
+    max_tokens: int,
+    cache_bytes: int,
+    *,
+    kind: Kind,
+    family: str,
+    placement: Placement | None = None,
 ) -> TextModel:
     """A decoder, encoder or encoder-decoder checkpoint through transformers (see
-    ``language_model``; encoder-decoders: ``seq2seq``)."""
+    ``language_model``; encoder-decoders: ``seq2seq``), spread by accelerate as
+    ``placement`` says when given."""
     if kind == "encoder-decoder":
         return EncoderDecoder.from_dir(directory, name, max_tokens, cache_bytes)
     if kind == "decoder":
         return Decoder.from_dir(
             directory,
-            lambda d: TransformersLM.load(d, kind),
+            lambda d: TransformersLM.load(d, kind, placement),
             family,
             name,
             max_tokens,
@@ -57,6 +66,6 @@ def load_transformers(
     if kind != "encoder":
         raise SpecError(f"{name}: loading an {kind} model is not implemented", field="model")
     tokenizer_path = tokenizer_file(directory)
-    model = TransformersLM.load(directory, kind)
+    model = TransformersLM.load(directory, kind, placement)
     tokenizer = checkpoint_tokenizer(tokenizer_path, model.config.max_positions, max_tokens)
     return TransformersEncoder(name, family, model, tokenizer, cache_bytes)

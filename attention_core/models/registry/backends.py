@@ -130,8 +130,23 @@ def transformers_sizes(raw: Mapping[str, Any]) -> Any:
         ) from exc
 
 
+def check_capture(raw: Mapping[str, Any], kind: str) -> None:
+    """``SpecError`` when a tiny model of this family shows its attention cannot be
+    captured (``hf.probe``: one dry run per family)."""
+    from ..hf.probe import check
+
+    check(raw, kind)
+
+
 def load_with_transformers(
-    directory: Path, name: str, max_tokens: int, cache_bytes: int, *, kind: str, family: str
+    directory: Path,
+    name: str,
+    max_tokens: int,
+    cache_bytes: int,
+    *,
+    kind: str,
+    family: str,
+    placement: Any = None,
 ) -> Any:
     from ..hf.capture import Kind
     from ..hf.text_models import load_transformers
@@ -139,7 +154,13 @@ def load_with_transformers(
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
     return load_transformers(
-        directory, name, max_tokens, cache_bytes, kind=cast(Kind, kind), family=family
+        directory,
+        name,
+        max_tokens,
+        cache_bytes,
+        kind=cast(Kind, kind),
+        family=family,
+        placement=placement,
     )
 
 
@@ -152,8 +173,9 @@ def refusal(error: SpecError) -> Any:
     return partial(_refuse, error)
 
 
-def transformers_loader(kind: str, family: str) -> Any:
-    return partial(load_with_transformers, kind=kind, family=family)
+def transformers_loader(kind: str, family: str, placement: Any = None) -> Any:
+    """``placement``: a ``placement.Placement`` (accelerate spreads the model), or None."""
+    return partial(load_with_transformers, kind=kind, family=family, placement=placement)
 
 
 def sliding_windows(model: object, num_layers: int) -> list[int | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,9 @@ Loader = Callable[[Path, str, int, int], TextModel]
 @dataclass(frozen=True)
 class Family:
     """``backend``: ``core`` (written here) or ``transformers``; ``kind``: ``encoder``,
-    ``decoder`` or ``encoder-decoder`` (from ``causal`` when not given)."""
+    ``decoder`` or ``encoder-decoder`` (from ``causal`` when not given).  ``probe``: run
+    when the model is listed, after every cheap check; raises ``SpecError`` when the
+    family's attention cannot be captured (``hf.probe``'s dry run)."""
 
     name: str
     model_types: tuple[str, ...]
@@ -40,6 +43,7 @@ class Family:
     load: Loader
     backend: str = backends.CORE
     kind: str = ""
+    probe: Callable[[Mapping[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.kind:
@@ -147,6 +151,7 @@ def transformers_family(raw: Mapping[str, Any], shown: str) -> Family:
         backends.transformers_loader(kind, model_type),
         backend=backends.TRANSFORMERS,
         kind=kind,
+        probe=partial(backends.check_capture, kind=kind),
     )
 
 

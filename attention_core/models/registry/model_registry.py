@@ -36,6 +36,7 @@ from ..base.protocols import TextModel
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import CONFIG_FILE, GENERATION_CONFIG_FILE, TOKENIZER_FILE, read_json
 from ..checkpoints.model_size import (
+    ModelTooLarge,
     Sizes,
     check_config_numbers,
     check_model_size,
@@ -43,9 +44,12 @@ from ..checkpoints.model_size import (
     check_token_ids,
     default_max_model_bytes,
 )
-from ..checkpoints.safetensors_io import checkpoint_files, read_header
+from ..checkpoints.safetensors_io import SafetensorsHeader, checkpoint_files, read_header
+from ..placement import ACCELERATE_INSTALL, Placement, can_offload, plan
 from ..text.text_model_base import TextModelBase
-from .backends import CORE
+from ..token_budget import device_memory, token_limit
+from ..weight_dtype import dtype_name, stored_dtype
+from .backends import CORE, transformers_loader
 from .discovery import (
     BUILTIN_DIR,
     Candidate,
@@ -55,7 +59,7 @@ from .discovery import (
     packaged_minilm,
     trained_runs,
 )
-from .family_table import FAMILIES, Family, family_of
+from .family_table import FAMILIES, Family, family_of, transformers_family
 from .loaded import LoadedModels
 
 # Buffers some checkpoints store beside the weights (GPT-2's causal mask, older Llama
@@ -97,6 +101,9 @@ class ModelEntry:
     backend: str | None = None  # "core" or "transformers" (None: unknown)
     kind: str | None = None  # "encoder", "decoder" or "encoder-decoder" (None: unknown)
     loader: Family | None = field(default=None, compare=False, repr=False)
+    dtype: str | None = None  # the weights' dtype in memory ("bfloat16"...; None: unknown)
+    held_bytes: int | None = None  # what the weights take in memory (None: unknown)
+    placement: Placement | None = None  # set when accelerate spreads it (``placement``)
 
     @property
     def supported(self) -> bool:
@@ -124,14 +131,30 @@ def fingerprint(directory: Path) -> Fingerprint:
     return tuple(sorted(found))
 
 
+@dataclass(frozen=True)
+class Holding:
+    """How models are held and run: ``dtype`` (None: as stored, see ``weight_dtype``),
+    ``device`` (``cpu`` or ``cuda``), whether a model over the limit is spread over
+    memory and disk (``offload``) and where its offloaded layers go (``placement``)."""
+
+    dtype: torch.dtype | None = None
+    device: str = "cpu"
+    offload_dir: Path | None = None
+    offload: bool = True  # False: a model over the limit is refused, not spread
+
+
 def describe(
-    candidate: Candidate, stamp: Fingerprint = (), max_model_bytes: int | None = None
+    candidate: Candidate,
+    stamp: Fingerprint = (),
+    max_model_bytes: int | None = None,
+    holding: Holding = Holding(),
 ) -> ModelEntry:
     """Read ``config.json``, ``generation_config.json`` and the safetensors headers of one
     candidate, checked (``model_size``); never raises: any failure is the entry's reason.
 
     ``max_model_bytes``: the most the loaded weights may take (None: the default,
-    ``model_size.default_max_model_bytes``).
+    ``model_size.default_max_model_bytes``); a model over it that accelerate can spread
+    over memory and disk is listed with its ``placement``.
     """
     entry = ModelEntry(
         candidate.name,
@@ -158,9 +181,22 @@ def describe(
             check_token_ids(read_json(generation), GENERATION_CONFIG_FILE)
         headers = [read_header(path) for path in checkpoint_files(candidate.path)]
         limit = default_max_model_bytes() if max_model_bytes is None else max_model_bytes
-        check_model_size(sizes, headers, limit, weights_match_sizes=family.backend == CORE)
+        placement = None
+        try:
+            held = check_model_size(
+                sizes,
+                headers,
+                limit,
+                dtype=holding.dtype,
+                weights_match_sizes=family.backend == CORE,
+            )
+        except ModelTooLarge as exc:
+            family, placement = spread_family(exc, raw, headers, limit, holding, family)
+            held = exc.held
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
+        if family.probe is not None:  # a dry run of the family: listed true before any load
+            family.probe(raw)
         parameters = sum(
             _numel(e.shape)
             for h in headers
@@ -181,8 +217,42 @@ def describe(
         causal=family.causal,
         sizes=sizes,
         parameters=parameters,
+        dtype=dtype_name(holding.dtype or stored_dtype(headers)),
+        held_bytes=held,
+        placement=placement,
         **_backend_fields(family),
     )
+
+
+def spread_family(
+    exc: ModelTooLarge,
+    raw: dict[str, Any],
+    headers: list[SafetensorsHeader],
+    limit: int,
+    holding: Holding,
+    family: Family,
+) -> tuple[Family, Placement]:
+    """The transformers family that runs a model over ``limit`` spread by accelerate, and
+    its placement; ``exc`` (saying what would open it) when it cannot be spread."""
+    if not holding.offload:
+        raise exc
+    if not can_offload():
+        raise SpecError(
+            f"{exc.message}; with transformers and accelerate installed it would open with "
+            f"its layers spread over memory and disk ({ACCELERATE_INSTALL})",
+            field="model",
+        ) from exc
+    placement = plan(headers, exc.dtype, limit, holding.device, holding.offload_dir)
+    if placement is None or family.kind == "encoder-decoder":
+        why = (
+            "its embeddings alone exceed the limit"
+            if placement is None
+            else ("encoder-decoders are not spread over devices")
+        )
+        raise SpecError(f"{exc.message}; {why}", field="model") from exc
+    shown = f"model_type {raw.get('model_type')!r}"
+    spread = transformers_family(raw, shown)
+    return replace(spread, load=transformers_loader(spread.kind, spread.name, placement)), placement
 
 
 def _backend_fields(family: Family | None) -> dict[str, Any]:
@@ -210,11 +280,16 @@ def _numel(shape: tuple[int, ...]) -> int:
 class ModelRegistry:
     """Every model from every source; ``load`` keeps at most ``max_loaded`` in memory.
 
-    ``max_tokens``: tokens a text may have (capped by each model's context);
+    ``max_tokens``: tokens a text may have (capped by each model's context; None: what
+    the device's memory allows each model, see ``token_limit``);
     ``cache_bytes``: recent results each loaded model keeps (``long_cache_bytes``: its
     long inputs' kept q and k); ``max_model_bytes``: the
     most one model's weights may take once loaded (None: half the machine's memory);
-    ``device``: where models run (``device.check_device``), results always on the CPU.
+    ``device``: where models run (``device.check_device``), results always on the CPU;
+    ``dtype``: the weights' dtype in memory (None: as stored, ``weight_dtype``);
+    ``offload``: whether a model over the limit opens spread over memory and disk
+    (``placement``), ``offload_dir`` where its offloaded layers go (None: a folder in the
+    system's temporary directory).
     """
 
     def __init__(
@@ -228,11 +303,14 @@ class ModelRegistry:
         runs_dir: Path | None = None,
         hf_cache: Path | None = None,
         max_loaded: int = 2,
-        max_tokens: int = 512,
+        max_tokens: int | None = 512,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         long_cache_bytes: int = DEFAULT_LONG_CACHE_BYTES,
         max_model_bytes: int | None = None,
         device: torch.device = CPU,
+        dtype: torch.dtype | None = None,
+        offload_dir: Path | None = None,
+        offload: bool = True,
     ) -> None:
         self.default_dir = default_dir
         self.include_package = include_package
@@ -248,6 +326,7 @@ class ModelRegistry:
             default_max_model_bytes() if max_model_bytes is None else max_model_bytes
         )
         self.device = device
+        self.holding = Holding(dtype, device.type, offload_dir, offload)
         self.loaded: LoadedModels[tuple[Path, Fingerprint], TextModel] = LoadedModels(max_loaded)
         self._described: dict[tuple[Path, Fingerprint], ModelEntry] = {}
         # Why a load failed, per (directory, fingerprint): not retried until the files change.
@@ -292,7 +371,7 @@ class ModelRegistry:
             known = self._described.get(key)
             failed = self._failed.get(key)
         if known is None or known.source != candidate.source:
-            known = describe(candidate, stamp, self.max_model_bytes)
+            known = describe(candidate, stamp, self.max_model_bytes, self.holding)
             with self._lock:
                 # One description per directory: an older fingerprint's is stale.
                 for old in [k for k in self._described if k[0] == candidate.path]:
@@ -350,9 +429,7 @@ class ModelRegistry:
         # A newer version of the same directory (a run saved again) replaces the old one.
         self.loaded.discard(lambda key: key[0] == path and key != entry.key)
         try:
-            return self.loaded.get(
-                entry.key, lambda: self._load_on_device(family, path, entry.name)
-            )
+            return self.loaded.get(entry.key, lambda: self._load_on_device(family, entry))
         except Exception as exc:  # noqa: BLE001 - remembered, and said as this model's reason
             reason = failure_reason(path, exc)
             with self._lock:
@@ -361,13 +438,41 @@ class ModelRegistry:
                 f"model {entry.name!r} is not supported: {reason}", field="model"
             ) from exc
 
-    def _load_on_device(self, family: Family, path: Path, name: str) -> TextModel:
-        model = family.load(path, name, self.max_tokens, self.cache_bytes)
+    def token_limit(self, entry: ModelEntry) -> int:
+        """Tokens one input to ``entry`` may have: ``max_tokens`` when set, else what the
+        device's memory allows beside its weights (``token_budget``), its context at most."""
+        if self.max_tokens is not None:
+            return self.max_tokens
+        if entry.sizes is None:
+            raise ValueError(f"{entry.name} has no sizes: it is not supported")
+        held = entry.placement.memory_bytes if entry.placement else entry.held_bytes or 0
+        return token_limit(entry.sizes, held, device_memory(self.device))
+
+    def _load_on_device(self, family: Family, entry: ModelEntry) -> TextModel:
+        model = family.load(entry.path, entry.name, self.token_limit(entry), self.cache_bytes)
+        watch = failure_watch(model)
+        if watch is not None:  # a capture failing on a request: unsupported from then on
+            watch.listen(lambda reason: self.refuse(entry.key, reason))
         if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
             model.long_cache = ResultCache(self.long_cache_bytes)
-        if self.device.type != "cpu":
-            model.to_device(self.device)
+        model.to_device(self.device, self.holding.dtype)
         return model
+
+    def refuse(self, key: tuple[Path, Fingerprint], reason: str) -> None:
+        """List the model of ``key`` as unsupported with ``reason`` (until its files change)
+        and drop it from memory."""
+        with self._lock:
+            self._failed[key] = reason
+        self.loaded.discard(lambda loaded: loaded == key)
+
+
+def failure_watch(model: object) -> Any:
+    """The ``FailureWatch`` of a transformers-backed model (its own, or its ``model``'s)."""
+    for owner in (model, getattr(model, "model", None)):
+        watch = getattr(owner, "failures", None)
+        if watch is not None and callable(getattr(watch, "listen", None)):
+            return watch
+    return None
 
 
 def _family(entry: ModelEntry) -> Family:

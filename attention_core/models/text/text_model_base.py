@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import torch
 from torch import nn
@@ -27,6 +27,7 @@ from ..maps.features import attention_rollout
 from ..maps.long_maps import LongMaps, LongPass, long_pass
 from ..maps.map_grid import GridSpec
 from ..maps.text_maps import TokenizedMaps
+from ..weight_dtype import hold, run_on
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 # From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
@@ -113,10 +114,23 @@ class TextModelBase(Generic[ModelT]):
         self.long_cache: ResultCache[str, LongMaps] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
 
-    def to_device(self, device: torch.device) -> None:
-        """Weights onto ``device``; passes then run there, results come back to the CPU."""
-        cast(nn.Module, self.model).to(device)
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Weights onto ``device``, held as ``dtype`` (None: as stored); passes then run
+        there (16-bit weights: see ``weight_dtype.run_on``), results come back to the CPU.
+        A model placed layer by layer at load (``placement``) stays where it is."""
+        module = self.torch_module
+        if getattr(module, "hf_device_map", None) is not None:
+            return
+        hold(module, dtype)
+        module.to(device)
+        run_on(module, device)
         self.device = device
+
+    @property
+    def torch_module(self) -> nn.Module:
+        """The ``nn.Module`` holding the weights (a ``TransformersLM`` wraps one)."""
+        model: Any = self.model
+        return model if isinstance(model, nn.Module) else cast(nn.Module, model.model)
 
     @property
     def config(self) -> DecoderConfig:

@@ -29,6 +29,7 @@ from ...base.protocols import model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
 from ...maps.text_maps import TokenizedMaps
+from ...weight_dtype import float32_copy
 from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights
@@ -107,10 +108,11 @@ class Encoder:
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
         self.device = CPU
 
-    def to_device(self, device: torch.device) -> None:
-        """Weights onto ``device``; passes then run there, results come back to the CPU."""
-        self.embeddings = move(self.embeddings, device)
-        self.layers = move(self.layers, device)
+    def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Weights onto ``device`` (held as ``dtype``; None: as stored); passes then run
+        there, results come back to the CPU."""
+        self.embeddings = move(self.embeddings, device, dtype)
+        self.layers = move(self.layers, device, dtype)
         self.device = device
 
     family = "bert"
@@ -249,13 +251,17 @@ class Encoder:
         H, D, C = c.num_attention_heads, c.head_dim, c.hidden_size
         *lead, T = input_ids.shape
         eps = c.layer_norm_eps
-        x = e.word[input_ids] + e.token_type[token_type_ids]  # (T, C)
+        e = float32_copy(
+            replace(e, word=e.word[input_ids], token_type=e.token_type[token_type_ids])
+        )
+        x = e.word + e.token_type  # (T, C): the rows looked up in the held dtype, then float32
         x += e.position[:T]
         x = F.layer_norm(x, (C,), e.norm_weight, e.norm_bias, eps)  # (T, C)
         hidden_states = [x]
         attentions = []
         trace = None
-        for index, w in enumerate(self.layers):
+        for index, held in enumerate(self.layers):
+            w = float32_copy(held)  # 16-bit weights: float32 for this layer's forward only
             qkv = F.linear(x, w.W_qkv, w.b_qkv)  # (T, 3C)
             # (T, 3C) -> (T, 3, H, D) -> (3, H, T, D): query, key, value per head
             query, key, value = qkv.view(*lead, T, 3, H, D).movedim(-3, 0).transpose(-3, -2)
@@ -291,7 +297,7 @@ class Encoder:
             raise SpecError("words is empty; give at least one word", field="words")
         pieces = self.tokenizer.pieces_batch(list(words))
         table = self.embeddings.word
-        return torch.stack([table[list(ids)].mean(dim=0) for _, ids in pieces]).cpu()
+        return torch.stack([table[list(ids)].float().mean(dim=0) for _, ids in pieces]).cpu()
 
     def word_pieces(self, words: Sequence[str]) -> list[tuple[str, ...]]:
         """How each word splits into WordPieces (e.g. 'unbelievable' -> 'un', '##bel…')."""

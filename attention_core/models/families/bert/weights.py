@@ -3,7 +3,8 @@
 The tensors are read memory-mapped by ``..safetensors_io`` (one file or the
 shards of an index).  At load time the query, key and value Linear layers of
 every layer are fused into one (3*hidden, hidden) matrix so a layer does one
-projection GEMM instead of three; everything is float32 (fp16/bf16 converted).
+projection GEMM instead of three.  Every tensor keeps its stored dtype; a 16-bit
+layer is cast to float32 for its own forward only (``weight_dtype.float32_copy``).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def load_weights(
                 f"config.json implies {shape}",
                 field="model",
             )
-        return tensor.to(torch.float32)
+        return tensor
 
     hidden, inter = config.hidden_size, config.intermediate_size
     embeddings = EmbeddingWeights(

@@ -1,0 +1,150 @@
+"""Why a head looks where it looks (``/api/model/why``) and which heads matter, in one pass
+(``/api/model/attribute``).  Thin routes over ``attention_core.analysis.qk_decomposition``
+and ``attribution``; layers and heads from 1 here, from 0 in the core."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from fastapi import APIRouter, Response
+
+from attention_core import SpecError
+from attention_core.analysis import head_model
+from attention_core.analysis.ablation import ablation_cost
+from attention_core.analysis.access import DecoderHeadModel, HeadModel
+from attention_core.analysis.attribution import attribute, decoder_heads, star_cost
+from attention_core.analysis.qk_decomposition import why
+
+from ..limits import over_limit
+from ..long_inputs import refuse_full_maps, token_count
+from ..model_registry import RegistryDep, load
+from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
+from ..schemas.why import Target as TargetBody
+from ..settings import Settings
+from .common import ERRORS, SettingsDep, json_response
+
+router = APIRouter(prefix="/api/model", tags=["model"])
+
+
+def _grid(tensor: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
+
+
+@router.post("/why", response_model=WhyResponse, responses=ERRORS)
+def why_cell(body: WhyRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+    """One cell's pre-softmax score split into (query component, key component) pairs over
+    what wrote to the residual stream, norms frozen at the forward's values."""
+    entry, model = load(registry, body.model)
+    refuse_full_maps(model, token_count(model, body.text), "text", settings, "the decomposition")
+    heads = head_model(model)
+    tokens = heads.tokenize(body.text)
+    result = why(heads, tokens.ids, body.layer - 1, body.head - 1, body.row, body.col)
+    names = result.components
+    flat = result.grid.flatten()
+    order = flat.abs().argsort(descending=True)[: body.top].tolist()
+    N = len(names)
+    pairs = [{"query": names[i // N], "key": names[i % N], "value": float(flat[i])} for i in order]
+    return json_response(
+        {
+            "model": entry.name,
+            "family": model.family,
+            "tokens": list(tokens.tokens),
+            "layer": body.layer,
+            "head": body.head,
+            "row": body.row,
+            "col": body.col,
+            "score": result.score,
+            "weight": result.weight,
+            "scale": result.scale,
+            "components": list(names),
+            "contributions": pairs,
+            "rest": result.score - sum(p["value"] for p in pairs),
+            "grid": _grid(result.grid),
+        }
+    )
+
+
+def _token_id(heads: DecoderHeadModel, token: int | str | None) -> int | None:
+    """A target token given as an id, or as the text of one token (None: the model's own)."""
+    if token is None or isinstance(token, int):
+        return token
+    found = heads.tokenize(token)
+    ordinary = [i for i, special in zip(found.ids, found.special, strict=True) if not special]
+    if len(ordinary) != 1:
+        raise SpecError(
+            f"target.token {token!r} is {len(ordinary)} tokens for this model; give one "
+            "token's text, or its id",
+            field="target.token",
+        )
+    return ordinary[0]
+
+
+def _check_cost(heads: HeadModel, method: str, length: int, settings: Settings) -> None:
+    """Exact ablation costs what /ablate's each_head does (layers × heads × T² attention
+    cells, its limit); AtP* recomputes heads × that at most (heads × the limit)."""
+    L, H = heads.num_layers, heads.num_heads
+    if method == "exact":
+        cost, limit = ablation_cost(L, H, length), settings.max_ablation_cells
+        what, unit = "exact ablation costs layers × heads × T²", "ATTENTION_VIZ_MAX_ABLATION_CELLS"
+    elif method == "atp_star":
+        cost, limit = star_cost(L, H, length), settings.max_ablation_cells * H
+        what = "atp_star costs layers·(layers − 1)/2 × heads² × T²"
+        unit = "heads × ATTENTION_VIZ_MAX_ABLATION_CELLS"
+    else:
+        return
+    if cost > limit:
+        raise over_limit(
+            ["body", "method"],
+            f"{what} = {cost} attention cells for {length} tokens; the limit is {limit} "
+            f"({unit}): use a shorter text or attribution_patching",
+            limit=limit,
+            found=cost,
+            setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
+        )
+
+
+@router.post("/attribute", response_model=AttributeResponse, responses=ERRORS)
+def attribute_heads(
+    body: AttributeRequest, registry: RegistryDep, settings: SettingsDep
+) -> Response:
+    """Every head's ablation effect on a loss (the text's next-token loss, or −log p of one
+    token at one position), estimated by attribution patching or AtP* from one forward and
+    one backward pass; with ``exact`` also every head ablated on its own."""
+    entry, model = load(registry, body.model)
+    refuse_full_maps(model, token_count(model, body.text), "text", settings, "attribution")
+    heads = decoder_heads(head_model(model), entry.name)
+    tokens = heads.tokenize(body.text)
+    _check_cost(heads, body.method, len(tokens.ids), settings)
+    asked = None
+    if body.target is not None:
+        asked = (body.target.position, _token_id(heads, body.target.token))
+    result = attribute(
+        heads, tokens.ids, body.method, body.ablation, asked, entry.name, body.confirm_top
+    )
+    target = result.target
+    return json_response(
+        {
+            "model": entry.name,
+            "family": model.family,
+            "tokens": list(tokens.tokens),
+            "method": body.method,
+            "ablation": body.ablation,
+            "target": None
+            if target is None
+            else TargetBody(position=target[0], token=target[1]).model_dump(),
+            "target_text": None if target is None else heads.token_texts([target[1]])[0],
+            "loss": result.loss,
+            "estimate": _grid(result.estimate),
+            "exact": None if result.exact is None else _grid(result.exact),
+            "direct": _grid(result.direct),
+            "confirmed": [
+                {
+                    "layer": n + 1,
+                    "head": h + 1,
+                    "estimate": float(result.estimate[n, h]),
+                    "exact": e,
+                }
+                for n, h, e in result.confirmed
+            ],
+        }
+    )

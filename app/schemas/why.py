@@ -1,0 +1,130 @@
+"""Request and response bodies of ``/api/model/why`` (the QK decomposition of one cell's
+score) and ``/api/model/attribute`` (every head's ablation effect, estimated in one pass).
+Layers and heads from 1, as in the rest of the model API; rows, columns and positions are
+token indices from 0."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from . import examples
+from .heads import Grid, TextField
+from .model import ModelName, Strict
+
+MAX_PAIRS = 1000
+
+
+class WhyRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.WHY)
+
+    model: ModelName | None = None
+    text: str = TextField
+    layer: StrictInt = Field(ge=1, description="the head's layer, from 1")
+    head: StrictInt = Field(ge=1, description="the head, from 1")
+    row: StrictInt = Field(ge=0, description="the query token's index, from 0")
+    col: StrictInt = Field(
+        ge=0, description="the key token's index, from 0 (a decoder's col must be ≤ row)"
+    )
+    top: StrictInt = Field(
+        20,
+        ge=1,
+        le=MAX_PAIRS,
+        description="how many (query, key) pairs to list, largest |value| first",
+    )
+
+
+class Contribution(BaseModel):
+    query: str = Field(description="the query side's component (a name of ``components``)")
+    key: str = Field(description="the key side's component")
+    value: float = Field(description="q_row^(query) · k_col^(key) × scale")
+
+
+class WhyResponse(BaseModel):
+    """``contributions`` + ``rest`` = ``score``; ``grid`` holds every pair."""
+
+    model: str
+    family: str
+    tokens: list[str]
+    layer: int
+    head: int
+    row: int
+    col: int
+    score: float = Field(description="the pre-softmax score q_row · k_col × scale the map used")
+    weight: float = Field(description="the cell's softmax weight (the map's value)")
+    scale: float
+    components: list[str] = Field(
+        description="what wrote to the residual stream before the layer: 'embedding', "
+        "'L1 H3' (layer 1 head 3's output), 'L1 MLP', and 'biases' (the projections' "
+        "biases and the norms' shifts); norms frozen at the forward's values"
+    )
+    contributions: list[Contribution] = Field(description="the largest pairs, by |value|")
+    rest: float = Field(description="score − the listed values")
+    grid: Grid = Field(description="[query component][key component] -> value, every pair")
+
+
+class Target(Strict):
+    position: StrictInt = Field(ge=0, description="the position whose next token is scored")
+    token: StrictInt | StrictStr | None = Field(
+        None,
+        description="the token scored there: its id, or its text (one token of the "
+        "vocabulary); null: the model's own most likely token there",
+    )
+
+
+class AttributeRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.ATTRIBUTE)
+
+    model: ModelName | None = None
+    text: str = TextField
+    method: Literal["attribution_patching", "atp_star", "exact"] = Field(
+        "attribution_patching",
+        description="attribution_patching: gradient × change, one forward and one backward; "
+        "atp_star: the same with every later softmax recomputed for the head's change to its "
+        "queries and keys; exact: attribution patching and every head ablated on its own "
+        "(costs layers × heads × T², limit ATTENTION_VIZ_MAX_ABLATION_CELLS)",
+    )
+    ablation: Literal["zero", "mean"] = Field(
+        "zero", description="a head's context vector replaced by 0 or by its mean over positions"
+    )
+    target: Target | None = Field(
+        None,
+        description="null: the text's mean next-token loss; else −log p(token) at position",
+    )
+    confirm_top: StrictInt = Field(
+        0,
+        ge=0,
+        le=16,
+        description="also ablate exactly, each alone, this many heads of the largest "
+        "|estimate| (one batched forward pass)",
+    )
+
+
+class Confirmed(BaseModel):
+    layer: int
+    head: int
+    estimate: float = Field(description="the estimate's Δloss")
+    exact: float = Field(description="the Δloss of ablating the head alone")
+
+
+class AttributeResponse(BaseModel):
+    model: str
+    family: str
+    tokens: list[str]
+    method: str
+    ablation: str
+    target: Target | None
+    target_text: str | None = Field(description="the scored token's text")
+    loss: float = Field(description="the loss without any ablation, nats")
+    estimate: Grid = Field(
+        description="[layer][head] estimated Δloss (ablated − clean): atp_star's with "
+        "atp_star, attribution patching's otherwise"
+    )
+    exact: Grid | None = Field(description="with exact: [layer][head] the Δloss ablation gives")
+    confirmed: list[Confirmed] = Field(description="with confirm_top: those heads, exactly")
+    direct: Grid = Field(
+        description="[layer][head] direct logit attribution: the head's output through the "
+        "frozen final norm onto the scored token's unembedding (the mean over positions of "
+        "the next token's, without a target), a logit"
+    )

@@ -1,0 +1,352 @@
+"""Which heads matter, in one pass: every head's ablation effect on a loss, estimated.
+
+The loss is a decoder's next-token loss over the text, or ``−log p(token)``
+at one position (``Target``).  A head's ablation replaces its context vector
+(just before the output projection) by 0 or by its mean over the text's
+positions, as ``ablation`` does; its effect is the change in the loss.
+
+- ``attribution_patching``: ``g · (z_ablated − z)``, the gradient at the
+  head's context times the change, for every head from one forward and one
+  backward pass (a zero-valued leaf added to each layer's context carries
+  the gradient).
+- ``atp_star`` (Kramár et al., 2024): attribution patching with the
+  attention softmax of every later layer recomputed for the change the head's
+  ablation makes to that layer's queries and keys (norms frozen at the
+  forward's values), instead of linearized through it: the estimate adds,
+  per later layer, ``Σ (A_new − A − dA) ⊙ ∂L/∂A``, where ``dA`` is the
+  softmax's linear response (already inside the gradient) and ``∂L/∂A =
+  g V^T`` (values held).  So a head whose removal moves a saturated softmax
+  far is no longer scored by the softmax's slope at the clean point.
+  Cancellation between such first-hop terms and the rest of the gradient is
+  kept exact per later layer; effects through two attention hops stay linear.
+- ``direct``: direct logit attribution, each head's output at the scored
+  position(s) through the final norm, frozen, onto the unembedding of the
+  scored token (the text's mean over positions for the next-token loss).
+
+``exact`` is ``ablation.each_head_effects`` with the same loss.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import attention_with_steps
+from ..errors import SpecError
+from .ablation import ABLATION_MODES, check_heads, check_length, each_head_effects, masked_edit
+from .access import DecoderHeadModel, HeadModel, editing
+from .frozen_norm import frozen
+from .qk_decomposition import layer_paths
+
+Method = Literal["attribution_patching", "atp_star", "exact"]
+METHODS: tuple[str, ...] = ("attribution_patching", "atp_star", "exact")
+Target = tuple[int, int] | None  # (position, token id): −log p(token | text up to position)
+MAX_CONFIRM = 16  # heads one request may have ablated exactly, each alone
+# Score cells (sources × heads × T²) AtP* recomputes per batch of sources.
+STAR_BATCH_CELLS = 1 << 23
+
+
+def star_cost(num_layers: int, num_heads: int, length: int) -> int:
+    """What AtP*'s softmax recomputation costs in attention cells: for every head, each
+    later layer's H × T² scores."""
+    return num_layers * (num_layers - 1) // 2 * num_heads * num_heads * length * length
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """(L, H) grids: ``estimate`` Δloss by ``method``; ``exact`` Δloss (with ``exact`` only);
+    ``direct`` the logit each head writes onto the scored token(s); ``loss`` the clean loss."""
+
+    method: str
+    mode: str
+    loss: float
+    estimate: torch.Tensor
+    exact: torch.Tensor | None
+    direct: torch.Tensor
+    target: Target = None
+    confirmed: tuple[tuple[int, int, float], ...] = ()  # (layer, head, exact Δloss), 0-based
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One forward and backward: per layer the context (T, H, D), its gradient and the
+    block's input (T, C); the final norm's input (T, C)."""
+
+    loss: float
+    contexts: list[torch.Tensor]
+    grads: list[torch.Tensor]
+    inputs: list[torch.Tensor]
+    final_input: torch.Tensor
+
+
+def decoder_heads(heads: HeadModel, model_name: str) -> DecoderHeadModel:
+    """A loss needs a language-model head: encoders are refused, with the reason."""
+    if not isinstance(heads, DecoderHeadModel):
+        raise SpecError(
+            f"{model_name} is an encoder without a masked-language-model head (the app loads "
+            "its encoder only): it has no token probabilities for a loss to attribute",
+            field="model",
+        )
+    return heads
+
+
+def own_token(heads: DecoderHeadModel, ids: Sequence[int], position: int) -> int:
+    """The model's own most likely next token at ``position``."""
+    with torch.no_grad():
+        final = heads.run(torch.tensor([list(ids)])).hidden[-1]
+        return int(heads.unembed(final[0, position]).argmax())
+
+
+def check_target(
+    heads: DecoderHeadModel, length: int, target: tuple[int, int | None] | None
+) -> None:
+    if target is None:
+        return
+    position, token = target
+    if not 0 <= position < length:
+        raise SpecError(
+            f"target.position is {position}; the text has {length} tokens (0 to {length - 1})",
+            field="target.position",
+        )
+    if token is not None and not 0 <= token < heads.vocabulary_size:
+        raise SpecError(
+            f"target.token is id {token}; the vocabulary has {heads.vocabulary_size} ids",
+            field="target.token",
+        )
+
+
+def loss_of(
+    heads: DecoderHeadModel, ids: torch.Tensor, target: Target
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """final-normed states (B, T, C) -> (B,) losses: the mean next-token loss, or
+    −log p(target token) at the target position."""
+
+    def loss(final: torch.Tensor) -> torch.Tensor:
+        if target is None:
+            logits = heads.unembed(final[:, :-1]).float()  # (B, T-1, V)
+            B, T1, V = logits.shape
+            nll = F.cross_entropy(
+                logits.reshape(B * T1, V), ids[1:].expand(B, T1).reshape(-1), reduction="none"
+            )
+            return nll.view(B, T1).mean(-1)
+        position, token = target
+        logits = heads.unembed(final[:, position]).float()  # (B, V)
+        return -F.log_softmax(logits, dim=-1)[:, token]
+
+    return loss
+
+
+def gradient_pass(heads: DecoderHeadModel, ids: Sequence[int], target: Target) -> Pass:
+    """One forward and one backward pass: contexts, their gradients, block inputs."""
+    L, T = heads.num_layers, len(ids)
+    width = heads.num_heads * heads.head_dim
+    tensor = torch.tensor([list(ids)])
+    with torch.inference_mode(False), torch.enable_grad():
+        leaves = [torch.zeros(1, T, width, requires_grad=True) for _ in range(L)]
+        contexts: dict[int, torch.Tensor] = {}
+        inputs: dict[int, torch.Tensor] = {}
+
+        def edit(n: int, context: torch.Tensor) -> torch.Tensor:
+            contexts[n] = context.detach()[0].float()
+            return context + leaves[n]
+
+        def keep(n: int, x: torch.Tensor) -> torch.Tensor:
+            inputs[n] = x.detach()[0].float()
+            return x
+
+        with editing(edit, keep), _final_input(heads) as final_input:
+            final = heads.decoder.model(tensor, num_logits=0, output_hidden_states=True)
+            loss = loss_of(heads, tensor[0], target)(final.hidden_states[-1])[0]
+        grads = torch.autograd.grad(loss, leaves)
+    shape = (T, heads.num_heads, heads.head_dim)
+    return Pass(
+        float(loss.detach()),
+        [contexts[n].view(shape) for n in range(L)],
+        [g[0].float().view(shape) for g in grads],
+        [inputs[n] for n in range(L)],
+        final_input[0],
+    )
+
+
+class _final_input:
+    """Within the block, this thread's final-norm input is kept (a forward pre-hook)."""
+
+    def __init__(self, heads: DecoderHeadModel) -> None:
+        self.module = heads.final_norm
+        self.kept: list[torch.Tensor] = []
+        self.thread = threading.get_ident()
+
+    def __enter__(self) -> list[torch.Tensor]:
+        def grab(_m: object, args: tuple[torch.Tensor, ...]) -> None:
+            if threading.get_ident() == self.thread:
+                self.kept.insert(0, args[0].detach()[0].float())
+
+        self.handle = self.module.register_forward_pre_hook(grab)
+        return self.kept
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.remove()
+
+
+def context_change(context: torch.Tensor, mode: str) -> torch.Tensor:
+    """z_ablated − z for every head, (T, H, D)."""
+    if mode == "zero":
+        return -context
+    return context.mean(dim=0, keepdim=True) - context
+
+
+def patching_estimate(run: Pass, mode: str) -> torch.Tensor:
+    """(L, H): Σ over positions and dims of g · (z_ablated − z)."""
+    return torch.stack(
+        [
+            (g * context_change(z, mode)).sum(dim=(0, 2))
+            for z, g in zip(run.contexts, run.grads, strict=True)
+        ]
+    )
+
+
+def star_correction(heads: DecoderHeadModel, run: Pass, mode: str) -> torch.Tensor:
+    """(L, H): AtP*'s softmax term, Σ over later layers of Σ (A_new − A − dA) ⊙ g V^T."""
+    L, H, T = heads.num_layers, heads.num_heads, len(run.inputs[0])
+    out = torch.zeros(L, H)
+    positions = torch.arange(T)
+    deltas = [
+        torch.einsum("thd,hdc->htc", context_change(z, mode), heads.out_weights(n).float())
+        for n, z in enumerate(run.contexts)
+    ]  # per layer (H, T, C): each head's change to the residual stream
+    for later in range(1, L):
+        paths = layer_paths(heads, later, T)
+        norms = paths.freeze(run.inputs[later])
+        clean = paths.totals(run.inputs[later], positions)
+        group = paths.num_heads // paths.num_kv_heads
+        q = clean.q[0].transpose(0, 1)  # (H, T, D)
+        k, v = (t[0].transpose(0, 1).repeat_interleave(group, 0) for t in (clean.k, clean.v))
+        base = attention_with_steps(q, k, v, is_causal=heads.causal, scale=paths.scale)
+        A = base.attn_weights  # (H, T, T)
+        grad_A = run.grads[later].transpose(0, 1) @ v.transpose(-1, -2)  # (H, T, T)
+        step = max(1, STAR_BATCH_CELLS // (H * T * T))
+        for source in range(later):
+            for first in range(0, H, step):
+                delta = deltas[source][first : first + step]  # (S, T, C)
+                moved = paths.project(delta, positions, norms)
+                dq = moved.q.transpose(1, 2)  # (S, H, T, D)
+                dk = moved.k.transpose(1, 2).repeat_interleave(group, 1)
+                new = attention_with_steps(
+                    q + dq, k + dk, v, is_causal=heads.causal, scale=paths.scale
+                )
+                dS = (dq @ k.transpose(-1, -2) + q @ dk.transpose(-1, -2)) * paths.scale
+                dA = A * (dS - (A * dS).sum(-1, keepdim=True))  # the softmax's linear response
+                dA = torch.nan_to_num(dA)  # masked cells: A = 0 there
+                term = ((new.attn_weights - A - dA) * grad_A).sum(dim=(1, 2, 3))  # (S,)
+                out[source, first : first + step] += term
+    return out
+
+
+def direct_attribution(
+    heads: DecoderHeadModel, run: Pass, ids: Sequence[int], target: Target
+) -> torch.Tensor:
+    """(L, H): each head's output through the frozen final norm onto the scored token's
+    unembedding (the mean over positions of the next token's, without a target)."""
+    weight = heads.lm_head.weight
+    assert isinstance(weight, torch.Tensor)
+    W_U = weight.detach().float()  # (V, C)
+    if target is None:
+        rows, tokens = torch.arange(len(ids) - 1), torch.tensor(ids[1:])
+    else:
+        rows, tokens = torch.tensor([target[0]]), torch.tensor([target[1]])
+    norm = frozen(heads.final_norm, run.final_input[rows])
+    out = []
+    for n, z in enumerate(run.contexts):
+        outs = torch.einsum("thd,hdc->htc", z[rows], heads.out_weights(n).float())
+        out.append((norm.apply(outs) * W_U[tokens]).sum(-1).mean(-1))
+    return torch.stack(out)
+
+
+def exact_effects(
+    heads: DecoderHeadModel,
+    ids: Sequence[int],
+    pairs: Sequence[tuple[int, int]],
+    mode: str,
+    target: Target,
+) -> torch.Tensor:
+    """(k,): the exact Δloss of each (layer, head) pair ablated alone, in one batched pass."""
+    check_heads(pairs, heads.num_layers, heads.num_heads)
+    masks: dict[int, torch.Tensor] = {}
+    for row, (layer, head) in enumerate(pairs, start=1):
+        mask = masks.setdefault(
+            layer, torch.zeros(len(pairs) + 1, heads.num_heads, dtype=torch.bool)
+        )
+        mask[row, head] = True
+    batch = torch.tensor([list(ids)] * (len(pairs) + 1))
+    with torch.no_grad():
+        final = heads.run(batch, edit=masked_edit(masks, heads.num_heads, mode)).hidden[-1]
+        losses = loss_of(heads, batch[0], target)(final)
+    return losses[1:] - losses[0]
+
+
+def top_heads(grid: torch.Tensor, count: int) -> list[tuple[int, int]]:
+    """The ``count`` (layer, head) pairs of the largest |value|, largest first."""
+    H = grid.shape[1]
+    order = grid.flatten().abs().argsort(descending=True)[:count].tolist()
+    return [divmod(int(i), H) for i in order]
+
+
+def attribute(
+    heads: HeadModel,
+    ids: Sequence[int],
+    method: str = "attribution_patching",
+    mode: str = "zero",
+    target: tuple[int, int | None] | None = None,
+    model_name: str = "this model",
+    confirm_top: int = 0,
+) -> Attribution:
+    """Every head's ablation effect on the loss by ``method`` (see the module doc); a
+    target token of None is the model's own most likely one there.  ``confirm_top``: that
+    many heads of the largest |estimate| are also ablated exactly, each alone."""
+    decoder = decoder_heads(heads, model_name)
+    if method not in METHODS:
+        raise SpecError(f"method {method!r} is not one of {', '.join(METHODS)}", field="method")
+    if mode not in ABLATION_MODES:
+        raise SpecError(
+            f"ablation {mode!r} is not one of {', '.join(ABLATION_MODES)}", field="ablation"
+        )
+    check_length(decoder, len(ids))
+    check_target(decoder, len(ids), target)
+    if not 0 <= confirm_top <= MAX_CONFIRM:
+        raise SpecError(f"confirm_top is {confirm_top}; 0 to {MAX_CONFIRM}", field="confirm_top")
+    scored: Target = None
+    if target is not None:
+        position, token = target
+        scored = (position, own_token(decoder, ids, position) if token is None else token)
+    return _attribute(decoder, ids, method, mode, scored, confirm_top)
+
+
+def _attribute(
+    decoder: DecoderHeadModel,
+    ids: Sequence[int],
+    method: str,
+    mode: str,
+    target: Target,
+    confirm_top: int,
+) -> Attribution:
+    run = gradient_pass(decoder, ids, target)
+    with torch.no_grad():
+        estimate = patching_estimate(run, mode)
+        if method == "atp_star":
+            estimate = estimate + star_correction(decoder, run, mode)
+        exact = None
+        if method == "exact":
+            losses = loss_of(decoder, torch.tensor(list(ids)), target)
+            exact = each_head_effects(decoder, ids, mode, losses=losses)
+        direct = direct_attribution(decoder, run, ids, target)
+    pairs = top_heads(estimate, min(confirm_top, estimate.numel()))
+    effects = exact_effects(decoder, ids, pairs, mode, target).tolist() if pairs else []
+    confirmed = tuple(
+        (layer, head, float(e)) for (layer, head), e in zip(pairs, effects, strict=True)
+    )
+    return Attribution(method, mode, run.loss, estimate, exact, direct, target, confirmed)

@@ -1,0 +1,157 @@
+"""Why a head puts its weight on a cell: its score split over what wrote to the residual stream.
+
+For layer ``layer``, head ``head``, query row i and key column j, the
+pre-softmax score is ``q_i · k_j × scale``.  With every norm frozen at the
+forward's values (``frozen_norm``), q_i and k_j are sums over the components
+of the layer's input (``residual_parts``: the embedding, each earlier head,
+each earlier MLP) plus a bias term, RoPE being linear at each position
+(``qk_paths``), so the score is the sum over (query component, key component)
+pairs of ``q_i^(c) · k_j^(c') × scale``: the ``grid``.  The families served
+have no score bias or soft-capping (those that do are refused with the reason).
+
+``score`` and ``weight`` come from the layer's own q and k (the totals):
+the weight is row i's softmax, through ``attention_with_steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..attention import attention_with_steps
+from ..errors import SpecError
+from ..models.families.bert import Encoder
+from .access import DecoderHeadModel, EncoderHeadModel, HeadModel
+from .qk_paths import TRANSFORMERS_TYPES, LayerPaths, gpt2_paths, llama_paths
+from .residual_parts import Parts, decoder_parts, encoder_parts
+
+BIAS = "biases"
+
+
+@dataclass(frozen=True)
+class Why:
+    """``grid`` (N, N): [query component, key component] -> its share of the score; the
+    last component, ``biases``, is the projections' biases and the norms' shifts."""
+
+    components: tuple[str, ...]
+    grid: torch.Tensor
+    score: float
+    weight: float
+    scale: float
+
+
+def layer_paths(heads: HeadModel, layer: int, length: int) -> LayerPaths:
+    """The q/k/v paths of ``layer`` (0-based) for a text ``length`` tokens long."""
+    if isinstance(heads, EncoderHeadModel):
+        return _bert_paths(heads.encoder, layer)
+    if not isinstance(heads, DecoderHeadModel):
+        raise SpecError("the decomposition knows decoders and BERT encoders", field="model")
+    config = getattr(heads.module, "config", None)
+    if type(config).__module__.startswith("transformers"):
+        model_type = getattr(config, "model_type", None)
+        if model_type not in TRANSFORMERS_TYPES:
+            raise SpecError(
+                f"the score decomposition does not know the {model_type} family's residual "
+                f"stream and attention (it knows {', '.join(sorted(TRANSFORMERS_TYPES))})",
+                field="model",
+            )
+    block = heads.blocks[layer]
+    if hasattr(block, "attn") and hasattr(block, "ln_1"):
+        return gpt2_paths(block, layer, heads.num_heads)
+    attn = block.get_submodule("self_attn")
+    k_weight = attn.get_submodule("k_proj").weight
+    assert isinstance(k_weight, torch.Tensor)
+    kv_heads = k_weight.shape[0] // heads.head_dim
+    sizes = (heads.num_heads, int(kv_heads), heads.head_dim)
+    return llama_paths(block, sizes, _rope(heads, length))
+
+
+def _rope(heads: DecoderHeadModel, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin (T, D) as the model's forward computes them for a text ``length`` long."""
+    module = heads.module
+    own = getattr(module, "rotary_angles", None)
+    if callable(own):
+        cos, sin = own(0, length)
+        return cos.float(), sin.float()
+    rotary = module.get_submodule("model.rotary_emb")
+    positions = torch.arange(length)[None]
+    cos, sin = rotary(torch.zeros(1, length, 1), positions)
+    return cos[0].float(), sin[0].float()
+
+
+def _bert_paths(encoder: Encoder, layer: int) -> LayerPaths:
+    """BERT's layer: its input is already normed (post-norm); one fused q/k/v Linear."""
+    c, w = encoder.config, encoder.layers[layer]
+    C, H, D = c.hidden_size, c.num_attention_heads, c.head_dim
+
+    def part(k: int) -> object:
+        return lambda x: torch.nn.functional.linear(
+            x, w.W_qkv[k * C : (k + 1) * C].float(), w.b_qkv[k * C : (k + 1) * C].float()
+        )
+
+    q, k, v = (part(n) for n in range(3))
+    return LayerPaths(None, (q, k, v), C, (H, H, D), D**-0.5)  # type: ignore[arg-type]
+
+
+def check_cell(heads: HeadModel, length: int, layer: int, head: int, row: int, col: int) -> None:
+    """0-based layer/head/row/col: a ``SpecError`` naming the field out of range, or the
+    masked cell (a decoder's column after its row)."""
+    for field, value, size in (
+        ("layer", layer, heads.num_layers),
+        ("head", head, heads.num_heads),
+    ):
+        if not 0 <= value < size:
+            raise SpecError(
+                f"{field} is {value + 1}; this model has {field}s 1 to {size}", field=field
+            )
+    for field, value in (("row", row), ("col", col)):
+        if not 0 <= value < length:
+            raise SpecError(
+                f"{field} is {value}; the text has {length} tokens (0 to {length - 1})", field=field
+            )
+    if heads.causal and col > row:
+        raise SpecError(
+            f"the cell ({row}, {col}) is masked: a decoder's query {row} sees keys 0 to {row}",
+            field="col",
+        )
+
+
+def why(heads: HeadModel, ids: Sequence[int], layer: int, head: int, row: int, col: int) -> Why:
+    """The decomposition of one cell's score (layer, head, row, col all 0-based)."""
+    T = len(ids)
+    check_cell(heads, T, layer, head, row, col)
+    paths = layer_paths(heads, layer, T)
+    positions = torch.tensor([row, col])
+    with torch.no_grad():
+        parts = _parts(heads, ids, layer, positions)
+        norms = paths.freeze(parts.layer_input[positions])
+        each = paths.project(parts.parts, positions, norms)
+        bias = paths.bias(positions, norms)
+        carried = paths.project(parts.bias[None], positions, norms)
+        kv = head // (paths.num_heads // paths.num_kv_heads)
+        q = torch.cat([each.q[:, 0, head], bias.q[:, 0, head] + carried.q[:, 0, head]])
+        k = torch.cat([each.k[:, 1, kv], bias.k[:, 1, kv] + carried.k[:, 1, kv]])
+        grid = q @ k.T * paths.scale  # (N, N)
+        score, weight = _cell(paths, parts.layer_input, heads.causal, head, kv, row, col)
+    return Why((*parts.names, BIAS), grid, score, weight, paths.scale)
+
+
+def _parts(heads: HeadModel, ids: Sequence[int], layer: int, positions: torch.Tensor) -> Parts:
+    if isinstance(heads, EncoderHeadModel):
+        return encoder_parts(heads.encoder, ids, layer, positions)
+    assert isinstance(heads, DecoderHeadModel)
+    return decoder_parts(heads, ids, layer, positions)
+
+
+def _cell(
+    paths: LayerPaths, x: torch.Tensor, causal: bool, head: int, kv: int, row: int, col: int
+) -> tuple[float, float]:
+    """The cell's score and weight from the layer's own q and k (row ``row``'s softmax)."""
+    keys = torch.arange(row + 1 if causal else x.shape[0])
+    totals = paths.totals(x[keys], keys)
+    q = totals.q[0, row, head][None]  # (1, D)
+    k = totals.k[0, :, kv]  # (S, D)
+    steps = attention_with_steps(q, k, k, scale=paths.scale)
+    return float(steps.scaled_scores[0, col]), float(steps.attn_weights[0, col])

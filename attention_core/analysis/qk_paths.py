@@ -1,0 +1,206 @@
+"""How one attention layer turns its residual-stream input into queries, keys and values,
+linear per component once the norms are frozen (``frozen_norm``).
+
+``LayerPaths.project(parts, positions, constant)`` takes components of the
+layer's input at some positions, (N, P, C), and gives each one's query, key
+and value, (N, P, H, D) / (N, P, H_kv, D): the pre-attention norm frozen at
+the forward's values (none for BERT, post-norm: its layer input is already
+normed), the projections without their bias, per-head q/k norms (Qwen3)
+frozen, RoPE at each position (linear).  ``constant`` gives the part that is
+no component's: the projections' biases and the norms' shifts.  The sum over
+components plus the constant is the layer's own q, k, v.
+
+Three kinds of layer, by transformers' module names (the hand-written
+families use them too): GPT-2 (``ln_1``, fused ``c_attn``), the Llama kind
+(``input_layernorm``, ``q_proj``/``k_proj``/``v_proj``, optional
+``q_norm``/``k_norm``, split-half RoPE, grouped-query attention) and the
+hand-written BERT.  Other transformers families are refused with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from ..errors import SpecError
+from ..models.families.rope import rotate_half
+from .frozen_norm import FrozenNorm, frozen
+
+# transformers model types whose residual stream is x + attn(norm(x)) + mlp(norm(x)) with no
+# norm on a sublayer's output, and whose attention is one of the kinds above.
+TRANSFORMERS_TYPES = frozenset({"gpt2", "llama", "mistral", "qwen2", "qwen3"})
+
+
+class Projected(Protocol):
+    def __call__(self, x: torch.Tensor) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """A layer's norms frozen at one forward's values: pre-attention, and q/k per head."""
+
+    norm: FrozenNorm | None
+    qk: tuple[FrozenNorm | None, FrozenNorm | None]
+
+
+@dataclass(frozen=True)
+class QKV:
+    """Per component: q (N, P, H, D), k and v (N, P, H_kv, D)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+
+
+def _linear_part(module: Projected, x: torch.Tensor) -> torch.Tensor:
+    """``module(x) − module(0)``: an affine projection without its bias."""
+    return module(x) - module(torch.zeros_like(x[..., :1, :]))
+
+
+class LayerPaths:
+    """One layer's q/k/v paths (see the module doc); built by ``layer_paths``."""
+
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    scale: float
+
+    def __init__(
+        self,
+        norm: nn.Module | None,
+        qkv: tuple[Projected, Projected, Projected],
+        width: int,
+        sizes: tuple[int, int, int],
+        scale: float,
+        qk_norms: tuple[nn.Module | None, nn.Module | None] = (None, None),
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> None:
+        self.norm = norm
+        self.qkv = qkv
+        self.width = width
+        self.num_heads, self.num_kv_heads, self.head_dim = sizes
+        self.scale = scale
+        self.qk_norms = qk_norms
+        self.rope = rope  # cos, sin (T, D) for every position of the text
+
+    def freeze(self, x: torch.Tensor) -> Frozen:
+        """The norms frozen at the layer's inputs x (P, C): the pre-attention norm (None:
+        none) and the per-head q/k norms at the q and k the layer computes from x."""
+        norm = None if self.norm is None else frozen(self.norm, x)
+        if self.qk_norms == (None, None):
+            return Frozen(norm, (None, None))
+        normed = x if norm is None else norm.apply(x) + norm.shift
+        qk: list[FrozenNorm | None] = []
+        for module, proj, heads in zip(
+            self.qk_norms, self.qkv[:2], (self.num_heads, self.num_kv_heads), strict=True
+        ):
+            flat = proj(normed).reshape(-1, self.head_dim)  # (P·heads, D)
+            qk.append(None if module is None else _per_head(frozen(module, flat), heads))
+        return Frozen(norm, (qk[0], qk[1]))
+
+    def totals(self, x: torch.Tensor, positions: torch.Tensor) -> QKV:
+        """The layer's own q, k, v at ``positions`` from its inputs there, x (P, C): (1, P, ...)."""
+        norms = self.freeze(x)
+        parts, bias = self.project(x[None], positions, norms), self.bias(positions, norms)
+        return QKV(parts.q + bias.q, parts.k + bias.k, parts.v + bias.v)
+
+    def project(self, parts: torch.Tensor, positions: torch.Tensor, norms: Frozen) -> QKV:
+        """parts (N, P, C), components of the input at ``positions`` -> their q, k, v."""
+        normed = parts if norms.norm is None else norms.norm.apply(parts)
+        return self._heads([_linear_part(p, normed) for p in self.qkv], positions, norms)
+
+    def bias(self, positions: torch.Tensor, norms: Frozen) -> QKV:
+        """What no component carries: the projections' biases and the norm's shift, (1, P, ...)."""
+        C = self.width
+        shift = torch.zeros(C) if norms.norm is None else norms.norm.shift
+        base = shift.expand(1, len(positions), C)
+        return self._heads([p(base) for p in self.qkv], positions, norms)
+
+    def _heads(self, flat: list[torch.Tensor], positions: torch.Tensor, norms: Frozen) -> QKV:
+        """(N, P, heads·D) q, k, v -> per head, the q/k norms and RoPE applied."""
+        N, P, _ = flat[0].shape
+        q, k, v = (
+            y.reshape(N, P, heads, self.head_dim)
+            for y, heads in zip(
+                flat, (self.num_heads, self.num_kv_heads, self.num_kv_heads), strict=True
+            )
+        )
+        q = self._qk_finish(q, positions, norms.qk[0])
+        k = self._qk_finish(k, positions, norms.qk[1])
+        return QKV(q, k, v)
+
+    def _qk_finish(
+        self, y: torch.Tensor, positions: torch.Tensor, norm: FrozenNorm | None
+    ) -> torch.Tensor:
+        """(N, P, heads, D): the frozen per-head q/k norm, then RoPE at each position."""
+        if norm is not None:
+            y = norm.apply(y)
+        if self.rope is not None:
+            cos, sin = (t[positions][:, None, :] for t in self.rope)  # (P, 1, D)
+            y = y * cos + rotate_half(y) * sin
+        return y
+
+
+def _per_head(norm: FrozenNorm, heads: int) -> FrozenNorm:
+    """A norm frozen at (P·heads, D) rows, as gains (P, heads, D)."""
+    gain = norm.gain.view(-1, heads, norm.gain.shape[-1])
+    return FrozenNorm(gain, norm.shift, norm.centered)
+
+
+def _conv_slices(c_attn: nn.Module, width: int) -> tuple[Projected, Projected, Projected]:
+    """GPT-2's fused ``c_attn`` (``x @ W + b``, W (C, 3C)) as three projections."""
+    W, b = c_attn.weight, c_attn.bias
+    assert isinstance(W, torch.Tensor) and isinstance(b, torch.Tensor)
+
+    def part(k: int) -> Projected:
+        return lambda x: x @ W[:, k * width : (k + 1) * width] + b[k * width : (k + 1) * width]
+
+    return part(0), part(1), part(2)
+
+
+def _gpt2_scale(attn: nn.Module, layer: int, head_dim: int) -> float:
+    own = getattr(attn, "scale", None)
+    if isinstance(own, float):
+        return own
+    scale = head_dim**-0.5 if getattr(attn, "scale_attn_weights", True) else 1.0
+    if getattr(attn, "scale_attn_by_inverse_layer_idx", False):
+        scale /= layer + 1
+    return scale
+
+
+def gpt2_paths(block: nn.Module, layer: int, num_heads: int) -> LayerPaths:
+    attn: Any = block.get_submodule("attn")
+    width = attn.c_attn.weight.shape[0]
+    D = width // num_heads
+    return LayerPaths(
+        block.get_submodule("ln_1"),
+        _conv_slices(attn.c_attn, width),
+        width,
+        (num_heads, num_heads, D),
+        _gpt2_scale(attn, layer, D),
+    )
+
+
+def llama_paths(
+    block: nn.Module, sizes: tuple[int, int, int], rope: tuple[torch.Tensor, torch.Tensor]
+) -> LayerPaths:
+    attn: Any = block.get_submodule("self_attn")
+    scale = getattr(attn, "scale", None) or getattr(attn, "scaling", None)
+    if not isinstance(scale, float):
+        scale = sizes[2] ** -0.5
+    return LayerPaths(
+        block.get_submodule("input_layernorm"),
+        (attn.q_proj, attn.k_proj, attn.v_proj),
+        attn.q_proj.in_features,
+        sizes,
+        scale,
+        (getattr(attn, "q_norm", None), getattr(attn, "k_norm", None)),
+        rope,
+    )
+
+
+def refuse(family: str, why: str) -> SpecError:
+    return SpecError(f"the {family} family: {why}", field="model")

@@ -1,0 +1,251 @@
+"""Families that compute attention in their own code, run through the core all the same.
+
+Bloom, MPT, Falcon, DeBERTa-v2 and FSMT never call transformers' attention
+interface: each attention module multiplies its own q and k and adds its own
+terms.  An adapter here replaces that module's ``forward`` (on the instance,
+nothing global) with the family's own projections and terms handed to
+``capture.core_attention``, so each call is ``attention_with_steps`` and is
+captured like any other family's:
+
+- Bloom, MPT and Falcon with ALiBi: the ALiBi term is the score bias;
+- Falcon: its fused query/key/value split by its own ``_split_heads``, RoPE its own;
+- DeBERTa-v2: the content-to-position and position-to-content terms (computed by the
+  module's own ``disentangled_attention_bias``) are the score bias, a step of its own;
+- FSMT (an encoder-decoder): its three stacks, inputs time first, masks as booleans.
+
+These families are loaded with ``attn_implementation="eager"`` (their own
+path; Falcon looks other names up in a table of its own and fails), so the
+mask reaches the adapter as the family's eager code builds it.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from .capture import core_attention
+
+Forward = Callable[..., Any]
+
+
+def _bloom(
+    self: Any,
+    hidden_states: torch.Tensor,
+    residual: torch.Tensor,
+    alibi: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    layer_past: Any = None,
+    use_cache: bool = False,
+    output_attentions: bool = False,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``BloomAttention.forward``: scores ``alibi * beta + q·k * inv_norm_factor``."""
+    from transformers.models.bloom.modeling_bloom import dropout_add
+
+    batch, length, _ = hidden_states.shape
+    query, key, value = self._reshape(self.query_key_value(hidden_states))
+    if layer_past is not None:
+        key, value = layer_past.update(key, value, self.layer_idx)
+    bias = alibi.view(batch, self.num_heads, 1, -1) * self.beta
+    context, weights = core_attention(
+        self, query, key, value, attention_mask, scaling=self.inv_norm_factor, position_bias=bias
+    )
+    output = self.dense(context.reshape(batch, length, self.hidden_size))
+    output = dropout_add(output, residual, self.hidden_dropout, self.training)
+    return output, weights
+
+
+def _mpt(
+    self: Any,
+    hidden_states: torch.Tensor,
+    position_bias: torch.Tensor | None,
+    cache: Any = None,
+    attention_mask: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``MptAttention.forward``: scores ``q·k * softmax_scale + alibi``; its mask is True
+    where a key is hidden (the inverse of the core's)."""
+    batch, length = hidden_states.shape[:2]
+    mixed = self.Wqkv(hidden_states)
+    if self.clip_qkv:
+        mixed = mixed.clamp(min=-self.clip_qkv, max=self.clip_qkv)
+    query, key, value = (
+        t.reshape(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
+        for t in mixed.chunk(3, dim=2)
+    )
+    if cache is not None:
+        key, value = cache.update(key, value, self.layer_idx, kwargs=kwargs)
+    query_length = length if cache is None else length + cache.get_seq_length()
+    bias = None
+    if position_bias is not None:  # sliced as MPT slices it
+        first_query = max(0, position_bias.size(1) - query_length)
+        first_key = max(0, position_bias.size(2) - key.shape[-2])
+        bias = position_bias[:, first_query:, first_key:]
+    allowed = None if attention_mask is None else ~attention_mask.to(torch.bool)
+    context, weights = core_attention(
+        self, query, key, value, allowed, scaling=self.softmax_scale, position_bias=bias
+    )
+    return self.out_proj(context.reshape(batch, length, -1)), weights
+
+
+def _falcon(
+    self: Any,
+    hidden_states: torch.Tensor,
+    alibi: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+    position_ids: torch.Tensor | None = None,
+    layer_past: Any = None,
+    use_cache: bool = False,
+    output_attentions: bool = False,
+    position_embeddings: tuple[torch.Tensor, torch.Tensor] | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``FalconAttention.forward`` (eager): RoPE, or ALiBi as the score bias (Falcon folds
+    ALiBi into its mask as well: that part reaches the core as the mask's bias)."""
+    from transformers.models.falcon import modeling_falcon
+
+    kv_heads = self.num_heads if self.new_decoder_architecture else self.num_kv_heads
+    query, key, value = self._split_heads(self.query_key_value(hidden_states))
+    batch, length = query.shape[:2]
+    query = query.transpose(1, 2).reshape(batch, self.num_heads, length, self.head_dim)
+    key = key.transpose(1, 2).reshape(batch, kv_heads, length, self.head_dim)
+    value = value.transpose(1, 2).reshape(batch, kv_heads, length, self.head_dim)
+    if alibi is None:
+        assert position_embeddings is not None
+        cos, sin = position_embeddings
+        rotate: Any = modeling_falcon.apply_rotary_pos_emb
+        query, key = rotate(query, key, cos, sin)
+    if layer_past is not None:
+        key, value = layer_past.update(key, value, self.layer_idx)
+    if alibi is None:
+        scaling, bias = 1 / math.sqrt(self.head_dim), None
+    else:
+        scaling = self.inv_norm_factor
+        bias = alibi.view(batch, self.num_heads, 1, -1) * self.inv_norm_factor
+    context, weights = core_attention(
+        self, query, key, value, attention_mask, scaling=scaling, position_bias=bias
+    )
+    return self.dense(context.reshape(batch, length, self.num_heads * self.head_dim)), weights
+
+
+def _deberta_v2(
+    self: Any,
+    hidden_states: torch.Tensor,
+    attention_mask: torch.Tensor,
+    output_attentions: bool = False,
+    query_states: torch.Tensor | None = None,
+    relative_pos: torch.Tensor | None = None,
+    rel_embeddings: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``DisentangledSelfAttention.forward``: scores ``q·k / sqrt(d * factor)``, then the
+    content-to-position and position-to-content terms as the score bias."""
+    heads = self.num_attention_heads
+    source = hidden_states if query_states is None else query_states
+    query = self.transpose_for_scores(self.query_proj(source), heads)  # (B*H, T, D)
+    key = self.transpose_for_scores(self.key_proj(hidden_states), heads)
+    value = self.transpose_for_scores(self.value_proj(hidden_states), heads)
+    factor = 1 + ("c2p" in self.pos_att_type) + ("p2c" in self.pos_att_type)
+    bias = None
+    if self.relative_attention:
+        rel_embeddings = self.pos_dropout(rel_embeddings)
+        bias = self.disentangled_attention_bias(query, key, relative_pos, rel_embeddings, factor)
+    batch = hidden_states.shape[0]
+
+    def split(t: torch.Tensor) -> torch.Tensor:
+        return t.view(batch, heads, t.shape[-2], t.shape[-1])
+
+    if isinstance(bias, torch.Tensor):
+        bias = split(bias)
+    else:
+        bias = None
+    context, weights = core_attention(
+        self,
+        split(query),
+        split(key),
+        split(value),
+        attention_mask.bool(),
+        scaling=1 / math.sqrt(query.shape[-1] * factor),
+        position_bias=bias,
+    )
+    return context.reshape(batch, context.shape[1], -1), weights
+
+
+def _fsmt(
+    self: Any,
+    query: torch.Tensor,
+    key: torch.Tensor | None,
+    key_padding_mask: torch.Tensor | None = None,
+    layer_state: Any = None,
+    attn_mask: torch.Tensor | None = None,
+    output_attentions: bool | None = False,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """FSMT's ``Attention.forward`` (inputs time first, (T, B, C)): scores ``q·k * scaling``,
+    its causal mask (-inf above the diagonal) and key padding mask as booleans."""
+    length, batch, width = query.shape
+    heads, head_dim = self.num_heads, self.head_dim
+    cache: Any = None
+    if layer_state is not None:
+        cache = (
+            layer_state.cross_attention_cache
+            if self.encoder_decoder_attention
+            else layer_state.self_attention_cache
+        )
+    reuse = self.encoder_decoder_attention and layer_state is not None
+    if reuse and layer_state.is_updated.get(self.layer_idx):
+        keys, values = cache.layers[self.layer_idx].keys, cache.layers[self.layer_idx].values
+    else:
+        states = key if self.encoder_decoder_attention else query
+        keys, values = (
+            proj(states).view(-1, batch, heads, head_dim).permute(1, 2, 0, 3)
+            for proj in (self.k_proj, self.v_proj)
+        )
+        if cache is not None:
+            keys, values = cache.update(keys, values, self.layer_idx, kwargs=kwargs)
+            if self.encoder_decoder_attention:
+                layer_state.is_updated[self.layer_idx] = True
+    queries = self.q_proj(query).view(length, batch, heads, head_dim).permute(1, 2, 0, 3)
+    allowed = torch.ones(batch, 1, length, keys.shape[-2], dtype=torch.bool)
+    if attn_mask is not None:
+        allowed = allowed & (attn_mask > torch.finfo(attn_mask.dtype).min / 2)
+    if key_padding_mask is not None and key_padding_mask.dim() > 0:
+        allowed = allowed & ~key_padding_mask.to(torch.bool)[:, None, None, :]
+    context, weights = core_attention(self, queries, keys, values, allowed, scaling=self.scaling)
+    return self.out_proj(context.transpose(0, 1).reshape(length, batch, width)), weights
+
+
+# (the family's modeling module, the attention module's class) -> the adapter for it.
+ADAPTERS: dict[tuple[str, str], Forward] = {
+    ("bloom", "BloomAttention"): _bloom,
+    ("mpt", "MptAttention"): _mpt,
+    ("falcon", "FalconAttention"): _falcon,
+    ("deberta_v2", "DisentangledSelfAttention"): _deberta_v2,
+    ("fsmt", "Attention"): _fsmt,
+}
+# The model types whose attention an adapter computes (loaded with their eager path).
+ADAPTED_TYPES = frozenset({"bloom", "mpt", "falcon", "deberta-v2", "fsmt"})
+# Families whose attention modules take their input time first, (T, B, C).
+TIME_FIRST = frozenset({("fsmt", "Attention")})
+
+
+def _family_class(module: nn.Module) -> tuple[str, str]:
+    family = type(module).__module__.rsplit(".", 1)[-1].removeprefix("modeling_")
+    return family, type(module).__name__
+
+
+def install_adapters(model: nn.Module) -> int:
+    """Replace the forward of each attention module an adapter knows; how many were.
+    A module whose input is time first is marked (``time_first``) for the capture."""
+    count = 0
+    for module in model.modules():
+        adapter = ADAPTERS.get(_family_class(module))
+        if adapter is not None:
+            module.forward = types.MethodType(adapter, module)
+            object.__setattr__(module, "time_first", _family_class(module) in TIME_FIRST)
+            count += 1
+    return count

@@ -1,0 +1,253 @@
+"""Every text model type transformers registers, tried as a new user would.
+
+For each model type of transformers' causal-LM, masked-LM and seq2seq auto
+mappings: its config's defaults shrunk as the listing's dry run shrinks them
+(``hf.probe.shrunk``: 2 layers, 4 heads of 16, a 256-token vocabulary), a
+random checkpoint written by ``save_pretrained`` with a small word-level
+``tokenizer.json``, then listed and loaded by the app's registry and its maps
+compared with transformers' eager attention (``output_attentions=True``) on
+the same checkpoint, to 1e-5; an encoder-decoder's three stacks each.
+
+Each type runs in a forked child with a time limit (``--timeout``), so one
+that hangs or crashes is recorded as such; nothing is skipped silently.
+Writes ``--out`` (JSON, one record per type) and prints the summary.
+
+    PYTHONPATH=$PWD .venv/bin/python bench/sweep_families.py [--timeout 60] [--types a b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import CONFIG_MAPPING  # noqa: E402
+from transformers.models.auto import modeling_auto  # noqa: E402
+from transformers.utils import logging as transformers_logging  # noqa: E402
+
+from attention_core.models import ModelRegistry  # noqa: E402
+from attention_core.models.hf.probe import VOCAB, shrunk  # noqa: E402
+from attention_core.models.registry.backends import transformers_kind  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "family_sweep.json"
+TEXT = " ".join(f"w{i}" for i in (5, 17, 42, 8, 99, 23, 61, 4, 77, 30, 12, 55))
+TARGET = " ".join(f"w{i}" for i in (9, 33, 71, 14, 6))
+ATOL = 1e-5
+
+
+def model_types() -> list[str]:
+    """The causal-LM, masked-LM and seq2seq auto mappings' model types."""
+    names = (
+        modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        modeling_auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+    )
+    return sorted({t for mapping in names for t in mapping})
+
+
+def word_tokenizer(directory: Path, vocab: int) -> None:
+    """``w0`` … ``w{vocab-1}``, split on spaces: the ids the texts above name."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = {f"w{i}": i for i in range(vocab)}
+    tokenizer = Tokenizer(models.WordLevel(vocab=words, unk_token="w3"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.save(str(directory / "tokenizer.json"))
+
+
+def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
+    """A random checkpoint of ``model_type`` with shrunk defaults; its kind and config."""
+    raw = {**shrunk(CONFIG_MAPPING[model_type]().to_dict()), "model_type": model_type}
+    kind = transformers_kind(raw, f"model_type {model_type!r}")
+    if kind == "encoder-decoder" and raw.get("decoder_start_token_id") is None:
+        raw["decoder_start_token_id"] = raw.get("pad_token_id") or 0  # as T5's checkpoints
+    config = CONFIG_MAPPING[model_type].from_dict(raw)
+    auto: Any = {
+        "decoder": transformers.AutoModelForCausalLM,
+        "encoder-decoder": transformers.AutoModelForSeq2SeqLM,
+    }.get(kind, transformers.AutoModelForMaskedLM)
+    torch.manual_seed(0)
+    model = auto.from_config(config)
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    vocab = int(getattr(config.get_text_config(), "vocab_size", None) or VOCAB)
+    word_tokenizer(directory, min(vocab, VOCAB))
+    return kind, config
+
+
+def eager_maps(directory: Path, kind: str, ids: list[int], target: list[int]) -> dict[str, Any]:
+    """transformers' own eager attention maps of the checkpoint, per stack."""
+    auto: Any = {
+        "decoder": transformers.AutoModelForCausalLM,
+        "encoder-decoder": transformers.AutoModelForSeq2SeqLM,
+    }.get(kind, transformers.AutoModel)
+    model = auto.from_pretrained(directory, attn_implementation="eager", dtype=torch.float32)
+    model.eval()
+    with torch.inference_mode():
+        if kind == "encoder-decoder":
+            out = model(
+                input_ids=torch.tensor([ids]),
+                decoder_input_ids=torch.tensor([target]),
+                output_attentions=True,
+            )
+            return {
+                "encoder": out.encoder_attentions,
+                "decoder": out.decoder_attentions,
+                "cross": out.cross_attentions,
+            }
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True)
+        return {"encoder" if kind == "encoder" else "decoder": out.attentions}
+
+
+def our_maps(model: Any, kind: str) -> tuple[dict[str, Any], list[int], list[int]]:
+    if kind == "encoder-decoder":
+        maps = model.encode_pair(TEXT, TARGET)
+        stacks = {
+            "encoder": maps.layer_attentions,
+            "decoder": maps.decoder_attentions,
+            "cross": maps.cross_attentions,
+        }
+        return stacks, list(maps.source.input_ids), list(maps.target.input_ids)
+    maps = model.encode(TEXT)
+    stack = "encoder" if kind == "encoder" else "decoder"
+    return {stack: maps.layer_attentions}, list(maps.tokenized.input_ids), []
+
+
+def try_type(model_type: str, root: Path) -> dict[str, Any]:
+    """One model type's record: status (equal, differs, refused, error) and why."""
+    torch.set_num_threads(1)
+    transformers_logging.disable_progress_bar()
+    directory = root / model_type
+    record: dict[str, Any] = {"model_type": model_type}
+    try:
+        kind, _ = make_checkpoint(model_type, directory)
+    except Exception as exc:  # noqa: BLE001 - recorded: the sweep says what fails
+        return {**record, "status": "no checkpoint", "reason": _text(exc)}
+    record["kind"] = kind
+    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[directory])
+    (entry,) = registry.entries()
+    record["backend"] = entry.backend
+    if not entry.supported:
+        return {**record, "status": "refused", "reason": entry.reason, "when": "listed"}
+    try:
+        model = registry.load(entry.name)
+        ours, ids, target = our_maps(model, kind)
+    except Exception as exc:  # noqa: BLE001
+        listed = registry.entries()[0]
+        return {
+            **record,
+            "status": "refused",
+            "reason": _text(exc),
+            "when": "loaded",
+            "listed_after": listed.reason,
+        }
+    try:
+        want = eager_maps(directory, kind, ids, target)
+    except Exception as exc:  # noqa: BLE001
+        return {**record, "status": "no eager reference", "reason": _text(exc)}
+    worst = 0.0
+    for stack, maps in ours.items():
+        expected = want[stack]
+        if expected is None or len(expected) != len(maps) or any(e is None for e in expected):
+            return {
+                **record,
+                "status": "no eager reference",
+                "reason": f"transformers' eager output has no {stack} attentions",
+            }
+        for got, ref in zip(maps, expected, strict=True):
+            if tuple(got.shape) != tuple(ref[0].shape):
+                return {
+                    **record,
+                    "status": "differs",
+                    "reason": f"{stack} map {tuple(got.shape)} vs eager {tuple(ref[0].shape)}",
+                }
+            worst = max(worst, float((got - ref[0]).abs().max()))
+    status = "equal" if worst <= ATOL else "differs"
+    return {**record, "status": status, "max_abs_diff": worst}
+
+
+def _text(exc: BaseException) -> str:
+    message = getattr(exc, "message", None) or str(exc)
+    return f"{type(exc).__name__}: {message}"[:300]
+
+
+def _child(model_type: str, root: str, conn: Any) -> None:
+    try:
+        conn.send(try_type(model_type, Path(root)))
+    except BaseException as exc:  # noqa: BLE001 - anything: sent as the record
+        conn.send({"model_type": model_type, "status": "error", "reason": _text(exc)})
+
+
+def run(types: list[str], timeout: float) -> list[dict[str, Any]]:
+    context = mp.get_context("fork")
+    records = []
+    with tempfile.TemporaryDirectory(prefix="family-sweep-") as root:
+        for n, model_type in enumerate(types, 1):
+            started = time.perf_counter()
+            receive, send = context.Pipe(duplex=False)
+            child = context.Process(target=_child, args=(model_type, root, send))
+            child.start()
+            send.close()
+            if receive.poll(timeout):
+                try:
+                    record = receive.recv()
+                except EOFError:
+                    record = {"model_type": model_type, "status": "error", "reason": "crashed"}
+            else:
+                record = {
+                    "model_type": model_type,
+                    "status": "timeout",
+                    "reason": f"over {timeout:.0f} s",
+                }
+            child.kill()
+            child.join()
+            record["seconds"] = round(time.perf_counter() - started, 2)
+            records.append(record)
+            print(
+                f"[{n}/{len(types)}] {model_type}: {record['status']} "
+                f"{record.get('reason') or record.get('max_abs_diff', '')}"[:200],
+                flush=True,
+            )
+    return records
+
+
+def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    statuses = Counter(r["status"] for r in records)
+    return {
+        "transformers": transformers.__version__,
+        "tried": len(records),
+        "equal": statuses.get("equal", 0),
+        "by_status": dict(statuses.most_common()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per model type")
+    parser.add_argument("--types", nargs="*", help="only these model types")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    types = args.types or model_types()
+    records = run(types, args.timeout)
+    result = {"summary": summary(records), "records": records}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(json.dumps(result["summary"], indent=1))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
