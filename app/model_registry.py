@@ -23,8 +23,8 @@ from fastapi import Depends, Request
 
 from attention_core.models import ModelEntry, ModelRegistry, TextModel
 from attention_core.models.base.device import check_device
+from attention_core.models.checkpoints.weight_dtype import check_dtype
 from attention_core.models.registry.discovery import hf_cache_dir, split_paths
-from attention_core.models.weight_dtype import check_dtype
 
 from .settings import Settings, get_settings
 

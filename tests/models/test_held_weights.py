@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attention_core.models import Decoder, ModelRegistry, read_header
-from attention_core.models.weight_dtype import held_bytes
+from attention_core.models.checkpoints.weight_dtype import held_bytes
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.requires import require
 

@@ -32,6 +32,7 @@ import torch
 
 from ...errors import SpecError
 from ..base.device import CPU
+from ..base.placement import ACCELERATE_INSTALL, Placement, can_offload, plan
 from ..base.protocols import TextModel
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import CONFIG_FILE, GENERATION_CONFIG_FILE, TOKENIZER_FILE, read_json
@@ -45,10 +46,9 @@ from ..checkpoints.model_size import (
     default_max_model_bytes,
 )
 from ..checkpoints.safetensors_io import SafetensorsHeader, checkpoint_files, read_header
-from ..placement import ACCELERATE_INSTALL, Placement, can_offload, plan
+from ..checkpoints.token_budget import device_memory, token_limit
+from ..checkpoints.weight_dtype import dtype_name, stored_dtype
 from ..text.text_model_base import TextModelBase
-from ..token_budget import device_memory, token_limit
-from ..weight_dtype import dtype_name, stored_dtype
 from .backends import CORE, transformers_loader
 from .discovery import (
     BUILTIN_DIR,

@@ -22,12 +22,12 @@ from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import CausalLM, DecoderConfig, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import TOKENIZER_FILE
+from ..checkpoints.weight_dtype import hold, run_on
 from ..maps.blocked_pass import FullMapsPass, blocked_pass
 from ..maps.features import attention_rollout
 from ..maps.long_maps import LongMaps, LongPass, long_pass
 from ..maps.map_grid import GridSpec
 from ..maps.text_maps import TokenizedMaps
-from ..weight_dtype import hold, run_on
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 # From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,

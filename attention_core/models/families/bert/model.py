@@ -28,8 +28,8 @@ from ...base.outputs import LayerTrace, check_layer
 from ...base.protocols import model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
+from ...checkpoints.weight_dtype import float32_copy
 from ...maps.text_maps import TokenizedMaps
-from ...weight_dtype import float32_copy
 from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights

@@ -27,7 +27,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.utils.hooks import RemovableHandle
 
-from .checkpoints.safetensors_io import SafetensorsHeader
+from .safetensors_io import SafetensorsHeader
 
 DTYPE_SETTING = "ATTENTION_VIZ_DTYPE"
 AUTO = "auto"

@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from .checkpoints.safetensors_io import SafetensorsHeader
-from .weight_dtype import dtype_name
+from ..checkpoints.safetensors_io import SafetensorsHeader
+from ..checkpoints.weight_dtype import dtype_name
 
 OFFLOAD_DIR_SETTING = "ATTENTION_VIZ_OFFLOAD_DIR"
 ACCELERATE_INSTALL = "pip install 'attention-viz[transformers]'"
