@@ -32,6 +32,10 @@ ratios: the project's machines are shared 2-vCPU boxes, so read the ratios and
 the load average beside each figure. These are the current figures, one row per
 figure, newest run; earlier runs, profiles and the reasoning behind each change
 are in git's history of `bench/README.md` (the lab diary it was until issue 33).
+
+To add or update a figure, do not edit this page: record it in
+`bench/results/<script>.json` (the format is under "Recording a result" at the
+end) and run `.venv/bin/python scripts/bench_table.py`.
 """
 
 FORMAT = """\

@@ -147,7 +147,9 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     const model = modelName();
     const text = sourceText();
     const target = $("s2s-target").value;
-    const writing = write || !target.trim();
+    // A target the model wrote for another source is that source's: drop it and say so.
+    const dropped = Boolean(!write && data && data.written && text !== data.text && target === data.targetText);
+    const writing = write || dropped || !target.trim();
     const base = { format: "compact", dtype: "uint8" };
     if (model) base.model = model;
     $("s2s-status").textContent = writing ? "The model is writing the target…" : "Running the model…";
@@ -168,6 +170,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
         model: answer.model,
         text, // the source and target these maps are of (for the link to a head's steps)
         targetText: writing ? answer.generated_text : target,
+        written: writing,
         source: answer.source_tokens,
         target: answer.target_tokens,
         layers: answer.layers.length,
@@ -183,7 +186,8 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
       if (view.head !== "mean") view.head = Math.min(view.head, data.heads);
       if (view.word !== null && view.word >= data.target.length) view.word = null;
       const what = writing ? `${answer.generated_ids.length} tokens written, ` : "";
-      $("s2s-status").textContent = `${data.source.length} source and ${data.target.length} target tokens (${what}${data.layers} layers × ${data.heads} heads)`;
+      const why = dropped ? "The source changed, so the target the model had written for the last one was dropped and a new one written. " : "";
+      $("s2s-status").textContent = `${why}${data.source.length} source and ${data.target.length} target tokens (${what}${data.layers} layers × ${data.heads} heads)`;
       render();
       card.dataset.ready = "true";
     } catch (err) {

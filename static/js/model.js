@@ -8,6 +8,7 @@ import { showErrors as showCompareErrors, clearErrors as clearCompareErrors } fr
 import { byTestId, el, initialData } from "./dom.js";
 import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
 import { countOf, tokenLabels } from "./labels.js";
+import { mountExport } from "./model-export.js";
 import { drawMap, mapMax } from "./model-canvas.js";
 import { fetchLayers, generateLayers, mapView, modelApi } from "./model-data.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
@@ -65,6 +66,15 @@ const overviewNote = el("p", { class: "hint", "data-testid": "overview-note", hi
 grid.before(overviewNote);
 const zoomCanvas = canvasZoom($("zoom-plot"), $("zoom-readout"));
 $("zoom-plot").after(zoomCanvas.element);
+mountExport($("zoom-readout"), {
+  request: () => mapRequest,
+  zoom: {
+    canvas: () => (zoomCanvas.element.hidden ? null : zoomCanvas.element.querySelector("canvas")),
+    plot: () => $("zoom-plot"),
+    title: () => $("zoom-title").textContent,
+    bar: () => zoomCanvas.element.querySelector("[data-testid='zoom-colour-bar']"),
+  },
+});
 const filter = layerFilter(grid, () => {
   if (atlas) atlas.layout();
   if (!filter.shows(state.layer)) {

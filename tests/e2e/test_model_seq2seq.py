@@ -231,3 +231,34 @@ def test_the_encoders_heads_are_scored_and_ablation_is_not_offered(
     expect(page.get_by_test_id("ablate-card")).to_be_hidden()
     expect(page.get_by_test_id("lens-card")).to_be_hidden()
     expect(page.get_by_test_id("map-measure")).to_be_disabled()
+
+
+def test_a_changed_source_drops_the_target_written_for_the_last_one(
+    page: Page, server_url: str
+) -> None:
+    page.goto(f"/model?model={MODEL}&text={quote(SOURCE)}")
+    card = page.get_by_test_id("stacks-card")
+    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
+    first = page.get_by_test_id("s2s-target").input_value()
+    assert first != ""
+    other = "A dog ran in the park."
+    page.get_by_test_id("model-text").fill(other)
+    page.get_by_test_id("model-run").click()
+    expect(page.get_by_test_id("s2s-status")).to_contain_text(
+        "The source changed, so the target the model had written for the last one was dropped",
+        timeout=WAIT,
+    )
+    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
+    written = api(
+        server_url, "/api/model/generate", {"model": MODEL, "prompt": other, "max_new_tokens": 40}
+    )  # the card writes 40 tokens at most
+    expect(page.get_by_test_id("s2s-target")).to_have_value(written["generated_text"])
+    # A target the reader typed stays: it is theirs.
+    page.get_by_test_id("s2s-target").fill(TARGET)
+    page.get_by_test_id("s2s-read").click()
+    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
+    page.get_by_test_id("model-text").fill(SOURCE)
+    page.get_by_test_id("model-run").click()
+    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
+    expect(page.get_by_test_id("s2s-target")).to_have_value(TARGET)
+    expect(page.get_by_test_id("s2s-status")).not_to_contain_text("The source changed")

@@ -1,0 +1,207 @@
+"""Big models on the CPU: bf16 checkpoints of Llama-3.2-3B's and Llama-3.1-8B's shapes.
+
+    .venv/bin/python bench/bench_big_models.py --shape llama-3.2-3b --root /work/bigckpt
+    .venv/bin/python bench/bench_big_models.py --shape llama-3.1-8b --root /work/bigckpt --no-long
+
+Random bfloat16 weights written tensor by tensor (``bench/big_checkpoint.py``,
+6.4 GB and 16 GB, under ``--root``: never in the repository).  Each side runs in
+a fresh child process, one after the other (1 torch thread, as the app's default
+``ATTENTION_VIZ_TORCH_THREADS``), after loading and a 16-token warm-up that pages
+every weight in:
+
+- ``ours``: ``POST /api/model/attention`` through the app (TestClient: routing,
+  the pass, pooling, compact uint8 serialization) with ``pool`` 128, the weights
+  held in bfloat16 and each layer run in float32 (``attention_core.models.weight_dtype``);
+  ``ATTENTION_VIZ_MAX_MODEL_BYTES`` is raised to 20 GB so the 8B model is held
+  whole (memory-mapped) rather than spread over memory and disk.
+- ``eager``: transformers' ``LlamaForCausalLM`` in bfloat16 (as transformers loads
+  the checkpoint), ``attn_implementation="eager"``, ``output_attentions=True``,
+  ``logits_to_keep=1``.
+- at T = 1,024 (``--long``): ``ours`` takes the long path (the maps, 2.8 GB for the
+  3B shape, are over ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES``) vs ``sdpa``:
+  transformers bfloat16, ``attn_implementation="sdpa"``, one forward without
+  attentions.
+
+Reported per side: seconds of the timed call, the process's peak resident set
+(VmHWM, whole life: loading included) against the stored bytes, and the ratio
+ours / transformers.  ``--record`` writes bench/results/bench_big_models.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.big_checkpoint import make, stored_bytes, text_of  # noqa: E402
+
+MAX_MODEL_BYTES = 20 * 10**9
+POOL = 128
+WARM_TOKENS = 16
+
+
+def peak_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmHWM")
+
+
+def ours(directory: Path, tokens: int) -> dict[str, Any]:
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    settings = Settings(
+        models=str(directory.parent),
+        hf_cache=False,
+        model_max_tokens=max(tokens, WARM_TOKENS),
+        max_model_bytes=MAX_MODEL_BYTES,
+    )
+    body = {"model": directory.name, "pool": POOL, "format": "compact"}
+    with TestClient(create_app(settings)) as client:
+        listed = {m["name"]: m for m in client.get("/api/models").json()["models"]}
+        entry = listed[directory.name]
+        assert entry["supported"], entry["reason"]
+        warm = client.post("/api/model/attention", json={**body, "text": text_of(WARM_TOKENS)})
+        assert warm.status_code == 200, warm.text
+        start = time.perf_counter()
+        response = client.post("/api/model/attention", json={**body, "text": text_of(tokens)})
+        seconds = time.perf_counter() - start
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert len(answer["tokens"]) == tokens
+    return {
+        "seconds": seconds,
+        "peak_gb": peak_kb() * 1024 / 1e9,
+        "answer_mb": len(response.content) / 1e6,
+        "path": answer.get("maps_path"),
+        "dtype": entry["dtype"],
+        "held_gb": entry["held_bytes"] / 1e9,
+    }
+
+
+def transformers_side(directory: Path, tokens: int, attention: str) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        directory, attn_implementation=attention, dtype=torch.bfloat16, local_files_only=True
+    ).eval()
+    ids = torch.tensor([[1 + (i * 7919) % 1000 for i in range(tokens)]])
+    wanted = attention == "eager"
+    with torch.inference_mode():
+        model(ids[:, :WARM_TOKENS], output_attentions=wanted, logits_to_keep=1)
+        start = time.perf_counter()
+        out = model(ids, output_attentions=wanted, logits_to_keep=1)
+        seconds = time.perf_counter() - start
+    if wanted:
+        assert out.attentions[0].shape[-1] == tokens
+    return {"seconds": seconds, "peak_gb": peak_kb() * 1024 / 1e9}
+
+
+def child(side: str, directory: Path, tokens: int) -> dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(1)
+    if side == "ours":
+        return ours(directory, tokens)
+    return transformers_side(directory, tokens, side)
+
+
+def run_child(side: str, directory: Path, tokens: int) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", side, "--dir", str(directory)]
+    cmd += ["--tokens", str(tokens)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    print(side, tokens, result, flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", default="llama-3.2-3b")
+    parser.add_argument("--root", type=Path, default=Path("/work/bigckpt"))
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--long", type=int, default=1024, help="0: no long-path figure")
+    parser.add_argument("--record", action="store_true")
+    parser.add_argument("--child", choices=["ours", "eager", "sdpa"])
+    parser.add_argument("--dir", type=Path)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.dir, args.tokens)))
+        return
+    start = time.perf_counter()
+    directory = make(args.shape, args.root)
+    stored = stored_bytes(directory) / 1e9
+    print(f"{directory}: {stored:.2f} GB stored, written in {time.perf_counter() - start:.0f} s")
+    load = os.getloadavg()[0]
+    rows = []
+    a, b = run_child("ours", directory, args.tokens), run_child("eager", directory, args.tokens)
+    rows.append(figure(args, stored, "maps", args.tokens, a, b, "eager"))
+    if args.long:
+        c, d = run_child("ours", directory, args.long), run_child("sdpa", directory, args.long)
+        rows.append(figure(args, stored, "long", args.long, c, d, "sdpa"))
+    note = f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
+    for row in rows:
+        print(json.dumps(row))
+    if args.record:
+        from bench.record import machine, record
+
+        for row in rows:
+            row["machine"] = machine(note)
+        record(
+            "bench/bench_big_models.py",
+            "Big bf16 checkpoints on the CPU: the app's maps vs transformers' own bf16 forward.",
+            ".venv/bin/python bench/bench_big_models.py --shape SHAPE --root /work/bigckpt "
+            "[--tokens 128] [--long 1024] [--record]",
+            rows,
+        )
+
+
+def figure(
+    args: argparse.Namespace,
+    stored: float,
+    kind: str,
+    tokens: int,
+    ours_: dict[str, Any],
+    theirs: dict[str, Any],
+    baseline: str,
+) -> dict[str, Any]:
+    ratio = ours_["seconds"] / theirs["seconds"]
+    what = "pooled maps of every head" if kind == "maps" else "the long path's pooled overview"
+    their = (
+        "transformers bf16 eager output_attentions=True"
+        if baseline == "eager"
+        else "transformers bf16 SDPA forward without attentions"
+    )
+    command = f".venv/bin/python bench/bench_big_models.py --shape {args.shape} --root {args.root}"
+    command += f" --tokens {args.tokens} --long {args.long}" + (" --record" if args.record else "")
+    return {
+        "figure": f"{args.shape} shape, bf16 ({stored:.1f} GB stored), {what}, T={tokens}",
+        "value": round(ours_["seconds"], 1),
+        "unit": "s",
+        "baseline": f"{their}, same checkpoint, 1 thread",
+        "baseline_value": round(theirs["seconds"], 1),
+        "ratio": round(ratio, 2),
+        "goal": "<= 0.5x, peak <= stored + 3 GB" if kind == "maps" else "<= 0.6x",
+        "note": (
+            f"peak resident {ours_['peak_gb']:.1f} GB (transformers {theirs['peak_gb']:.1f} GB), "
+            f"held {ours_['dtype']} {ours_['held_gb']:.1f} GB, answer {ours_['answer_mb']:.1f} MB, "
+            f"{ours_['path'] or 'full'} path"
+        ),
+        "command": command,
+    }
+
+
+if __name__ == "__main__":
+    main()
