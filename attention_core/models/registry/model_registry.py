@@ -49,6 +49,7 @@ from ..checkpoints.safetensors_io import SafetensorsHeader, checkpoint_files, re
 from ..checkpoints.token_budget import device_memory, token_limit
 from ..checkpoints.weight_dtype import dtype_name, stored_dtype
 from ..text.text_model_base import TextModelBase
+from ..text.untrusted_tokenizer import check_tokenizer_size, tokenizer_failure
 from .backends import CORE, transformers_loader
 from .discovery import (
     BUILTIN_DIR,
@@ -195,6 +196,7 @@ def describe(
             held = exc.held
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
+        check_tokenizer_size(candidate.path / TOKENIZER_FILE)
         if family.probe is not None:  # a dry run of the family: listed true before any load
             family.probe(raw)
         parameters = sum(
@@ -384,6 +386,7 @@ class ModelRegistry:
                 for old in [k for k in self._failed if k[0] == candidate.path and k != key]:
                     del self._failed[old]
                 self._described[key] = known
+        failed = failed or tokenizer_failure(candidate.path / TOKENIZER_FILE)
         if failed is not None and known.reason is None:
             return replace(known, reason=failed)
         return known
