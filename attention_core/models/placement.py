@@ -18,7 +18,6 @@ and about how long that takes.  accelerate makes the real map at load time.
 from __future__ import annotations
 
 import importlib.util
-import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,15 +27,13 @@ from typing import Any
 import torch
 
 from .checkpoints.safetensors_io import SafetensorsHeader
-from .weight_dtype import dtype_name
+from .weight_dtype import LAYER_NUMBER, dtype_name
 
 OFFLOAD_DIR_SETTING = "ATTENTION_VIZ_OFFLOAD_DIR"
 ACCELERATE_INSTALL = "pip install 'attention-viz[transformers]'"
 # What a forward pass reads from disk per second, for the listing's estimate (a local SSD's
 # sequential reads, after the page cache; a first pass from a cold disk is slower).
 DISK_BYTES_PER_SECOND = 1.0e9
-# The first number in a tensor's name is its layer (model.layers.3.mlp..., h.3.attn...).
-_LAYER = re.compile(r"\.(\d+)\.")
 
 
 def default_offload_dir() -> Path:
@@ -105,7 +102,7 @@ def layer_bytes(headers: Iterable[SafetensorsHeader], itemsize: int | None) -> d
     found: dict[int, int] = {}
     for header in headers:
         for name, entry in header.entries.items():
-            match = _LAYER.search(name)
+            match = LAYER_NUMBER.search(name)
             layer = int(match.group(1)) if match else -1
             size = entry.end - entry.begin
             if itemsize is not None and entry.dtype.is_floating_point:

@@ -18,6 +18,7 @@ from attention_core.models import Decoder, ModelRegistry, read_header
 from attention_core.models.maps.map_grid import GridSpec
 from attention_core.models.maps.pooling import Region
 from attention_core.models.weight_dtype import held_bytes
+from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.requires import require
 
@@ -179,3 +180,12 @@ def test_the_long_path_of_a_bf16_model_is_the_float32_path(tmp_path: Path) -> No
         one = GridSpec(None, Region(0, T, 0, T), (1, 1), (1,), average=False)
         full = held.encode(TEXT).layer_attentions[layer][[1]]
         torch.testing.assert_close(ours.grid(layer, one).heads, full, atol=1e-6, rtol=0)
+
+
+def test_loading_reads_the_weights_in_layer_by_layer(tmp_path: Path) -> None:
+    """``load`` progress: each of the 2 layers, then the embeddings, norm and head."""
+    make_llama(tmp_path / "models" / "llama-bf16", dtype=torch.bfloat16, seed=14)
+    seen: list[tuple[str, int, int]] = []
+    with reporting(lambda *event: seen.append(event)):
+        registry_of(tmp_path / "models").load("llama-bf16")
+    assert seen == [("load", 1, 3), ("load", 2, 3), ("load", 3, 3)]
