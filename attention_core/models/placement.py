@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from .checkpoints.safetensors_io import SafetensorsHeader
-from .weight_dtype import LAYER_NUMBER, dtype_name
+from .weight_dtype import LAYER_NUMBER, dtype_name, size_text
 
 OFFLOAD_DIR_SETTING = "ATTENTION_VIZ_OFFLOAD_DIR"
 ACCELERATE_INSTALL = "pip install 'attention-viz[transformers]'"
@@ -88,9 +88,9 @@ class Placement:
         """What the listing says of how the model runs."""
         where = "GPU and CPU memory" if self.device == "cuda" else "memory"
         return (
-            f"larger than its {self.memory_bytes / 1e6:,.0f} MB budget: accelerate's "
+            f"larger than its {size_text(self.memory_bytes)} budget: accelerate's "
             f"device_map keeps about {self.layers_in_memory} layers in {where} and reads "
-            f"{self.layers_on_disk} from disk ({self.disk_bytes / 1e6:,.0f} MB) every "
+            f"{self.layers_on_disk} from disk ({size_text(self.disk_bytes)}) every "
             f"forward pass, about {self.seconds_per_pass:,.1f} s more each; "
             f"{dtype_name(self.dtype)} weights, transformers backend"
         )

@@ -52,6 +52,11 @@ def check_dtype(name: str) -> torch.dtype | None:
     return DTYPES[name]
 
 
+def size_text(count: int) -> str:
+    """Bytes for people: ``16,060.5 MB``, ``94 kB``."""
+    return f"{count / 1e6:,.1f} MB" if count >= 10**6 else f"{count / 1e3:,.0f} kB"
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     return DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
 

@@ -120,7 +120,7 @@ def test_a_model_over_the_limit_is_listed_with_how_it_runs(tmp_path: Path) -> No
     assert (entry.placement.layers_in_memory, entry.placement.layers_on_disk) == (2, 2)
     assert entry.held_bytes == held_bytes(headers)
     text = entry.placement.describe()
-    assert f"keeps about 2 layers in memory and reads 2 from disk ({2 * layer / 1e6:,.0f} MB)" in (
+    assert f"keeps about 2 layers in memory and reads 2 from disk ({2 * layer / 1e3:,.0f} kB)" in (
         text
     )
     assert "float32 weights, transformers backend" in text
