@@ -2,7 +2,7 @@
 
 For each model type of transformers' causal-LM, masked-LM and seq2seq auto
 mappings: its config's defaults shrunk as the listing's dry run shrinks them
-(``hf.probe.shrunk``: 2 layers, 4 heads of 16, a 256-token vocabulary), a
+(``hf.probe.shrunk``: 2 layers, 4 heads of 128, a 256-token vocabulary), a
 random checkpoint written by ``save_pretrained`` with a small word-level
 ``tokenizer.json``, then listed and loaded by the app's registry and its maps
 compared with transformers' eager attention (``output_attentions=True``) on
@@ -10,7 +10,9 @@ the same checkpoint, to 1e-5; an encoder-decoder's three stacks each.
 
 Each type runs in a forked child with a time limit (``--timeout``), so one
 that hangs or crashes is recorded as such; nothing is skipped silently.
-Writes ``--out`` (JSON, one record per type) and prints the summary.
+Writes ``--out`` (JSON, one record per type), the table ``docs/model-types.md``
+and the summary figures (``bench/results/sweep_families.json``).  Run it from a
+tree nobody edits while it runs (the children import lazily).
 
     PYTHONPATH=$PWD .venv/bin/python bench/sweep_families.py [--timeout 60] [--types a b]
 """
@@ -39,10 +41,14 @@ from transformers.models.auto import modeling_auto  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from attention_core.models import ModelRegistry  # noqa: E402
+from attention_core.models.hf.language_model import auto_class  # noqa: E402
 from attention_core.models.hf.probe import VOCAB, shrunk  # noqa: E402
 from attention_core.models.registry.backends import transformers_kind  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results" / "family_sweep.json"
+BENCH = Path(__file__).resolve().parent
+OUT = BENCH / "family_sweep.json"
+TABLE = BENCH.parent / "docs" / "model-types.md"
+RUN = "PYTHONPATH=$PWD .venv/bin/python bench/sweep_families.py [--timeout 60] [--types a b]"
 TEXT = " ".join(f"w{i}" for i in (5, 17, 42, 8, 99, 23, 61, 4, 77, 30, 12, 55))
 TARGET = " ".join(f"w{i}" for i in (9, 33, 71, 14, 6))
 ATOL = 1e-5
@@ -75,10 +81,7 @@ def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
     if kind == "encoder-decoder" and raw.get("decoder_start_token_id") is None:
         raw["decoder_start_token_id"] = raw.get("pad_token_id") or 0  # as T5's checkpoints
     config = CONFIG_MAPPING[model_type].from_dict(raw)
-    auto: Any = {
-        "decoder": transformers.AutoModelForCausalLM,
-        "encoder-decoder": transformers.AutoModelForSeq2SeqLM,
-    }.get(kind, transformers.AutoModelForMaskedLM)
+    auto = auto_class(model_type, kind) if kind != "encoder" else transformers.AutoModelForMaskedLM
     torch.manual_seed(0)
     model = auto.from_config(config)
     directory.mkdir(parents=True, exist_ok=True)
@@ -90,10 +93,7 @@ def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
 
 def eager_maps(directory: Path, kind: str, ids: list[int], target: list[int]) -> dict[str, Any]:
     """transformers' own eager attention maps of the checkpoint, per stack."""
-    auto: Any = {
-        "decoder": transformers.AutoModelForCausalLM,
-        "encoder-decoder": transformers.AutoModelForSeq2SeqLM,
-    }.get(kind, transformers.AutoModel)
+    auto = auto_class(str(transformers.AutoConfig.from_pretrained(directory).model_type), kind)
     model = auto.from_pretrained(directory, attn_implementation="eager", dtype=torch.float32)
     model.eval()
     with torch.inference_mode():
@@ -102,13 +102,15 @@ def eager_maps(directory: Path, kind: str, ids: list[int], target: list[int]) ->
                 input_ids=torch.tensor([ids]),
                 decoder_input_ids=torch.tensor([target]),
                 output_attentions=True,
+                use_cache=False,  # FSMT builds its causal mask only without a cache
             )
             return {
                 "encoder": out.encoder_attentions,
                 "decoder": out.decoder_attentions,
                 "cross": out.cross_attentions,
             }
-        out = model(input_ids=torch.tensor([ids]), output_attentions=True)
+        extra = {"use_cache": False} if kind == "decoder" else {}
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True, **extra)
         return {"encoder" if kind == "encoder" else "decoder": out.attentions}
 
 
@@ -224,14 +226,109 @@ def run(types: list[str], timeout: float) -> list[dict[str, Any]]:
     return records
 
 
+# A refusal's reason, in a few words: (words in the reason, the class).
+REASON_CLASSES = (
+    ("attention interface", "computes attention in its own code (no adapter)"),
+    ("no attention heads", "no attention (state-space or mixing layers)"),
+    ("no text language-model class", "not a text model the app opens"),
+    ("cannot read this config.json", "transformers refuses the shrunk config"),
+    ("own Python code", "needs its own code (trust_remote_code)"),
+    ("encoder-decoders run on the CPU", "device"),
+)
+
+
+def reason_class(reason: str) -> str:
+    for words, name in REASON_CLASSES:
+        if words in reason:
+            return name
+    return "fails when loaded or run (often the shrunk config's doing)"
+
+
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     statuses = Counter(r["status"] for r in records)
+    refused = Counter(
+        reason_class(str(r.get("reason"))) for r in records if r["status"] == "refused"
+    )
     return {
         "transformers": transformers.__version__,
         "tried": len(records),
         "equal": statuses.get("equal", 0),
         "by_status": dict(statuses.most_common()),
+        "refused_by_reason": dict(refused.most_common()),
     }
+
+
+STATUS_WORDS = {
+    "equal": "opens; every map equals transformers' eager attention",
+    "differs": "opens, but a map differs from transformers' eager attention",
+    "refused": "listed unsupported, with the reason",
+    "no checkpoint": "its default config shrunk could not make a checkpoint (sweep only)",
+    "no eager reference": "opens; transformers' eager attention gives no maps to compare",
+    "timeout": "over the sweep's time limit",
+    "error": "the sweep's child failed",
+}
+
+
+def table(result: dict[str, Any]) -> str:
+    """docs/model-types.md: the count, then one row per model type."""
+    head = result["summary"]
+    lines = [
+        "# Model types",
+        "",
+        "<!-- Written by bench/sweep_families.py: run it again, do not edit this. -->",
+        "",
+        f"**{head['equal']} of {head['tried']} model types open and match transformers** "
+        f"({head['transformers']}): every text model type of transformers' causal-LM, "
+        "masked-LM and seq2seq auto mappings, each a random checkpoint of its default "
+        "config shrunk (2 layers, 4 heads of 128, a 256-token vocabulary), listed and loaded "
+        "by the app and its maps compared with transformers' eager attention "
+        "(`output_attentions=True`) to 1e-5. The rest, with the reasons:",
+        "",
+        "| status | types | meaning |",
+        "|---|---|---|",
+    ]
+    for status, count in head["by_status"].items():
+        lines.append(f"| {status} | {count} | {STATUS_WORDS.get(status, '')} |")
+    lines += ["", "Refused, by reason:", "", "| reason | types |", "|---|---|"]
+    for reason, count in head["refused_by_reason"].items():
+        lines.append(f"| {reason} | {count} |")
+    lines += [
+        "",
+        "| model type | kind | status | reason or largest difference |",
+        "|---|---|---|---|",
+    ]
+    for r in result["records"]:
+        why = r.get("reason") or (
+            f"{r['max_abs_diff']:.1e}" if isinstance(r.get("max_abs_diff"), float) else ""
+        )
+        why = " ".join(str(why).split()).replace("|", "\\|")[:240]
+        lines.append(f"| `{r['model_type']}` | {r.get('kind', '')} | {r['status']} | {why} |")
+    lines += ["", f"Run: `{RUN}`", ""]
+    return "\n".join(lines)
+
+
+def record_summary(result: dict[str, Any], command: str) -> None:
+    sys.path.insert(0, str(BENCH))
+    from record import machine, record
+
+    head = result["summary"]
+    record(
+        "bench/sweep_families.py",
+        "Every text model type transformers registers: opens and equals eager attention, "
+        "or the reason it is refused",
+        RUN,
+        [
+            {
+                "figure": "model types that open with every map equal to eager attention (1e-5)",
+                "value": head["equal"],
+                "unit": f"of {head['tried']} types",
+                "note": ", ".join(f"{k} {v}" for k, v in head["by_status"].items())
+                + f"; transformers {head['transformers']}; docs/model-types.md",
+                "machine": machine(),
+                "command": command,
+            }
+        ],
+    )
 
 
 def main() -> None:
@@ -245,6 +342,9 @@ def main() -> None:
     result = {"summary": summary(records), "records": records}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    if not args.types:  # the whole sweep: the docs' table and the recorded figure
+        TABLE.write_text(table(result))
+        record_summary(result, "PYTHONPATH=$PWD " + " ".join(["python", *sys.argv]))
     print(json.dumps(result["summary"], indent=1))
     sys.exit(0)
 

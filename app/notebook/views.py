@@ -195,15 +195,23 @@ def _registry_model(model: str | Path) -> Any:
     from ..model_registry import build_registry
     from ..settings import get_settings
 
+    settings = get_settings()
     path = Path(model).expanduser()
-    if path.is_dir():
-        registry = ModelRegistry(include_package=False, builtin_dir=None, cli_paths=[path])
+    if path.is_dir():  # the server's limits for it, as for a model by name
+        registry = ModelRegistry(
+            include_package=False,
+            builtin_dir=None,
+            cli_paths=[path],
+            max_tokens=settings.model_max_tokens,
+            long_cache_bytes=settings.model_long_cache_bytes,
+            max_model_bytes=settings.max_model_bytes,
+        )
         entries = registry.entries()
         if len(entries) != 1:
             found = ", ".join(e.name for e in entries) or "none"
             raise ValueError(f"{path}: expected one checkpoint there; found {found}")
         return registry.load(entries[0].name)
-    return build_registry(get_settings()).load(str(model))
+    return build_registry(settings).load(str(model))
 
 
 def _transformers_section(model: Any, tokenizer: Any, text: str, text_b: str | None) -> Section:
@@ -238,8 +246,19 @@ def _transformers_section(model: Any, tokenizer: Any, text: str, text_b: str | N
     )
 
 
+# A heading quotes at most this many characters of each text.
+TITLE_CHARS = 60
+
+
+def _quoted(text: str) -> str:
+    """“text”, or its start and how long it is."""
+    if len(text) <= TITLE_CHARS:
+        return f"“{text}”"
+    return f"“{text[:TITLE_CHARS].rstrip()}…” ({len(text):,} characters)"
+
+
 def _title(model: str, text: str, text_b: str | None) -> str:
-    return f"{model}: “{text}”" + (f" / “{text_b}”" if text_b else "")
+    return f"{model}: {_quoted(text)}" + (f" / {_quoted(text_b)}" if text_b else "")
 
 
 def show(

@@ -18,7 +18,9 @@ import { canvasZoom, cropMap, drawCells, fetchMap, isPooled, layerFilter, rangeT
 import { buildHeadGrid, gridColumns, gridKey, mapName, thumbAtlas, usesAtlas } from "./model-grid.js";
 import { ENCODER_DECODER, initStacks } from "./model-stacks.js";
 import { EXTRA_MAPS, URL_LIMIT, defaultState, readModelState, realHeadLink, writeModelState } from "./model-state.js";
+import { setupAttribution } from "./model-attribution.js";
 import { setupHeadAnalysis } from "./model-heads.js";
+import { setupWhy } from "./model-why.js";
 import { drawTokenView, rowFor, rowsOfLayers } from "./model-token-view.js";
 import { tokenRows } from "./model-token-rows.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
@@ -83,12 +85,18 @@ const filter = layerFilter(grid, () => {
   }
 });
 // Head scores, ablation and the logit lens (model-heads.js); a head there opens its map here.
-const analysis = setupHeadAnalysis({
-  container: $("head-analysis"),
-  openHead: (layer, head) => {
-    select(layer, String(head));
-    $("zoom-card").scrollIntoView({ block: "nearest" });
-  },
+function openHead(layer, head) {
+  select(layer, String(head));
+  $("zoom-card").scrollIntoView({ block: "nearest" });
+}
+const analysis = setupHeadAnalysis({ container: $("head-analysis"), openHead });
+// Which heads matter in one pass (model-attribution.js); why a clicked cell (model-why.js).
+const attribution = setupAttribution({ card: $("attribution"), openHead });
+let explained = null; // {model, text, causal, tokens} of the maps whose cells are explained
+const whyCell = setupWhy({
+  card: $("why-cell"),
+  zoom: $("zoom-plot"),
+  context: () => (explained && /^\d+$/.test(state.head) ? { ...explained, layer: state.layer, head: Number(state.head) } : null),
 });
 
 // ---------- models ----------
@@ -560,6 +568,9 @@ $("zoom-plot").addEventListener("click", (ev) => {
 
 // ---------- running ----------
 
+/** A promise that settles in a later task (the browser may paint and handle input first). */
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
 function stale(reason) {
   markStale(results, $("stale-note"), reason);
 }
@@ -667,18 +678,32 @@ async function run() {
       writeUrl();
     }
     performance.mark("model-grid-drawn");
+    stale(null);
+    // The large map, the token view and the analysis cards each in a task of their own,
+    // so the page answers input between them (no one long task after the last layer).
+    await nextTask();
+    if (mine !== seq) return;
+    drawSelected();
+    await nextTask();
+    if (mine !== seq) return;
+    drawTokens();
     grid.dataset.drawn = String(drawn);
     grid.dataset.tokens = String(meta.tokens.length);
-    stale(null);
-    // The large Plotly map after the canvases: it costs more than all of them.
-    drawSelected();
-    drawTokens();
+    await nextTask();
+    if (mine !== seq) return;
     // Head scores, ablation and the logit lens need every full map of the text: a pooled
     // text past ANALYSIS_TOKENS is not offered them (the server refuses such texts).
-    if (generating || asked.textB || (overview && meta.tokens.length > ANALYSIS_TOKENS)) analysis.clear();
-    else {
+    whyCell.clear();
+    if (generating || asked.textB || (overview && meta.tokens.length > ANALYSIS_TOKENS)) {
+      analysis.clear();
+      attribution.clear();
+      explained = null;
+    } else {
       const ablation = !(current() && current().kind === ENCODER_DECODER); // encoder-decoders: scores only
       analysis.show({ model: state.model, text: asked.text, causal: info.causal, layers: info.layers, heads: info.heads, ablation });
+      if (ablation) attribution.show({ model: state.model, text: asked.text, causal: info.causal, tokens: meta.tokens });
+      else attribution.clear();
+      explained = ablation ? { model: state.model, text: asked.text, causal: info.causal, tokens: meta.tokens } : null;
     }
     const what = generating ? `${meta.generated_tokens.length} written, ` : "";
     const sizes = info.layers ? `${countOf(info.layers, "layer")} × ${countOf(info.heads, "head")}` : "no attention layers";

@@ -84,6 +84,28 @@ def test_show_a_checkpoint_path_and_the_model_in_memory_agree_with_eager(gpt2):
         assert section["causal"] is True
 
 
+def test_show_a_checkpoint_path_takes_the_server_s_token_limit_and_a_short_heading(
+    tmp_path, monkeypatch
+):
+    """A checkpoint directory gets ATTENTION_VIZ_MODEL_MAX_TOKENS as a model by name does
+    (not a fixed 512), and the heading quotes the start of a long text, not all of it."""
+    from app.settings import get_settings
+
+    directory = make_gpt2(tmp_path / "tiny-gpt2-long", n_positions=1024)
+    monkeypatch.setenv("ATTENTION_VIZ_MODEL_MAX_TOKENS", "1024")
+    get_settings.cache_clear()
+    try:
+        text = "the bank " * 300  # 600 tokens: over 512
+        view = show(str(directory), text, html_action="return")
+    finally:
+        get_settings.cache_clear()
+    assert view is not None
+    (section,) = view.payload["sections"]
+    assert section["tokens_total"] > 512  # refused before: "the server's token limit … 512"
+    title = view.payload["title"]
+    assert title == f"tiny-gpt2-long: “{text[:60].rstrip()}…” ({len(text):,} characters)"
+
+
 def test_show_a_registry_name():
     view = show("tiny-bank-gpt", "the bank", html_action="return")
     (section,) = view.payload["sections"]

@@ -140,13 +140,27 @@ def attention_implementation(model_type: str) -> str:
     return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
 
 
+def auto_class(model_type: str, kind: str) -> Any:
+    """transformers' auto class for a decoder's language model (a vision-language model's
+    with its vision tower, run on text alone), a seq2seq model, or an encoder's base model."""
+    from transformers import AutoModelForImageTextToText, AutoModelForSeq2SeqLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if kind == "encoder-decoder":
+        return AutoModelForSeq2SeqLM
+    if kind != "decoder":
+        return AutoModel
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return AutoModelForCausalLM
+    return AutoModelForImageTextToText
+
+
 def load_model(directory: Path, kind: Kind, placement: Placement | None = None) -> nn.Module:
     """A checkpoint as transformers loads it: offline, in its stored dtype (run in float32
     on the CPU, see ``weight_dtype``), our attention (through the interface or an
     adapter), eval mode.  ``placement``: layers spread over devices and disk by accelerate
     (``placement.Placement``)."""
     register()
-    auto: Any = AutoModelForCausalLM if kind == "decoder" else AutoModel
     headers = [read_header(path) for path in checkpoint_files(directory)]
     dtype = stored_dtype(headers) if placement is None else placement.dtype
     spread = {} if placement is None else placement.from_pretrained_arguments()
@@ -154,6 +168,7 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
         config = AutoConfig.from_pretrained(
             directory, local_files_only=True, trust_remote_code=False
         )
+        auto = auto_class(str(config.model_type), kind)
         model: nn.Module = auto.from_pretrained(
             directory,
             attn_implementation=attention_implementation(str(config.model_type)),

@@ -2,17 +2,17 @@
 
 A checkpoint is listed as supported only if its family passes a dry run: a
 tiny random model of the same class, built from the checkpoint's own
-``config.json`` with its sizes shrunk (2 layers, 4 heads of 16, small MLPs
+``config.json`` with its sizes shrunk (2 layers, 4 heads of 128, small MLPs
 and vocabulary), loaded as the app loads it (our attention, or an adapter)
 and run once on two tokens; every layer of every stack must be captured.  The
 verdict is kept per model type, kind, transformers version and the config's
 non-size settings (ALiBi or RoPE, shared layers...), so each family is tried
 once per process.
 
-The dry run decides only what it can show: when the tiny model cannot even be
-built (a setting the shrinking does not know), the verdict is ``None``, and
-the load's own checks (the same ones, on the real weights) decide, their
-failure then listed as the reason.
+The dry run decides only what it can show: when the tiny model cannot be
+built or its forward pass fails (a setting the shrinking does not know), the
+verdict is ``None``, and the load's own checks (the same ones, on the real
+weights) decide, their failure then listed as the reason.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ...errors import SpecError
 
 LAYERS = 2
 HEADS = 4
-HEAD_DIM = 16
+HEAD_DIM = 128
 VOCAB = 256
 FFN = 64
 EXPERTS = 4
@@ -94,6 +94,9 @@ _SIZE_KEYS = frozenset(
         "layer_types",
         "embedding_size",
         "attention_window",
+        "text_config",
+        "vision_config",
+        "audio_config",
         "_name_or_path",
         "architectures",
         "transformers_version",
@@ -105,7 +108,16 @@ _lock = threading.Lock()
 
 
 def shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """``raw`` (a parsed ``config.json``) with its sizes made tiny, its settings kept."""
+    """``raw`` (a parsed ``config.json``) with its sizes made tiny, its settings kept;
+    nested configs (a multimodal model's ``text_config``, ``vision_config``) too."""
+    out = _shrunk_sizes(raw)
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and key.endswith("_config"):
+            out[key] = shrunk(value)
+    return out
+
+
+def _shrunk_sizes(raw: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(raw)
     for key in _LAYER_KEYS:
         if isinstance(out.get(key), int):
@@ -139,6 +151,10 @@ def shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key in _TOP_K_KEYS:
         if isinstance(out.get(key), int):
             out[key] = min(out[key], 2)
+    for key in ("rope_scaling", "rope_parameters"):  # Qwen2-VL: sections of head_dim / 2
+        rope = out.get(key)
+        if isinstance(rope, Mapping) and isinstance(rope.get("mrope_section"), list):
+            out[key] = {**rope, "mrope_section": _sections(rope["mrope_section"], HEAD_DIM // 2)}
     window = out.get("attention_window")  # Longformer, LED: pads inputs to a multiple of it
     if isinstance(window, int):
         out["attention_window"] = min(window, WINDOW)
@@ -146,8 +162,10 @@ def shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["attention_window"] = [min(w, WINDOW) if isinstance(w, int) else w for w in window]
     if isinstance(out.get("embedding_size"), int):
         out["embedding_size"] = HEAD_DIM
-    if isinstance(out.get("layer_types"), list):
-        out["layer_types"] = out["layer_types"][:LAYERS]
+    layers = next((raw[k] for k in _LAYER_KEYS if isinstance(raw.get(k), int)), None)
+    for key, value in raw.items():  # per-layer lists (layer_types, mlp_layer_types...)
+        if isinstance(value, list) and layers is not None and len(value) == layers > LAYERS:
+            out[key] = value[:LAYERS]
     if isinstance(out.get("vocab_size"), int):
         out["vocab_size"] = min(out["vocab_size"], VOCAB)
     for key, value in raw.items():  # token ids past the small vocabulary: small ones
@@ -156,6 +174,14 @@ def shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
         elif key.endswith("token_id") and isinstance(value, list):
             out[key] = [v if isinstance(v, int) and v < VOCAB else 2 for v in value]
     return out
+
+
+def _sections(sections: list[Any], total: int) -> list[Any]:
+    """``sections`` scaled to sum to ``total`` (the last one takes the rounding)."""
+    if not all(isinstance(x, int) and x > 0 for x in sections) or sum(sections) <= total:
+        return sections
+    scaled = [max(1, x * total // sum(sections)) for x in sections[:-1]]
+    return [*scaled, max(1, total - sum(scaled))]
 
 
 def _key(raw: Mapping[str, Any], kind: str) -> str:
@@ -187,22 +213,15 @@ def check(raw: Mapping[str, Any], kind: str) -> None:
 
 def build_tiny(raw: Mapping[str, Any], kind: str) -> torch.nn.Module:
     """A tiny random model of the checkpoint's class, loaded as the app loads it."""
-    from transformers import (
-        CONFIG_MAPPING,
-        AutoModel,
-        AutoModelForCausalLM,
-        AutoModelForSeq2SeqLM,
-    )
+    from transformers import CONFIG_MAPPING
 
     from .adapters import install_adapters
     from .capture import register
-    from .language_model import attention_implementation
+    from .language_model import attention_implementation, auto_class
 
     register()
     config = CONFIG_MAPPING[raw["model_type"]].from_dict(shrunk(raw))
-    auto: Any = {"decoder": AutoModelForCausalLM, "encoder-decoder": AutoModelForSeq2SeqLM}.get(
-        kind, AutoModel
-    )
+    auto = auto_class(str(raw["model_type"]), kind)
     state = torch.random.get_rng_state()
     try:
         torch.manual_seed(0)
@@ -220,7 +239,7 @@ def build_tiny(raw: Mapping[str, Any], kind: str) -> torch.nn.Module:
 def dry_run(raw: Mapping[str, Any], kind: str) -> str | None:
     """The reason a tiny model of this family fails the load's capture checks, or None."""
     from .language_model import TransformersLM
-    from .seq2seq import check_stacks
+    from .seq2seq import ForwardFailed, check_stacks
 
     family = f"model_type {raw.get('model_type')!r}"
     try:
@@ -233,8 +252,10 @@ def dry_run(raw: Mapping[str, Any], kind: str) -> str | None:
             check_stacks(model, family, start if isinstance(start, int) else 0)
         else:
             TransformersLM(model, "encoder" if kind == "encoder" else "decoder", family)
+    except ForwardFailed:
+        return None  # maybe the shrinking's fault: the load's own check decides
     except SpecError as exc:
         return exc.message
-    except Exception as exc:  # noqa: BLE001 - the family's code failed on our attention
-        return f"{family}: a forward pass failed ({type(exc).__name__}: {str(exc)[:200]})"
+    except Exception:  # noqa: BLE001 - a decoder's or encoder's forward failed: as above
+        return None
     return None

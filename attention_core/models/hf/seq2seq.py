@@ -145,7 +145,9 @@ class EncoderDecoder:
             )
         self.start_id = int(start)
         eos = (
-            generation.eos_token_id if generation.eos_token_id is not None else config.eos_token_id
+            generation.eos_token_id
+            if generation.eos_token_id is not None
+            else getattr(config, "eos_token_id", None)
         )
         self.eos_ids = frozenset(
             int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None
@@ -493,6 +495,10 @@ class EncoderDecoder:
 _ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
 
 
+class ForwardFailed(SpecError):
+    """The load's forward pass failed (not a stack left uncaptured)."""
+
+
 def check_stacks(model: Any, name: str, start_id: int) -> None:
     """Refuse ``model`` unless a short forward pass captures every layer of its three stacks
     (encoder, decoder self-attention, cross-attention) through the core's attention."""
@@ -515,7 +521,7 @@ def check_stacks(model: Any, name: str, start_id: int) -> None:
                 use_cache=False,
             )
         except Exception as exc:  # noqa: BLE001 - the family's code failed: its reason
-            raise SpecError(
+            raise ForwardFailed(
                 f"{name}: a forward pass of {type(model).__name__} failed "
                 f"({type(exc).__name__}: {str(exc)[:200]})",
                 field="model",

@@ -75,6 +75,7 @@ def transformers_kind(raw: Mapping[str, Any], shown: str) -> str:
     from transformers import CONFIG_MAPPING
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
         MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
     )
@@ -86,7 +87,11 @@ def transformers_kind(raw: Mapping[str, Any], shown: str) -> str:
             "hand-written families); a newer transformers may know it",
             field="model",
         )
-    causal_lm = model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    # A vision-language model (LLaVA, Qwen2-VL) runs its text backbone on text alone.
+    causal_lm = (
+        model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        or model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    )
     if is_encoder_decoder(raw) or (
         model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES and not causal_lm
     ):

@@ -47,6 +47,7 @@ from ..checkpoints.model_size import (
 from ..checkpoints.safetensors_io import SafetensorsHeader, checkpoint_files, read_header
 from ..placement import ACCELERATE_INSTALL, Placement, can_offload, plan
 from ..text.text_model_base import TextModelBase
+from ..text.untrusted_tokenizer import check_tokenizer_size, tokenizer_failure
 from ..token_budget import device_memory, token_limit
 from ..weight_dtype import dtype_name, stored_dtype
 from .backends import CORE, transformers_loader
@@ -195,6 +196,7 @@ def describe(
             held = exc.held
         if not (candidate.path / TOKENIZER_FILE).is_file():
             raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
+        check_tokenizer_size(candidate.path / TOKENIZER_FILE)
         if family.probe is not None:  # a dry run of the family: listed true before any load
             family.probe(raw)
         parameters = sum(
@@ -379,6 +381,7 @@ class ModelRegistry:
                 for old in [k for k in self._failed if k[0] == candidate.path and k != key]:
                     del self._failed[old]
                 self._described[key] = known
+        failed = failed or tokenizer_failure(candidate.path / TOKENIZER_FILE)
         if failed is not None and known.reason is None:
             return replace(known, reason=failed)
         return known

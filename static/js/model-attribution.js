@@ -1,0 +1,191 @@
+// The ablation grid's fast mode on /model: every head's ablation effect estimated in one
+// pass (POST /api/model/attribute: attribution patching or AtP*), the heads of the largest
+// estimates confirmed by ablating each alone, and on request the exact grid beside the
+// estimate, with a sentence saying which numbers are estimates and where the two disagree.
+//
+// setupAttribution({card, openHead}) fills `card` and returns {show(context), clear()};
+// context = {model, text, causal, layers, heads, tokens} (decoders only: an encoder's card
+// stays hidden).  Token text goes in through textContent.
+
+import { ApiError, post } from "./api.js";
+import { el } from "./dom.js";
+import { heatGrid } from "./score-grid.js";
+
+const CONFIRM = 3;
+const messageOf = (err) => (err instanceof ApiError ? err.detail.map((d) => d.msg).join(" ") : String(err.message || err));
+const shown = (text) => (text === "" ? "∅" : text.replace(/\n/g, "⏎").replace(/ /g, "␣"));
+const headName = (l, h) => `L${l} H${h}`;
+const signed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(2)}`;
+const METHOD_NAMES = { attribution_patching: "attribution patching", atp_star: "AtP*" };
+
+/** (layer, head) from 1 of the grid's largest value. */
+function first(grid) {
+  let best = [1, 1];
+  grid.forEach((row, l) => row.forEach((v, h) => (v > grid[best[0] - 1][best[1] - 1] ? (best = [l + 1, h + 1]) : null)));
+  return best;
+}
+
+/** Where the estimate and the exact effect disagree, in words. */
+export function disagreement(estimate, exact, method) {
+  const name = METHOD_NAMES[method] || method;
+  const [el1, eh1] = first(estimate);
+  const [xl1, xh1] = first(exact);
+  const parts = [];
+  if (el1 === xl1 && eh1 === xh1) parts.push(`The ${name} estimate and exact ablation both rank ${headName(el1, eh1)} first.`);
+  else
+    parts.push(
+      `The ${name} estimate ranks ${headName(el1, eh1)} first (≈ ${signed(estimate[el1 - 1][eh1 - 1])}, exactly ${signed(exact[el1 - 1][eh1 - 1])}); exact ablation ranks ${headName(xl1, xh1)} first (${signed(exact[xl1 - 1][xh1 - 1])}, estimated ${signed(estimate[xl1 - 1][xh1 - 1])}).`,
+    );
+  const gaps = [];
+  exact.forEach((row, l) => row.forEach((v, h) => gaps.push([Math.abs(v - estimate[l][h]), l + 1, h + 1])));
+  gaps.sort((a, b) => b[0] - a[0]);
+  const far = gaps.filter(([gap]) => gap > 0.1).slice(0, 3);
+  if (far.length)
+    parts.push(
+      `They differ most at ${far.map(([, l, h]) => `${headName(l, h)} (≈ ${signed(estimate[l - 1][h - 1])} vs ${signed(exact[l - 1][h - 1])})`).join(", ")}: there removing the head moves later layers (a softmax, an MLP) too far for a first-order estimate.`,
+    );
+  return parts.join(" ");
+}
+
+export function setupAttribution({ card, openHead }) {
+  let context = null;
+  let seq = 0;
+  let controller = new AbortController();
+  const method = el("select", { id: "attr-method", "data-testid": "attr-method" }, [
+    el("option", { value: "attribution_patching", text: "attribution patching (gradient × change)" }),
+    el("option", { value: "atp_star", text: "AtP* (later softmaxes recomputed)" }),
+  ]);
+  const mode = el("select", { id: "attr-mode", "data-testid": "attr-mode" }, [
+    el("option", { value: "zero", text: "zero" }),
+    el("option", { value: "mean", text: "mean over positions" }),
+  ]);
+  const loss = el("select", { id: "attr-loss", "data-testid": "attr-loss" }, [
+    el("option", { value: "last", text: "its own next token at the end" }),
+    el("option", { value: "text", text: "next-token loss over the text" }),
+  ]);
+  const run = el("button", { type: "button", "data-testid": "attr-run", text: "Estimate every head" });
+  const exact = el("button", { type: "button", class: "secondary", "data-testid": "attr-exact", text: "Exact for every head" });
+  const status = el("p", { class: "status", "data-testid": "attr-status", "aria-live": "polite" });
+  const error = el("p", { class: "error", role: "alert", "data-testid": "attr-error" });
+  const note = el("p", { class: "attr-note", "data-testid": "attr-note" });
+  const grids = el("div", { class: "attr-grids", "data-testid": "attr-grids" });
+  const confirmed = el("div", { class: "attr-confirmed", "data-testid": "attr-confirmed" });
+  card.classList.add("card", "attr-card");
+  card.setAttribute("aria-labelledby", "attr-title");
+  card.replaceChildren(
+    el("h2", { id: "attr-title", text: "Which heads matter, in one pass" }),
+    el("p", {
+      class: "hint",
+      text:
+        "Every head's ablation effect (Δloss: the loss with the head's output replaced, minus the loss with all heads) estimated from one forward and one backward pass, instead of one pass per head. The heads with the largest estimates are then ablated exactly, each alone. Click a head to open its map.",
+    }),
+    el("div", { class: "attr-controls" }, [
+      el("div", { class: "field" }, [el("label", { for: "attr-method", text: "Estimate" }), method]),
+      el("div", { class: "field" }, [el("label", { for: "attr-mode", text: "Replace by" }), mode]),
+      el("div", { class: "field" }, [el("label", { for: "attr-loss", text: "Loss" }), loss]),
+      run,
+      exact,
+    ]),
+    status,
+    error,
+    note,
+    grids,
+    confirmed,
+  );
+
+  function targetText(answer) {
+    if (!answer.target) return "the next-token loss over the text";
+    return `−log p('${shown(answer.target_text)}') after '${shown(answer.tokens[answer.target.position])}' (position ${answer.target.position})`;
+  }
+
+  function draw(answer) {
+    const name = METHOD_NAMES[answer.method] || METHOD_NAMES[method.value];
+    const boxes = [
+      el("figure", { class: "attr-grid" }, [
+        el("figcaption", { text: `≈ estimated Δloss (${name})` }),
+        heatGrid({ values: answer.estimate, testid: "attr-estimate", label: "estimated Δloss", click: openHead }),
+      ]),
+    ];
+    if (answer.exact)
+      boxes.push(
+        el("figure", { class: "attr-grid" }, [
+          el("figcaption", { text: "exact Δloss (each head ablated alone)" }),
+          heatGrid({ values: answer.exact, testid: "attr-exact-grid", label: "exact Δloss", click: openHead }),
+        ]),
+      );
+    grids.replaceChildren(...boxes);
+    const rows = answer.confirmed.map((c) =>
+      el("tr", { "data-testid": "attr-confirmed-row" }, [
+        el("th", { scope: "row" }, [el("button", { type: "button", class: "link", text: headName(c.layer, c.head), onclick: () => openHead(c.layer, c.head) })]),
+        el("td", { class: "num", text: `≈ ${signed(c.estimate)}` }),
+        el("td", { class: "num", text: signed(c.exact) }),
+      ]),
+    );
+    confirmed.replaceChildren(
+      rows.length
+        ? el("table", { class: "attr-table", "data-testid": "attr-table" }, [
+            el("caption", { text: `The ${rows.length} largest estimates, confirmed by ablating each head alone` }),
+            el("thead", {}, [el("tr", {}, ["head", "estimated Δloss", "exact Δloss"].map((t) => el("th", { scope: "col", text: t })))]),
+            el("tbody", {}, rows),
+          ])
+        : "",
+    );
+    const loss0 = `Loss: ${targetText(answer)} = ${answer.loss.toFixed(3)} nats.`;
+    const estimates = `Numbers marked ≈ are ${name} estimates; the exact Δloss comes from ablating the head alone${answer.exact ? " (every head, right grid)" : ` (the ${answer.confirmed.length} heads in the table)`}.`;
+    const wrong = answer.confirmed.filter((c) => Math.abs(c.exact - c.estimate) > Math.max(0.1, 0.5 * Math.abs(c.exact)));
+    const confirmNote = answer.exact
+      ? disagreement(answer.estimate, answer.exact, answer.method === "exact" ? "attribution_patching" : answer.method)
+      : wrong.length
+        ? `The estimate is off at ${wrong.map((c) => `${headName(c.layer, c.head)} (≈ ${signed(c.estimate)}, exactly ${signed(c.exact)})`).join(", ")}.`
+        : answer.confirmed.length
+          ? "The confirmed heads' exact effects agree with their estimates; heads outside the table are estimates only (ask for the exact grid to check them all)."
+          : "";
+    note.textContent = `${loss0} ${estimates} ${confirmNote}`;
+    card.dataset.drawn = "1";
+  }
+
+  async function estimate(all) {
+    const mine = ++seq;
+    controller.abort();
+    controller = new AbortController();
+    error.textContent = "";
+    status.textContent = all ? "Ablating every head alone, and estimating…" : "Estimating every head from one forward and one backward pass…";
+    const body = { text: context.text, method: all ? "exact" : method.value, ablation: mode.value, confirm_top: all ? 0 : CONFIRM };
+    if (loss.value === "last") body.target = { position: context.tokens.length - 1 };
+    if (context.model) body.model = context.model;
+    try {
+      const started = performance.now();
+      const answer = await post("/api/model/attribute", body, controller.signal);
+      if (mine !== seq) return;
+      if (all) answer.method = "attribution_patching";
+      status.textContent = `done in ${Math.round(performance.now() - started)} ms`;
+      draw(answer);
+    } catch (err) {
+      if (mine !== seq || (err && err.name === "AbortError")) return;
+      status.textContent = "";
+      error.textContent = messageOf(err);
+    }
+  }
+  run.addEventListener("click", () => estimate(false));
+  exact.addEventListener("click", () => estimate(true));
+
+  return {
+    show(next) {
+      ++seq;
+      controller.abort();
+      context = next;
+      card.hidden = !next.causal;
+      card.dataset.drawn = "0";
+      grids.replaceChildren();
+      confirmed.replaceChildren();
+      note.textContent = "";
+      status.textContent = "";
+      error.textContent = "";
+    },
+    clear() {
+      ++seq;
+      controller.abort();
+      card.hidden = true;
+    },
+  };
+}

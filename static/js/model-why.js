@@ -1,0 +1,192 @@
+// "Why this cell" on /model: click a cell of the large map and its pre-softmax score is
+// split over what wrote to the residual stream (POST /api/model/why): the largest
+// (query component, key component) pairs ranked, named in words, and a component ×
+// component grid of the strongest components, with the softmax weight beside the score.
+//
+// setupWhy({card, zoom, context}) fills `card` (hidden until a cell is asked) and listens
+// for clicks on `zoom` (the large map: the quick SVG map or Plotly's); context() gives
+// {model, text, layer, head, tokens, causal} of the map shown (head a number, else no
+// cell is explained), or null.  Returns {clear()}.  Token text goes in through textContent.
+
+import { ApiError, post } from "./api.js";
+import { el } from "./dom.js";
+
+const TOP = 12; // pairs listed
+const GRID = 8; // components per side of the grid (the rest summed into "all others")
+const messageOf = (err) => (err instanceof ApiError ? err.detail.map((d) => d.msg).join(" ") : String(err.message || err));
+const shown = (text) => (text === "" ? "∅" : text.replace(/\n/g, "⏎").replace(/ /g, "␣"));
+const fixed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(3)}`;
+
+/** A component's name in words, at the token it was written at. */
+export function words(name, token) {
+  const at = `'${shown(token)}'`;
+  if (name === "embedding") return `embedding of ${at}`;
+  if (name === "biases") return "biases";
+  const head = /^L(\d+) H(\d+)$/.exec(name);
+  if (head) return `layer ${head[1]} head ${head[2]} at ${at}`;
+  const mlp = /^L(\d+) MLP$/.exec(name);
+  if (mlp) return `layer ${mlp[1]} MLP at ${at}`;
+  return `${name} at ${at}`;
+}
+
+/** Red for positive, blue for negative, alpha by size against `scale`. */
+function tint(v, scale) {
+  const a = Math.min(1, Math.abs(v) / (scale || 1));
+  return v >= 0 ? `rgba(220, 38, 38, ${a.toFixed(3)})` : `rgba(37, 99, 235, ${a.toFixed(3)})`;
+}
+
+/** Which cell a click on the large map names: {row, col}, or null. */
+export function cellAt(ev, zoom, T) {
+  const target = ev.target instanceof Element ? ev.target : null;
+  if (!target || target.closest(".ytick, .xtick")) return null;
+  const cells = target.closest(".quick-plot") && zoom.querySelector(".quick-cells");
+  if (cells) {
+    const box = cells.getBoundingClientRect();
+    if (ev.clientX < box.left || ev.clientX > box.right || ev.clientY < box.top || ev.clientY >= box.bottom) return null;
+    const row = Math.min(T - 1, Math.floor(((ev.clientY - box.top) / box.height) * T));
+    const col = Math.min(T - 1, Math.floor(((ev.clientX - box.left) / box.width) * T));
+    return { row, col };
+  }
+  const drag = target.closest(".nsewdrag");
+  const layout = zoom._fullLayout;
+  if (!drag || !layout || !layout.xaxis || !layout.yaxis) return null;
+  const box = drag.getBoundingClientRect();
+  const [x0, x1] = layout.xaxis.range;
+  const [y0, y1] = layout.yaxis.range;
+  const col = Math.round(x0 + ((ev.clientX - box.left) / box.width) * (x1 - x0));
+  const row = Math.round(y1 + ((ev.clientY - box.top) / box.height) * (y0 - y1));
+  if (row < 0 || col < 0 || row >= T || col >= T) return null;
+  return { row, col };
+}
+
+function pairsTable(answer) {
+  const { tokens, row, col } = answer;
+  const top = Math.max(...answer.contributions.map((p) => Math.abs(p.value)), 1e-9);
+  const rows = answer.contributions.slice(0, TOP).map((p, i) =>
+    el("tr", { "data-testid": "why-pair" }, [
+      el("td", { class: "num", text: String(i + 1) }),
+      el("td", { text: words(p.query, tokens[row]) }),
+      el("td", { text: words(p.key, tokens[col]) }),
+      el("td", { class: "num", style: `background:${tint(p.value, top)}`, text: fixed(p.value) }),
+    ]),
+  );
+  const listed = answer.contributions.slice(0, TOP).reduce((s, p) => s + p.value, 0);
+  rows.push(
+    el("tr", { class: "why-rest", "data-testid": "why-rest" }, [
+      el("td", {}),
+      el("td", { colspan: "2", text: `all other ${answer.components.length ** 2 - Math.min(TOP, answer.contributions.length)} pairs` }),
+      el("td", { class: "num", text: fixed(answer.score - listed) }),
+    ]),
+  );
+  return el("table", { class: "why-pairs", "data-testid": "why-pairs" }, [
+    el("caption", { text: `The largest pairs: query side at '${shown(tokens[row])}' · key side at '${shown(tokens[col])}'` }),
+    el("thead", {}, [el("tr", {}, ["#", "query component", "key component", "share of the score"].map((t) => el("th", { scope: "col", text: t })))]),
+    el("tbody", {}, rows),
+  ]);
+}
+
+/** The strongest components of each side (by the sum of |value| over their row or column). */
+function strongest(grid, byRow) {
+  const N = grid.length;
+  const weight = Array.from({ length: N }, (_, a) => grid.reduce((s, r, b) => s + Math.abs(byRow ? grid[a][b] : r[a]), 0));
+  return [...weight.keys()].sort((a, b) => weight[b] - weight[a]).slice(0, GRID);
+}
+
+function componentGrid(answer) {
+  const { grid, components, tokens, row, col } = answer;
+  const qs = strongest(grid, true);
+  const ks = strongest(grid, false);
+  const more = components.length > GRID;
+  const value = (a, b) => grid[a][b];
+  const others = (a, keys) => grid[a].reduce((s, v, b) => (keys.includes(b) ? s : s + v), 0);
+  const top = Math.max(...qs.flatMap((a) => ks.map((b) => Math.abs(value(a, b)))), 1e-9);
+  const cell = (v, label) =>
+    el("td", { class: "num", style: `background:${tint(v, top)}`, title: `${label}: ${fixed(v)}`, text: fixed(v).replace(/^([+−])0\./, "$1.") });
+  const head = el("tr", {}, [
+    el("th", { scope: "col", text: `query ╲ key` }),
+    ...ks.map((b) => el("th", { scope: "col", text: words(components[b], tokens[col]) })),
+    more ? el("th", { scope: "col", text: "all others" }) : null,
+  ]);
+  const body = qs.map((a) =>
+    el("tr", { "data-testid": "why-grid-row" }, [
+      el("th", { scope: "row", text: words(components[a], tokens[row]) }),
+      ...ks.map((b) => cell(value(a, b), `${words(components[a], tokens[row])} · ${words(components[b], tokens[col])}`)),
+      more ? cell(others(a, ks), `${words(components[a], tokens[row])} · all others`) : null,
+    ]),
+  );
+  return el("div", { class: "why-grid-box" }, [
+    el("table", { class: "why-grid", "data-testid": "why-grid" }, [
+      el("caption", { text: more ? `The ${GRID} strongest components of each side (all ${components.length} in the answer's grid)` : "Every component pair" }),
+      el("thead", {}, [head]),
+      el("tbody", {}, body),
+    ]),
+  ]);
+}
+
+export function setupWhy({ card, zoom, context }) {
+  let controller = new AbortController();
+  let seq = 0;
+  const title = el("h2", { id: "why-title", text: "Why this cell" });
+  const hint = el("p", {
+    class: "hint",
+    text:
+      "A head's score for a cell, q_row · k_col × scale, split over what wrote to the residual stream before its layer: the embedding, each earlier head's output, each earlier MLP, and the biases. Every norm is frozen at its value in the forward pass, so queries and keys are sums over these components and the score a sum over (query component, key component) pairs. Click a cell of the large map.",
+  });
+  const status = el("p", { class: "status", "data-testid": "why-status", "aria-live": "polite" });
+  const error = el("p", { class: "error", role: "alert", "data-testid": "why-error" });
+  const summary = el("p", { class: "why-summary", "data-testid": "why-summary" });
+  const box = el("div", { class: "why-box", "data-testid": "why-box" });
+  card.classList.add("card", "why-card");
+  card.setAttribute("aria-labelledby", "why-title");
+  card.replaceChildren(title, hint, status, error, summary, box);
+
+  async function explain(ctx, row, col) {
+    const mine = ++seq;
+    controller.abort();
+    controller = new AbortController();
+    card.hidden = false;
+    card.dataset.drawn = "0";
+    error.textContent = "";
+    status.textContent = `Splitting layer ${ctx.layer}, head ${ctx.head}'s score for row ${row}, column ${col}…`;
+    const body = { text: ctx.text, layer: ctx.layer, head: ctx.head, row, col, top: 40 };
+    if (ctx.model) body.model = ctx.model;
+    try {
+      const answer = await post("/api/model/why", body, controller.signal);
+      if (mine !== seq) return;
+      status.textContent = "";
+      title.textContent = `Why layer ${answer.layer}, head ${answer.head} looks from '${shown(answer.tokens[row])}' (row ${row}) at '${shown(answer.tokens[col])}' (column ${col})`;
+      summary.textContent = `Softmax weight ${answer.weight.toFixed(4)} · score ${answer.score.toFixed(3)} (q · k × ${answer.scale.toFixed(4)}), the sum of the ${answer.components.length}² pairs below: red raises the score, blue lowers it.`;
+      box.replaceChildren(pairsTable(answer), componentGrid(answer));
+      card.dataset.drawn = "1";
+      card.scrollIntoView({ block: "nearest" });
+    } catch (err) {
+      if (mine !== seq || (err && err.name === "AbortError")) return;
+      status.textContent = "";
+      error.textContent = messageOf(err);
+    }
+  }
+
+  zoom.addEventListener("click", (ev) => {
+    const ctx = context();
+    if (!ctx || !Number.isInteger(ctx.head)) return;
+    const cell = cellAt(ev, zoom, ctx.tokens.length);
+    if (!cell) return;
+    if (ctx.causal && cell.col > cell.row) {
+      card.hidden = false;
+      error.textContent = `Row ${cell.row} cannot see column ${cell.col}: a decoder's query attends to keys up to its own position (the cell is masked).`;
+      return;
+    }
+    explain(ctx, cell.row, cell.col);
+  });
+
+  return {
+    clear() {
+      ++seq;
+      controller.abort();
+      card.hidden = true;
+      box.replaceChildren();
+      summary.textContent = "";
+      error.textContent = "";
+    },
+  };
+}

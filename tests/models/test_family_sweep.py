@@ -1,0 +1,88 @@
+"""A representative part of the family sweep (``bench/sweep_families.py``) in the suite:
+each model type's default config shrunk, a random checkpoint written by transformers,
+listed and loaded by the app, its maps compared with transformers' eager attention; and
+the dry run that lists a family before any request (``hf.probe``), once per family."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attention_core.models.hf import probe
+from tests.requires import require
+
+transformers = require("transformers")
+
+SWEEP = Path(__file__).resolve().parents[2] / "bench" / "sweep_families.py"
+
+
+@pytest.fixture(scope="module")
+def sweep() -> Any:
+    spec = importlib.util.spec_from_file_location("sweep_families", SWEEP)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# One of each way a type opens or is refused: the attention interface (decoder, encoder,
+# encoder-decoder, a vision-language model's text backbone), an adapter, a shared module.
+OPENS = ["qwen2", "roberta", "t5", "llava", "bloom", "deberta-v2", "fsmt", "albert"]
+REFUSED = {
+    "led": "computes encoder attention in 0 of its 2 layers",
+    "mamba": "has no attention heads",
+}
+
+
+@pytest.mark.parametrize("model_type", OPENS)
+def test_opens_and_equals_eager_attention(model_type: str, sweep: Any, tmp_path: Path) -> None:
+    record = sweep.try_type(model_type, tmp_path)
+    assert record["status"] == "equal", record
+    assert record["max_abs_diff"] <= 1e-5
+
+
+@pytest.mark.parametrize("model_type", sorted(REFUSED))
+def test_refused_when_listed_with_the_reason(model_type: str, sweep: Any, tmp_path: Path) -> None:
+    record = sweep.try_type(model_type, tmp_path)
+    assert record["status"] == "refused", record
+    assert REFUSED[model_type] in record["reason"]
+    assert record.get("when", "listed") == "listed" or "no attention heads" in record["reason"]
+
+
+def test_the_sweep_covers_every_text_model_type(sweep: Any) -> None:
+    types = sweep.model_types()
+    assert len(types) == len(set(types)) > 200
+    assert {"bloom", "mpt", "falcon", "deberta-v2", "albert", "fsmt", "led"} <= set(types)
+
+
+def test_each_family_is_dry_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers import CONFIG_MAPPING
+
+    runs: list[str] = []
+    real = probe.dry_run
+
+    def counted(raw: Any, kind: str) -> str | None:
+        runs.append(str(raw["model_type"]))
+        return real(raw, kind)
+
+    monkeypatch.setattr(probe, "dry_run", counted)
+    monkeypatch.setattr(probe, "_verdicts", {})
+    raw = CONFIG_MAPPING["mpt"]().to_dict()
+    bigger = {**raw, "n_layers": 48, "d_model": 4096, "vocab_size": 50432}
+    assert probe.verdict(raw, "decoder") is None
+    assert probe.verdict(bigger, "decoder") is None  # sizes aside, the same family
+    assert runs == ["mpt"]
+    assert probe.verdict({**raw, "no_bias": not raw["no_bias"]}, "decoder") is None
+    assert runs == ["mpt", "mpt"]  # another setting: tried again
+
+
+def test_the_dry_run_model_is_tiny() -> None:
+    from transformers import CONFIG_MAPPING
+
+    raw = CONFIG_MAPPING["llama"]().to_dict()  # 7B's defaults: 32 layers of 4096
+    model = probe.build_tiny(raw, "decoder")
+    assert model.config.num_hidden_layers == 2
+    assert sum(p.numel() for p in model.parameters()) < 3_000_000
