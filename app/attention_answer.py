@@ -46,4 +46,5 @@ def attention_answer(
             family=model.family,
             causal=model.causal,
             hidden_states=body.hidden_states,
+            settings=settings,
         )

@@ -7,10 +7,11 @@ to threads so that other requests keep flowing.
 Two pools, so that cheap requests never queue behind expensive ones (issue 20,
 bench/bench_mixed_load.py):
 
-- **model work**: FastAPI runs the sync handlers (the real models' forward
-  passes, hundreds of ms each) in anyio's default thread pool, sized by the
-  app's lifespan to ``MODEL_THREADS``: one fewer than the CPUs (at least 1), or
-  ``ATTENTION_VIZ_MODEL_THREADS``.  The CPU left over serves the event loop
+- **model work** (the real models' forward passes, hundreds of ms each): its
+  own ``MODEL_THREADS`` threads (``app.model_work``): one fewer than the CPUs
+  (at least 1), or ``ATTENTION_VIZ_MODEL_THREADS``.  The pages and listings
+  (plain ``def`` handlers) keep anyio's default pool, ``PAGE_THREADS``.  The
+  CPU left over serves the event loop
   (``/healthz``, the toy API, the pages) and a training run; a model request
   beyond the pool waits in line, which costs no CPU.
 - **toy work** too big to run inline: its own ``TOY_LIMITER`` of
@@ -47,18 +48,25 @@ INLINE_WORK = int(os.environ.get("ATTENTION_VIZ_INLINE_WORK", 32 * 32 * 32))
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 COMPUTE_THREADS = int(os.environ.get("ATTENTION_VIZ_COMPUTE_THREADS", 0) or CPUS)
 MODEL_THREADS = int(os.environ.get("ATTENTION_VIZ_MODEL_THREADS", 0) or max(CPUS - 1, 1))
+# Pages, listings and the other plain ``def`` handlers: cheap work (file reads, templates).
+PAGE_THREADS = max(4, 2 * CPUS)
 # One per event loop (as anyio's own default limiter): a limiter belongs to its loop.
 _toy_limiter: RunVar[anyio.CapacityLimiter] = RunVar("attention_viz_toy_limiter")
 
 
-def toy_limiter() -> anyio.CapacityLimiter:
-    """The toy work's threads, apart from the model work's (anyio's default limiter)."""
+def per_loop(var: RunVar[anyio.CapacityLimiter], total: float) -> anyio.CapacityLimiter:
+    """``var``'s limiter, made with ``total`` tokens on first use (one per event loop)."""
     try:
-        return _toy_limiter.get()
+        return var.get()
     except LookupError:
-        limiter = anyio.CapacityLimiter(COMPUTE_THREADS)
-        _toy_limiter.set(limiter)
+        limiter = anyio.CapacityLimiter(total)
+        var.set(limiter)
         return limiter
+
+
+def toy_limiter() -> anyio.CapacityLimiter:
+    """The toy work's threads, apart from the model work's and the pages'."""
+    return per_loop(_toy_limiter, COMPUTE_THREADS)
 
 
 def width_of(options: AttentionOptions) -> int:

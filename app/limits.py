@@ -212,3 +212,27 @@ def check_attention_request(body: AttentionRequest, settings: Settings) -> None:
     check_tokens("source_tokens", body.source_tokens, settings)
     check_options(body, settings)
     check_embedding("source_embedding", body.source_embedding, settings)
+
+
+ANSWER_CELLS_SETTING = "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS"
+
+
+def check_answer_cells(
+    layers: int, maps_per_layer: int, shape: tuple[int, int], tokens: int, settings: Settings
+) -> None:
+    """A 422 on ``pool`` when an answer's maps (layers × maps × rows × cols, after pooling
+    and the region) are over ``ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS``: on every path."""
+    rows, cols = shape
+    cells = layers * maps_per_layer * rows * cols
+    limit = settings.model_max_answer_cells
+    if cells > limit:
+        raise over_limit(
+            ["body", "pool"],
+            f"the maps asked for are {cells} cells ({layers} layers × {maps_per_layer} "
+            f"maps × {rows} × {cols}) of a {tokens}-token text; the limit is {limit} "
+            f"({ANSWER_CELLS_SETTING}): ask with pool, a smaller rows/cols region, or fewer "
+            "heads or layers",
+            limit=limit,
+            found=cells,
+            setting=ANSWER_CELLS_SETTING,
+        )

@@ -48,7 +48,7 @@ from attention_core.models.maps.pooling import Region
 from attention_core.models.text.text_model_base import TextModelBase
 from attention_core.progress import report
 
-from .limits import over_limit
+from .limits import check_answer_cells, over_limit
 from .map_view import MapView, map_view
 from .model_payloads import check_json_maps, map_json, require_attention, select_layers
 from .schemas.model import ModelAttentionRequest
@@ -56,7 +56,6 @@ from .seq2seq_payloads import check_fields, is_encoder_decoder
 from .settings import Settings
 
 FULL_MAPS_SETTING = "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
-ANSWER_CELLS_SETTING = "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS"
 ROLLOUT_NOTE = (
     "not computed for an input this long: rollout multiplies every layer's full T × T map "
     "into the next (L products of T³), which no pooling or region avoids; the long path "
@@ -148,18 +147,7 @@ def long_maps_payload(
     rollout = len(tokens) <= settings.model_long_rollout_tokens
     maps_per_layer = len(view.heads) + (1 if body.head_average else 0) + (1 if rollout else 0)
     cells = len(layers) * maps_per_layer * rows * cols
-    limit = settings.model_max_answer_cells
-    if cells > limit:
-        raise over_limit(
-            ["body", "pool"],
-            f"the maps asked for are {cells} cells ({len(layers)} layers × {maps_per_layer} "
-            f"maps × {rows} × {cols}) of a {len(positions)}-token text; the limit for a long "
-            f"input is {limit} ({ANSWER_CELLS_SETTING}): ask with pool, a smaller rows/cols "
-            "region, or fewer heads or layers",
-            limit=limit,
-            found=cells,
-            setting=ANSWER_CELLS_SETTING,
-        )
+    check_answer_cells(len(layers), maps_per_layer, view.shape, len(positions), settings)
     check_json_maps(cells if body.format == "json" else 0, len(layers), f"{len(positions)} tokens")
     spec = GridSpec(
         hidden if body.hide_special else None,

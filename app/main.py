@@ -18,9 +18,11 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from attention_core.models.base.device import check_device
 
-from . import compute, memory
+from . import compute, memory, model_work
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
+from .model_registry import build_registry, keep_freed_memory
+from .openapi_numbers import with_integer_bounds
 from .paths import STATIC_DIR
 from .request_guard import RequestGuardMiddleware
 from .routes import (
@@ -42,6 +44,7 @@ from .routes import (
 )
 from .security import BodyLimitMiddleware, SecuredFastAPI
 from .settings import Settings, get_settings
+from .slow_readers import WriteTimeoutMiddleware
 from .static_files import RevalidatedStaticFiles
 from .training.runner import slots_for
 from .version import __version__
@@ -66,14 +69,18 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # OpenMP's fork/join costs ~0.2-0.5 ms per op on small VMs, 100× a toy softmax:
     # one intra-op thread (inherited by the thread pool's threads) serves faster.
     torch.set_num_threads(app.state.settings.torch_threads)
-    # Sync handlers (the model's forward passes) run in anyio's thread pool: one
-    # thread fewer than the CPUs, not anyio's default 40, so they neither starve the
-    # event loop nor multiply peak memory (bench/bench_mixed_load.py; app/compute.py).
-    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.MODEL_THREADS
+    # The model's forward passes run on their own threads (app/model_work.py): one
+    # fewer than the CPUs, so they neither starve the event loop nor multiply peak
+    # memory; the pages and listings keep anyio's default pool to themselves, so they
+    # never wait behind a model (bench/bench_mixed_load.py; app/compute.py).
+    model_work.model_limiter().total_tokens = compute.MODEL_THREADS
+    anyio.to_thread.current_default_thread_limiter().total_tokens = compute.PAGE_THREADS
     assets.warm_up()
     # Bounded memory under load (app/memory.py): before the thread pools allocate.
     memory.limit_arenas(app.state.settings.malloc_arena_max)
     trimmer = memory.start_trimmer(app.state.settings.malloc_trim_seconds)
+    keep_freed_memory()
+    app.state.models = build_registry(app.state.settings)  # reads nothing from disk
     yield
     if trimmer is not None:
         trimmer.stop()
@@ -94,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
         lifespan=lifespan,
     )
+    app.openapi = with_integer_bounds(app.openapi)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.training_slots = slots_for(settings)
 
@@ -130,6 +138,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cache=ResponseCache(settings.response_cache_entries, settings.response_cache_bytes),
     )
     app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
+    # Outside the compression: a client that stops reading drops the answer it was sent.
+    app.add_middleware(WriteTimeoutMiddleware, timeout=settings.write_timeout_seconds)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(
         RequestGuardMiddleware,

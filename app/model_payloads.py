@@ -20,9 +20,10 @@ from attention_core.models import (
     hide_special,
 )
 
-from .limits import over_limit
+from .limits import check_answer_cells, over_limit
 from .map_view import map_view
 from .schemas.model import MapOptions
+from .settings import Settings
 from .steps import HEAD_STEPS
 
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
@@ -89,12 +90,14 @@ def maps_payload(
     family: str,
     causal: bool,
     hidden_states: bool = False,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """The body shared by /api/model/attention and /api/model/generate (``MapsResponse``).
 
     With ``hide_special`` the rollout is computed over all tokens first, then
     the hidden tokens are dropped and rows renormalized, like the attentions.
     ``hidden_states`` adds each listed layer's output rows (``hidden_states``).
+    With ``settings``, an answer over ``model_max_answer_cells`` is refused.
     A model without attention layers (a bigram) gets empty lists and ``heads`` 0.
     """
     num_layers = len(maps.layer_attentions)
@@ -108,6 +111,8 @@ def maps_payload(
     view = map_view(options, T, H)
     out_rows, out_cols = view.shape
     per_layer = len(view.heads) + (2 if options.head_average else 1)  # + average, rollout
+    if settings is not None:  # the answer's size, as on the long path
+        check_answer_cells(len(layers), per_layer, view.shape, T, settings)
     numbers = len(layers) * per_layer * out_rows * out_cols if options.format == "json" else 0
     if hidden_states:
         numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])

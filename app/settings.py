@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     max_heads: int = Field(16, ge=1, description="attention heads")
     max_vocabulary_words: int = Field(256, ge=0, description="words a request may add")
     max_body_bytes: int = Field(2_000_000, ge=1024, description="request body size")
+    write_timeout_seconds: float = Field(
+        30,
+        ge=0,
+        description="seconds a client may read nothing of an answer (sent in 1 MiB pieces): "
+        "past it the answer is dropped and the connection closed (0: no limit)",
+    )
     max_lesson_dims: int = Field(32, ge=1, description="dimensions in one scaling lesson")
     max_lesson_dim: int = Field(4096, ge=1, description="largest dimension in the lesson")
     max_lesson_trials: int = Field(20_000, ge=2, description="samples per dimension")
@@ -157,6 +163,19 @@ class Settings(BaseSettings):
         "memory (or its cgroup limit)",
     )
     max_new_tokens: int = Field(256, ge=1, description="tokens one generation request may ask for")
+    model_deadline_seconds: float = Field(
+        300,
+        ge=0,
+        description="seconds one model request may take from its arrival (waiting for a "
+        "model thread included): past it the work stops within a layer and the answer is "
+        "503 deadline_exceeded (0: no deadline)",
+    )
+    model_queue: int = Field(
+        16,
+        ge=0,
+        description="model requests waiting for a model thread at most: past it a new one "
+        "is refused with 429 and Retry-After",
+    )
     max_ablation_cells: int = Field(
         4_194_304,
         ge=1,

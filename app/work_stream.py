@@ -14,7 +14,10 @@ Closing the connection (the page aborting an older request) sets the work's
 ``cancelled`` event: its next report raises ``Cancelled``, so the pass stops
 within one layer and its thread returns to the pool; nothing of a cancelled
 pass is cached (the result caches keep finished passes only).  A request still
-waiting for a model thread when the client leaves never starts.
+waiting for a model thread when the client leaves never starts.  The plain POSTs'
+deadline and line (``app.model_work``) hold here too: past the deadline the
+stream ends with an ``error`` event (503 ``deadline_exceeded``); a full line is
+a 429 before the stream starts.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from starlette.types import Receive, Scope, Send
 from attention_core.progress import Cancelled, reporting
 
 from .errors import INTERNAL_ERROR, error_response, known_error_response
-from .routes.common import json_response
+from .json_reply import json_response
+from .model_work import CLIENT, DEADLINE, ModelJob, model_limiter, refuse_when_full
+from .settings import Settings
 from .training.sse import frame
 
 log = logging.getLogger(__name__)
@@ -92,19 +97,23 @@ class WorkStreamResponse(Response):
         self.work = work
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        cancelled = threading.Event()
+        settings: Settings = scope["app"].state.settings
+        full = refuse_when_full(settings)
+        if full is not None:
+            await full(scope, receive, send)
+            return
+        job = ModelJob()
         frames_in, frames_out = anyio.create_memory_object_stream[bytes](math.inf)
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         async with anyio.create_task_group() as group:
 
-            async def watch_disconnect() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                cancelled.set()
-                group.cancel_scope.cancel()
+            async def watch() -> None:
+                await job.watch(receive, settings.model_deadline_seconds)
+                if job.reason != DEADLINE:
+                    group.cancel_scope.cancel()  # the client left: no one reads the rest
 
-            group.start_soon(watch_disconnect)
-            group.start_soon(self._run, frames_in, cancelled)
+            group.start_soon(watch)
+            group.start_soon(self._run, frames_in, job, settings)
             try:
                 async with frames_out:
                     async for chunk in frames_out:
@@ -113,18 +122,21 @@ class WorkStreamResponse(Response):
             finally:
                 # Whatever ended the stream (the answer, a disconnect, a failed send), the
                 # work stops at its next report instead of running on for no one.
-                cancelled.set()
+                job.stop(CLIENT)
                 group.cancel_scope.cancel()
 
-    async def _run(self, frames: MemoryObjectSendStream[bytes], cancelled: threading.Event) -> None:
+    async def _run(
+        self, frames: MemoryObjectSendStream[bytes], job: ModelJob, settings: Settings
+    ) -> None:
         async with frames:
-            limiter = anyio.to_thread.current_default_thread_limiter()
-            if limiter.available_tokens < 1:
+            if model_limiter().available_tokens < 1:
                 _send(frames, frame("progress", _Pace().event(QUEUED, 0, 0)))
             try:
-                result = await anyio.to_thread.run_sync(self._work, frames, cancelled)
+                result = await job.run(lambda: self._work(frames, job.cancelled))
             except Cancelled:
-                return  # the client left: no one reads the rest
+                if job.reason == DEADLINE:
+                    _send(frames, error_frame(job.stopped_response(settings)))
+                return  # else the client left: no one reads the rest
             except Exception as exc:  # the POST's handlers' answer, or theirs to a bug
                 known = known_error_response(exc)
                 if known is None:

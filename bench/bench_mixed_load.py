@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_mixed_load.py --part latency [--rounds 2] [--duration 20]
     .venv/bin/python bench/bench_mixed_load.py --part soak [--rounds 4] [--duration 30]
+    .venv/bin/python bench/bench_mixed_load.py --part long [--rounds 2] [--duration 20]
 
 ``latency``: ``--rounds`` rounds; in each, for each server configuration
 (``--servers``: ``after``, the app as shipped; ``before``, the model work on as
@@ -26,7 +27,15 @@ training run) against each server (``tuned``: as shipped; ``untuned``:
 defaults), alternating; the RSS of each after every round (and 3 s later).  A
 plateau: the last rounds within 10 % of each other.
 
-Needs ``wrk``.  Linux only (``/proc``).  Loopback only.
+``long`` (issue 32): one server with a random GPT-2-small-shaped checkpoint and one
+model thread; in each round two phases of ``--duration`` s: **idle** (the probes
+only) and **long** (a client sends one long model request after another, a new
+~1,000-token text each time, so the one model thread is always busy).  The probes:
+``GET /`` (a page), ``GET /api/models`` (a listing) and ``GET /healthz``, one
+request at a time every 50 ms each (goal: page and listing p99 ≤ 250 ms, healthz
+p99 ≤ 50 ms, beside idle).
+
+Needs ``wrk`` (latency, soak).  Linux only (``/proc``).  Loopback only.
 """
 
 from __future__ import annotations
@@ -290,9 +299,99 @@ def part_soak(args: argparse.Namespace) -> int:
     return 0
 
 
+LONG_PROBES = {"page": "/", "listing": "/api/models", "healthz": "/healthz"}
+
+
+class LongRequests(threading.Thread):
+    """One long model request after another (a fresh text each, never a cached answer)."""
+
+    def __init__(self, url: str, model: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.model = url, model
+        self.seconds: list[float] = []
+        self.statuses: list[int] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        n = 0
+        while not self._halt.is_set():
+            n += 1
+            text = f"request {n}: " + "the river bank was muddy and the money was in the bank " * 90
+            body = orjson.dumps({"model": self.model, "text": text, "format": "compact"})
+            connection = http.client.HTTPConnection(*host_port(self.url), timeout=600)
+            start = time.perf_counter()
+            try:
+                connection.request(
+                    "POST", "/api/model/attention", body, {"content-type": "application/json"}
+                )
+                response = connection.getresponse()
+                response.read()
+                self.statuses.append(response.status)
+                self.seconds.append(time.perf_counter() - start)
+            except (OSError, http.client.HTTPException):
+                self.statuses.append(0)
+            finally:
+                connection.close()
+
+    def stop(self) -> dict[str, object]:
+        self._halt.set()
+        self.join()
+        return {
+            "requests": len(self.seconds),
+            "statuses": sorted(set(self.statuses)),
+            "median_s": statistics.median(self.seconds) if self.seconds else float("nan"),
+        }
+
+
+def part_long(args: argparse.Namespace) -> int:
+    from random_gpt2 import gpt2_small
+
+    checkpoint = gpt2_small(positions=1024)
+    results: dict[str, list[dict[str, dict[str, float]]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            "ATTENTION_VIZ_MODELS": str(checkpoint.parent),
+            "ATTENTION_VIZ_HF_CACHE": "0",
+            "ATTENTION_VIZ_RUNS_DIR": tmp,
+            "ATTENTION_VIZ_MODEL_THREADS": "1",
+        }
+        url, process = start_server(env)
+        try:
+            model = checkpoint.name
+            for round_ in range(args.rounds):
+                for phase in ("idle", "long"):
+                    long = LongRequests(url, model) if phase == "long" else None
+                    if long is not None:
+                        long.start()
+                        time.sleep(2)  # the first pass is running
+                    running = {k: Probe(url, "GET", path, None) for k, path in LONG_PROBES.items()}
+                    for probe in running.values():
+                        probe.start()
+                    time.sleep(args.duration)
+                    measured = {k: probe.stop() for k, probe in running.items()}
+                    results.setdefault(phase, []).append(measured)
+                    extra = f"; long requests {long.stop()}" if long is not None else ""
+                    print(f"round {round_ + 1} {phase:5} (load {loadavg()}){extra}")
+                    for k, m in measured.items():
+                        print(f"   {LONG_PROBES[k]:12} {fmt(m)}", flush=True)
+        finally:
+            stop_server(process)
+    print(
+        f"\n{args.rounds} round(s), {args.duration} s per phase, {CPUS} CPUs; medians over rounds"
+    )
+    for phase, runs in results.items():
+        cells = [
+            f"{LONG_PROBES[k]} p50 {statistics.median(r[k]['p50'] for r in runs):6.1f} "
+            f"p99 {statistics.median(r[k]['p99'] for r in runs):6.1f} ms"
+            for k in LONG_PROBES
+        ]
+        print(f"{phase:5} " + "; ".join(cells))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=["latency", "soak"], default="latency")
+    parser.add_argument("--part", choices=["latency", "soak", "long"], default="latency")
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rounds", type=int, help="default: 2 (latency), 4 (soak)")
@@ -302,6 +401,8 @@ def main() -> int:
     args = parser.parse_args()
     args.rounds = args.rounds or (2 if args.part == "latency" else 4)
     args.servers = args.servers or ("after,before" if args.part == "latency" else "tuned,untuned")
+    if args.part == "long":
+        return part_long(args)
     return part_latency(args) if args.part == "latency" else part_soak(args)
 
 

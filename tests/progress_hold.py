@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import anyio.from_thread
-import anyio.to_thread
 
+from app.model_work import model_limiter
 from attention_core.progress import Cancelled, muted, report
 
 HOLD_SECONDS = 30  # a hold no cancel releases ends here, and its test fails
@@ -25,14 +25,13 @@ def held(model: Any, layer: int) -> Iterator[dict[str, int]]:
     ``Decoder``) waits there until its request is cancelled.  Yields counts: ``held`` (the
     hold happened), ``cancelled`` (a cancel released it, not the time limit),
     ``first_block`` and ``last_block`` (passes through the first and the last block
-    since), and while it holds ``waiting``: the requests waiting for a model thread (anyio's
-    default limiter of the server's event loop, asked from the held thread)."""
+    since), and while it holds ``waiting``: the requests waiting for a model thread (the
+    model limiter of the server's event loop, asked from the held thread)."""
     blocks = model.model.transformer.h
     seen = {"held": 0, "cancelled": 0, "first_block": 0, "last_block": 0, "waiting": -1}
 
     def waiting() -> int:
-        limiter = anyio.to_thread.current_default_thread_limiter()
-        return int(limiter.statistics().tasks_waiting)
+        return int(model_limiter().statistics().tasks_waiting)
 
     def hold(*_: Any) -> None:
         if seen["held"]:

@@ -4,7 +4,7 @@ tokens and the attention of the whole sequence, in /api/model/attention's format
 from __future__ import annotations
 
 import torch
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from attention_core.models import Decoder, ModelRegistry, ModelUnsupported
 from attention_core.models.text.generation import Sampling
@@ -12,7 +12,8 @@ from attention_core.models.text.generation import Sampling
 from ..limits import over_limit
 from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import maps_payload
-from ..model_registry import RegistryDep, load
+from ..model_registry import load
+from ..model_work import model_answer
 from ..schemas.model import GenerateRequest, GenerateResponse
 from ..seq2seq_payloads import (
     is_encoder_decoder,
@@ -30,7 +31,7 @@ def _sampling(body: GenerateRequest) -> Sampling:
 
 
 @router.post("/generate", response_model=GenerateResponse, responses=ERRORS)
-def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+async def generate(body: GenerateRequest, request: Request, settings: SettingsDep) -> Response:
     """Continue ``prompt`` with a decoder: greedy (``temperature`` 0, the default) or
     sampled with ``temperature``, ``top_k`` and ``seed``, through a KV cache.
 
@@ -44,6 +45,10 @@ def generate(body: GenerateRequest, registry: RegistryDep, settings: SettingsDep
     ``generate(do_sample=False)``); the answer adds the encoder's, the
     decoder's and the cross-attention's maps over the whole target.
     """
+    return await model_answer(request, lambda registry: _generate(body, registry, settings))
+
+
+def _generate(body: GenerateRequest, registry: ModelRegistry, settings: Settings) -> Response:
     return json_response(generation_answer(body, registry, settings))
 
 
@@ -80,7 +85,9 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
         )
     result = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
     with torch.inference_mode():
-        payload = maps_payload(result, body, model=entry.name, family=model.family, causal=True)
+        payload = maps_payload(
+            result, body, model=entry.name, family=model.family, causal=True, settings=settings
+        )
     shown = payload["positions"]
     generated = result.generated
     payload.update(

@@ -1,8 +1,8 @@
 """Which heads matter: head-type scores, ablation and the logit lens of a real model.
 
 Thin routes over ``attention_core.analysis``; layers and heads are numbered
-from 1 here as in the rest of the model API, from 0 in the core.  Plain
-``def`` handlers: FastAPI runs them in its thread pool.
+from 1 here as in the rest of the model API, from 0 in the core.  The work runs on
+a model thread (``app.model_work``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from attention_core.analysis import (
     Predictions,
@@ -25,10 +25,12 @@ from attention_core.analysis import (
     score_heads,
 )
 from attention_core.analysis.access import HeadModel
+from attention_core.models import ModelRegistry
 
 from ..limits import over_limit
 from ..long_inputs import refuse_full_maps, token_count
-from ..model_registry import RegistryDep, load
+from ..model_registry import load
+from ..model_work import model_answer
 from ..schemas.heads import (
     SCORE_LABELS,
     AblateRequest,
@@ -39,6 +41,8 @@ from ..schemas.heads import (
     LogitLensResponse,
 )
 from ..seq2seq_payloads import is_encoder_decoder, model_kind, refuse_seq2seq_fields
+from ..settings import Settings
+from ..work_limits import refuse_induction, refuse_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -49,16 +53,22 @@ def _grid(tensor: torch.Tensor) -> np.ndarray:
 
 
 @router.post("/head-scores", response_model=HeadScoresResponse, responses=ERRORS)
-def head_scores(body: HeadScoresRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+async def head_scores(body: HeadScoresRequest, request: Request, settings: SettingsDep) -> Response:
     """Every head's previous-token, duplicate-token, first-token, entropy and induction scores.
 
     The first four on the text's own maps; induction on a seeded random block
     of ordinary tokens repeated twice (``induction_ids``).  Encoder-decoders: one
     self-attention ``stack`` (the encoder's, or the decoder's over ``target``).
     """
+    return await model_answer(request, lambda registry: _head_scores(body, registry, settings))
+
+
+def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Settings) -> Response:
 
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "head scores")
+    refuse_target(model, body.target, settings, "head scores of the decoder over target")
+    refuse_induction(model, body.induction_length, settings)
     stack: str | None = None
     if is_encoder_decoder(model):
         from attention_core.analysis.seq2seq_scores import score_stack  # imports transformers
@@ -104,10 +114,14 @@ def _positions(heads: HeadModel, predictions: Predictions | None) -> list[dict[s
 
 
 @router.post("/ablate", response_model=AblateResponse, responses=ERRORS)
-def ablate_heads(body: AblateRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+async def ablate_heads(body: AblateRequest, request: Request, settings: SettingsDep) -> Response:
     """The text with some heads' context vectors zeroed (or set to their mean) just before
     the output projection: loss and next-token predictions before and after (decoders), or
     the sentence embedding's cosine (encoders).  ``each_head``: every head alone, as a grid."""
+    return await model_answer(request, lambda registry: _ablate_heads(body, registry, settings))
+
+
+def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "ablation")
     heads = head_model(model)
@@ -156,9 +170,13 @@ def ablate_heads(body: AblateRequest, registry: RegistryDep, settings: SettingsD
 
 
 @router.post("/logit-lens", response_model=LogitLensResponse, responses=ERRORS)
-def lens(body: LogitLensRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+async def lens(body: LogitLensRequest, request: Request, settings: SettingsDep) -> Response:
     """Decoders: after each layer, each position's top five next tokens (final norm + LM head
     on the residual stream); the last layer's are the model's own predictions."""
+    return await model_answer(request, lambda registry: _lens(body, registry, settings))
+
+
+def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "the logit lens")
     heads = head_model(model)

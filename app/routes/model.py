@@ -2,13 +2,14 @@
 
 Every request names a ``model`` from ``GET /api/models`` (default: the
 built-in MiniLM encoder, so older clients keep working); the registry
-(``app.model_registry``) loads it on first use.  Handlers are plain ``def`` so
-FastAPI runs them in its thread pool: a 512-token forward pass takes a few
-hundred milliseconds and must not block the event loop.
+(``app.model_registry``) loads it on first use.  The POSTs' work runs on a model
+thread (``app.model_work``: a 512-token forward pass takes a few hundred
+milliseconds and must not block the event loop, nor the pages' threads), with a
+deadline, and stops when the client leaves.
 
 Torch threads: the app's lifespan sets ``torch.set_num_threads`` once for the
 process (``ATTENTION_VIZ_TORCH_THREADS``, default 1).  Requests already run in
-parallel on the thread pool; one intra-op thread per request avoids OpenMP
+parallel on the model threads; one intra-op thread per request avoids OpenMP
 oversubscription, which on a busy 2-core machine made a 7-token forward pass
 20-50x slower with 2 threads than with 1.
 """
@@ -18,12 +19,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import torch
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from attention_core.models import (
     DECODE_DESCRIPTION,
     Encoder,
     ModelNotFound,
+    ModelRegistry,
     ModelUnsupported,
     TextModel,
     head_trace,
@@ -36,6 +38,7 @@ from ..limits import over_limit
 from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import head_payload, require_attention
 from ..model_registry import RegistryDep, load
+from ..model_work import model_answer
 from ..schemas.model import (
     MAX_MODEL_NAME_CHARS,
     CompareWordRequest,
@@ -54,6 +57,8 @@ from ..seq2seq_payloads import (
     model_kind,
     seq2seq_head_payload,
 )
+from ..settings import Settings
+from ..work_limits import refuse_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -102,8 +107,8 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)
-def model_attention(
-    body: ModelAttentionRequest, registry: RegistryDep, settings: SettingsDep
+async def model_attention(
+    body: ModelAttentionRequest, request: Request, settings: SettingsDep
 ) -> Response:
     """The tokens and every layer's attention, head average and rollout.
 
@@ -123,11 +128,17 @@ def model_attention(
     long path (``maps_path`` 'long', see ``app.long_inputs``): its maps are
     gathered block by block into what was asked, never all held.
     """
+    return await model_answer(request, lambda registry: _model_attention(body, registry, settings))
+
+
+def _model_attention(
+    body: ModelAttentionRequest, registry: ModelRegistry, settings: Settings
+) -> Response:
     return json_response(attention_answer(body, registry, settings))
 
 
 @router.post("/head", response_model=ModelHeadResponse, responses=ERRORS)
-def model_head(body: ModelHeadRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+async def model_head(body: ModelHeadRequest, request: Request, settings: SettingsDep) -> Response:
     """One real head, step by step, in /api/attention's shape (layer and head from 1).
 
     x is the layer's attention input (after the layer's norm), then q, k, v,
@@ -137,8 +148,13 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep, settings: Settings
     with RoPE, q and k are rotated and ``q_unrotated``/``k_unrotated`` are given.
     An encoder-decoder's head may be of any ``stack`` (encoder, decoder, cross).
     """
+    return await model_answer(request, lambda registry: _model_head(body, registry, settings))
+
+
+def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
+    refuse_target(model, body.target, settings, "a decoder or cross head's trace over target")
     if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
         model.refuse_pair(body.text_b)
         with torch.inference_mode():
@@ -164,10 +180,16 @@ def model_head(body: ModelHeadRequest, registry: RegistryDep, settings: Settings
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
-def compare_word(
-    body: CompareWordRequest, registry: RegistryDep, settings: SettingsDep
+async def compare_word(
+    body: CompareWordRequest, request: Request, settings: SettingsDep
 ) -> Response:
     """How one word's hidden state differs between two texts, layer by layer (cosine)."""
+    return await model_answer(request, lambda registry: _compare_word(body, registry, settings))
+
+
+def _compare_word(
+    body: CompareWordRequest, registry: ModelRegistry, settings: Settings
+) -> Response:
     entry, model = load(registry, body.model)
     encoder = encoder_only(entry.name, model, "compare-word")
     for field, text in (("text_a", body.text_a), ("text_b", body.text_b)):
@@ -189,8 +211,12 @@ def compare_word(
 
 
 @router.post("/embeddings", response_model=EmbeddingsResponse, responses=ERRORS)
-def embeddings(body: EmbeddingsRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+async def embeddings(body: EmbeddingsRequest, request: Request, settings: SettingsDep) -> Response:
     """The model's own (context-free) vectors for any words, for the toy explorer."""
+    return await model_answer(request, lambda registry: _embeddings(body, registry, settings))
+
+
+def _embeddings(body: EmbeddingsRequest, registry: ModelRegistry, settings: Settings) -> Response:
     limit = settings.max_vocabulary_words
     if len(body.words) > limit:
         raise over_limit(

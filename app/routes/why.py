@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from attention_core import SpecError
 from attention_core.analysis import head_model
@@ -14,10 +14,12 @@ from attention_core.analysis.ablation import ablation_cost
 from attention_core.analysis.access import DecoderHeadModel, HeadModel
 from attention_core.analysis.attribution import attribute, decoder_heads, star_cost
 from attention_core.analysis.qk_decomposition import why
+from attention_core.models import ModelRegistry
 
 from ..limits import over_limit
 from ..long_inputs import refuse_full_maps, token_count
-from ..model_registry import RegistryDep, load
+from ..model_registry import load
+from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
 from ..settings import Settings
 from ..why_payloads import attribute_payload, why_payload
@@ -31,9 +33,13 @@ def _grid(tensor: torch.Tensor) -> np.ndarray:
 
 
 @router.post("/why", response_model=WhyResponse, responses=ERRORS)
-def why_cell(body: WhyRequest, registry: RegistryDep, settings: SettingsDep) -> Response:
+async def why_cell(body: WhyRequest, request: Request, settings: SettingsDep) -> Response:
     """One cell's pre-softmax score split into (query component, key component) pairs over
     what wrote to the residual stream, norms frozen at the forward's values."""
+    return await model_answer(request, lambda registry: _why_cell(body, registry, settings))
+
+
+def _why_cell(body: WhyRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "the decomposition")
     heads = head_model(model)
@@ -86,12 +92,18 @@ def _check_cost(heads: HeadModel, method: str, length: int, settings: Settings) 
 
 
 @router.post("/attribute", response_model=AttributeResponse, responses=ERRORS)
-def attribute_heads(
-    body: AttributeRequest, registry: RegistryDep, settings: SettingsDep
+async def attribute_heads(
+    body: AttributeRequest, request: Request, settings: SettingsDep
 ) -> Response:
     """Every head's ablation effect on a loss (the text's next-token loss, or −log p of one
     token at one position), estimated by attribution patching or AtP* from one forward and
     one backward pass; with ``exact`` also every head ablated on its own."""
+    return await model_answer(request, lambda registry: _attribute_heads(body, registry, settings))
+
+
+def _attribute_heads(
+    body: AttributeRequest, registry: ModelRegistry, settings: Settings
+) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "attribution")
     heads = decoder_heads(head_model(model), entry.name)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from attention_core.compare import SharedToken
 
 from ..steps import StepName
+from .json_int import JsonInt
 
 # Bounded so that no product inside a 256-wide layer can overflow float32.
 MAX_ABS_VALUE = 1e6
@@ -56,18 +57,18 @@ class SeededRandomEmbeddingIn(Strict):
     """``torch.manual_seed(seed); torch.randn(batch, T, dim)[batch_index]`` (seeds 000/003)."""
 
     kind: Literal["seeded_random"] = "seeded_random"
-    dim: StrictInt = Field(ge=1)
-    seed: StrictInt = Field(1337, ge=0, le=MAX_SEED)
-    batch: StrictInt = Field(1, ge=1, le=16)
-    batch_index: StrictInt = Field(0, ge=0)
+    dim: JsonInt = Field(ge=1)
+    seed: JsonInt = Field(1337, ge=0, le=MAX_SEED)
+    batch: JsonInt = Field(1, ge=1, le=16)
+    batch_index: JsonInt = Field(0, ge=0)
 
 
 class HashedEmbeddingIn(Strict):
     """A fixed random vector per distinct word: the same word, the same vector, everywhere."""
 
     kind: Literal["hashed"] = "hashed"
-    dim: StrictInt = Field(8, ge=1)
-    seed: StrictInt = Field(0, ge=0, le=MAX_SEED)
+    dim: JsonInt = Field(8, ge=1)
+    seed: JsonInt = Field(0, ge=0, le=MAX_SEED)
 
 
 EmbeddingIn = Annotated[
@@ -108,8 +109,8 @@ class SeededRandProjectionIn(Strict):
     """
 
     kind: Literal["seeded_rand"] = "seeded_rand"
-    d_out: StrictInt = Field(ge=1)
-    seed: StrictInt | None = Field(123, ge=0, le=MAX_SEED)
+    d_out: JsonInt = Field(ge=1)
+    seed: JsonInt | None = Field(123, ge=0, le=MAX_SEED)
     order: list[Role] = Field(default_factory=_all_roles)
 
 
@@ -117,8 +118,8 @@ class SeededLinearProjectionIn(Strict):
     """``torch.manual_seed(seed)`` then ``nn.Linear(d_in, d_out, bias=False)`` per role."""
 
     kind: Literal["seeded_linear"] = "seeded_linear"
-    d_out: StrictInt = Field(ge=1)
-    seed: StrictInt | None = Field(789, ge=0, le=MAX_SEED)
+    d_out: JsonInt = Field(ge=1)
+    seed: JsonInt | None = Field(789, ge=0, le=MAX_SEED)
     order: list[Role] = Field(default_factory=_all_roles)
 
 
@@ -138,7 +139,7 @@ class AttentionOptions(Strict):
 
     embedding: EmbeddingIn = Field(default_factory=VocabularyEmbeddingIn)
     projection: ProjectionIn = Field(default_factory=IdentityProjectionIn)
-    num_heads: StrictInt = Field(1, ge=1)
+    num_heads: JsonInt = Field(1, ge=1)
     causal: StrictBool = False
     scale: ScaleIn = Field(
         "sqrt_dk",

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from . import examples
 from .attention import MAX_SEED
+from .json_int import JsonInt
 from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
 
 Grid = list[list[float]]
@@ -32,10 +33,10 @@ class HeadScoresRequest(Strict):
 
     model: ModelName | None = None
     text: str = TextField
-    seed: StrictInt = Field(
+    seed: JsonInt = Field(
         0, ge=0, le=MAX_SEED, description="seeds the random block induction is measured on"
     )
-    induction_length: StrictInt | None = Field(
+    induction_length: JsonInt | None = Field(
         None,
         ge=2,
         description="R, the random block's length (default 32, or what fits the model twice)",
@@ -74,7 +75,7 @@ class HeadScoresResponse(BaseModel):
     stack: str | None = Field(None, description="encoder-decoders: the stack scored")
 
 
-HeadPair = tuple[StrictInt, StrictInt]
+HeadPair = tuple[JsonInt, JsonInt]
 
 
 class AblateRequest(Strict):

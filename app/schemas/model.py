@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from attention_core.models.maps.pooling import POOL_REDUCE
 
 from . import examples
 from .attention import MAX_SEED
+from .json_int import JsonInt
 
 # Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
 # token), small enough to tokenize in milliseconds.  The token limit itself is checked
@@ -44,7 +45,7 @@ NullableRows = list[list[float | None]]
 # bound the request's own fields (heads are per layer: Llama-3.2-1B has 32 a layer).
 MAX_LISTED_HEADS = 256
 MAX_POOL_CELLS = 1024
-TokenRange = Annotated[list[StrictInt], Field(min_length=2, max_length=2)]
+TokenRange = Annotated[list[JsonInt], Field(min_length=2, max_length=2)]
 
 
 class Strict(BaseModel):
@@ -172,7 +173,7 @@ class MapOptions(Strict):
     """How to return attention maps (for /api/model/attention and /api/model/generate)."""
 
     hide_special: StrictBool = Field(False, description=HIDE_SPECIAL)
-    layers: list[StrictInt] | None = Field(
+    layers: list[JsonInt] | None = Field(
         None,
         min_length=1,
         max_length=64,
@@ -184,14 +185,14 @@ class MapOptions(Strict):
     dtype: Literal["uint8", "float16"] = Field(
         "uint8", description="compact only: 1 byte (error <= 1/510) or 2 bytes per weight"
     )
-    heads: list[StrictInt] | None = Field(
+    heads: list[JsonInt] | None = Field(
         None,
         min_length=1,
         max_length=MAX_LISTED_HEADS,
         description="heads to return in `attentions`, 1..H; default all (head_average "
         "and rollout stay over every head)",
     )
-    pool: StrictInt | None = Field(
+    pool: JsonInt | None = Field(
         None,
         ge=1,
         le=MAX_POOL_CELLS,
@@ -358,7 +359,7 @@ class GenerateRequest(MapOptions):
 
     model: ModelName | None = None
     prompt: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sat on"])
-    max_new_tokens: StrictInt = Field(
+    max_new_tokens: JsonInt = Field(
         32, ge=1, description="tokens to write at most (limit: ATTENTION_VIZ_MAX_NEW_TOKENS)"
     )
     temperature: float = Field(
@@ -369,10 +370,10 @@ class GenerateRequest(MapOptions):
         le=100.0,
         description="0: greedy (argmax); above 0: sample from softmax(logits / temperature)",
     )
-    top_k: StrictInt | None = Field(
+    top_k: JsonInt | None = Field(
         None, ge=1, description="sample among the k most likely tokens only (default: all)"
     )
-    seed: StrictInt | None = Field(
+    seed: JsonInt | None = Field(
         None,
         ge=0,
         le=MAX_SEED,
@@ -412,8 +413,8 @@ class ModelHeadRequest(Strict):
         description="encoder-decoders: the head's stack ('encoder', 'decoder' or 'cross'; "
         "default 'encoder'); other models have one stack, their own kind",
     )
-    layer: StrictInt = Field(ge=1, description="1..L")
-    head: StrictInt = Field(ge=1, description="1..H (a query head)")
+    layer: JsonInt = Field(ge=1, description="1..L")
+    head: JsonInt = Field(ge=1, description="1..H (a query head)")
 
 
 class ModelHeadSteps(BaseModel):

@@ -180,36 +180,55 @@ def each_head_effects(
     return F.cosine_similarity(out[1:], out[:1], dim=-1).view(L, H)
 
 
+def _decoder_passes(L: int, H: int, T: int) -> list[list[tuple[int, int, int]]]:
+    """The passes of ``_decoder_effects``: each a list of (layer, first head, heads), so that
+    no layer's batch holds more than ``BATCH_CELLS`` attention cells (rows × H × T²) unless
+    one row alone does.  Whole layers share a pass while 1 + H rows fit; else each pass
+    ablates a chunk of one layer's heads."""
+    rows = max(1, BATCH_CELLS // (H * T * T))  # rows one pass may hold
+    if 1 + H <= rows:
+        group_size = max(1, rows // H)
+        return [
+            [(layer, 0, H) for layer in range(first, min(L, first + group_size))]
+            for first in range(0, L, group_size)
+        ]
+    chunk = max(1, rows - 1)
+    return [
+        [(layer, head, min(chunk, H - head))] for layer in range(L) for head in range(0, H, chunk)
+    ]
+
+
 def _decoder_effects(
     heads: DecoderHeadModel, ids: Sequence[int], mode: str, losses_of: LossFn | None
 ) -> torch.Tensor:
     """Decoders share the layers below an ablation: one pass starts with the text alone
-    (batch 1) and, entering each layer l of its group, grows the batch by H copies of row 0,
-    row 1 + (l − first)·H + h ablating head h of layer l.  So a head of layer l costs the
-    layers from l up, not the whole model."""
+    (batch 1) and, entering each layer l of its pass, grows the batch by a copy of row 0 per
+    head of l it ablates (``_decoder_passes``).  So a head of layer l costs the layers from
+    l up, not the whole model."""
     L, H, T = heads.num_layers, heads.num_heads, len(ids)
-    group_size = max(1, BATCH_CELLS // (H * T * T) // H)  # layers whose ablations share a pass
     text = torch.tensor([list(ids)])  # (1, T)
     clean: torch.Tensor | None = None
     deltas: list[torch.Tensor] = []
-    for first in range(0, L, group_size):
-        group = range(first, min(L, first + group_size))
+    for segments in _decoder_passes(L, H, T):
         masks: dict[int, torch.Tensor] = {}
-        for layer in group:
-            rows = 1 + (layer - first + 1) * H  # the batch at this layer's projection
+        grown: dict[int, int] = {}
+        rows = 1
+        for layer, head, count in segments:
+            rows += count  # the batch at this layer's projection
             mask = torch.zeros(rows, H, dtype=torch.bool)
-            mask[rows - H :] = torch.eye(H, dtype=torch.bool)
+            mask[rows - count :, head : head + count] = torch.eye(count, dtype=torch.bool)
             masks[layer] = mask
+            grown[layer] = count
 
-        def grow(layer: int, x: torch.Tensor, group: range = group) -> torch.Tensor:
-            if layer not in group:
+        def grow(layer: int, x: torch.Tensor, grown: dict[int, int] = grown) -> torch.Tensor:
+            if layer not in grown:
                 return x
-            return torch.cat([x, x[:1].expand(H, *x.shape[1:])])  # (B + H, T, C)
+            return torch.cat([x, x[:1].expand(grown[layer], *x.shape[1:])])  # (B + n, T, C)
 
         final = heads.run(text, edit=masked_edit(masks, H, mode), grow=grow).hidden[-1]
         losses = (
             _losses(heads, final, text[0]) if losses_of is None else losses_of(final)
-        )  # (1 + len(group) * H,)
+        )  # (1 + heads ablated in this pass,)
         clean = losses[0] if clean is None else clean
         deltas.append(losses[1:] - clean)
     return torch.cat(deltas).view(L, H)

@@ -223,7 +223,7 @@ class EncoderHeadModel(HeadModelBase):
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
     ) -> RunOutput:
-        maps, hidden, _ = self.encoder._forward(ids, torch.zeros_like(ids), edit_context=edit)
+        maps, hidden, _ = self.encoder.forward_layers(ids, torch.zeros_like(ids), edit_context=edit)
         return RunOutput(maps if attentions else (), hidden)
 
     def out_weights(self, layer: int) -> torch.Tensor:

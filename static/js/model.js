@@ -568,6 +568,9 @@ $("zoom-plot").addEventListener("click", (ev) => {
 
 // ---------- running ----------
 
+/** A promise that settles in a later task (the browser may paint and handle input first). */
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
 function stale(reason) {
   markStale(results, $("stale-note"), reason);
 }
@@ -675,12 +678,19 @@ async function run() {
       writeUrl();
     }
     performance.mark("model-grid-drawn");
+    stale(null);
+    // The large map, the token view and the analysis cards each in a task of their own,
+    // so the page answers input between them (no one long task after the last layer).
+    await nextTask();
+    if (mine !== seq) return;
+    drawSelected();
+    await nextTask();
+    if (mine !== seq) return;
+    drawTokens();
     grid.dataset.drawn = String(drawn);
     grid.dataset.tokens = String(meta.tokens.length);
-    stale(null);
-    // The large Plotly map after the canvases: it costs more than all of them.
-    drawSelected();
-    drawTokens();
+    await nextTask();
+    if (mine !== seq) return;
     // Head scores, ablation and the logit lens need every full map of the text: a pooled
     // text past ANALYSIS_TOKENS is not offered them (the server refuses such texts).
     whyCell.clear();

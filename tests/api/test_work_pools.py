@@ -6,11 +6,12 @@ from __future__ import annotations
 import threading
 import time
 
-import anyio
+from fastapi import Request, Response
 from fastapi.testclient import TestClient
 
 from app import compute, memory
 from app.main import create_app
+from app.model_work import model_answer, model_limiter
 from app.settings import Settings
 
 # 64 tokens × 64 wide: 64³ multiply-adds, above INLINE_WORK, so it runs on a thread.
@@ -27,12 +28,16 @@ def test_toy_work_runs_while_every_model_thread_is_busy() -> None:
     entered = threading.Semaphore(0)
 
     @app.post("/test/hold-a-model-thread")
-    def hold() -> None:  # a sync handler: FastAPI runs it where the model routes run
-        entered.release()
-        release.wait(30)
+    async def hold(request: Request) -> Response:  # where the model routes run
+        def held(_: object) -> Response:
+            entered.release()
+            release.wait(30)
+            return Response()
+
+        return await model_answer(request, held)
 
     with TestClient(app) as client:
-        limiter = client.portal.call(anyio.to_thread.current_default_thread_limiter)  # type: ignore[union-attr]
+        limiter = client.portal.call(model_limiter)  # type: ignore[union-attr]
         assert limiter.total_tokens == compute.MODEL_THREADS
         holders = [
             threading.Thread(target=client.post, args=("/test/hold-a-model-thread",))
@@ -61,16 +66,17 @@ def trimmers() -> list[threading.Thread]:
 
 
 def test_the_lifespan_bounds_the_allocator() -> None:
-    before = len(trimmers())
+    # Other apps' trimmers (servers of other test modules) may stop meanwhile: this app's
+    # own are the ones not running before it.
+    before = set(trimmers())
     with TestClient(create_app(Settings(malloc_trim_seconds=0.05))):
-        assert len(trimmers()) == before + 1
+        (own,) = [t for t in trimmers() if t not in before]
         time.sleep(0.2)
-    deadline = time.monotonic() + 2
-    while len(trimmers()) > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(trimmers()) == before  # stopped with the app
+    own.join(2)
+    assert not own.is_alive()  # stopped with the app
+    before = set(trimmers())
     with TestClient(create_app(Settings(malloc_trim_seconds=0, malloc_arena_max=0))):
-        assert len(trimmers()) == before
+        assert not [t for t in trimmers() if t not in before]
     assert memory.limit_arenas(2) is True  # glibc (the CI image is Debian)
     assert memory.limit_arenas(0) is False
     assert isinstance(memory.trim(), bool)

@@ -144,6 +144,9 @@ def test_value_weighted_maps_redraw_the_grid(page: Page) -> None:
     expect(page.get_by_test_id("map-measure")).to_have_value("value_norm")
 
 
+# The page supersedes an ablation still waiting for the model thread when a new one is asked
+# for (the pages no longer wait behind the model, so on a loaded machine they may get there).
+@pytest.mark.allow_console(r"ablate \(net::ERR_ABORTED\)")
 def test_an_encoder_shows_the_embedding_cosine_and_no_lens(page: Page) -> None:
     page.goto("/model?text=The%20bank%20approved%20it.")
     expect(page.get_by_test_id("head-grid")).to_have_attribute(

@@ -145,7 +145,9 @@ class EncoderDecoder:
             )
         self.start_id = int(start)
         eos = (
-            generation.eos_token_id if generation.eos_token_id is not None else config.eos_token_id
+            generation.eos_token_id
+            if generation.eos_token_id is not None
+            else getattr(config, "eos_token_id", None)
         )
         self.eos_ids = frozenset(
             int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None

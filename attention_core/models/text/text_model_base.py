@@ -22,12 +22,12 @@ from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import CausalLM, DecoderConfig, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import TOKENIZER_FILE
+from ..checkpoints.weight_dtype import hold, read_in, run_on
 from ..maps.blocked_pass import FullMapsPass, blocked_pass
 from ..maps.features import attention_rollout
 from ..maps.long_maps import LongMaps, LongPass, long_pass
 from ..maps.map_grid import GridSpec
 from ..maps.text_maps import TokenizedMaps
-from ..weight_dtype import hold, run_on
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 # From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
@@ -117,13 +117,15 @@ class TextModelBase(Generic[ModelT]):
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
         """Weights onto ``device``, held as ``dtype`` (None: as stored); passes then run
         there (16-bit weights: see ``weight_dtype.run_on``), results come back to the CPU.
-        A model placed layer by layer at load (``placement``) stays where it is."""
+        A model placed layer by layer at load (``placement``) stays where it is.  The
+        weights left on the CPU are read in now, reporting ``load`` progress (``read_in``)."""
         module = self.torch_module
         if getattr(module, "hf_device_map", None) is not None:
             return
         hold(module, dtype)
         module.to(device)
         run_on(module, device)
+        read_in(module)
         self.device = device
 
     @property

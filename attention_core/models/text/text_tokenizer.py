@@ -15,29 +15,36 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ...errors import EMPTY_INPUT, MODEL_CONTEXT, LimitExceeded, SpecError
-
-if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+from .untrusted_tokenizer import (
+    GuardedTokenizer,
+    check_components,
+    check_tokenizer_size,
+    is_panic,
+)
 
 REPLACEMENT = "\ufffd"  # what a decoder gives for an incomplete UTF-8 sequence
 
 
-def read_tokenizer(path: Path, unreadable: Callable[[Exception], SpecError]) -> Tokenizer:
+def read_tokenizer(path: Path, unreadable: Callable[[Exception], SpecError]) -> GuardedTokenizer:
     """``tokenizers.Tokenizer`` from ``path`` with padding and truncation off (every
-    family's texts are one sequence, bounded by our own limits); ``unreadable(exc)``
-    is raised when the file cannot be read."""
+    family's texts are one sequence, bounded by our own limits), checked and guarded as
+    an untrusted file (``untrusted_tokenizer``); ``unreadable(exc)`` is raised when the
+    file cannot be read."""
     from tokenizers import Tokenizer  # lazy: keeps `import attention_core` light
 
+    check_tokenizer_size(path)
     try:
         tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:  # tokenizers raises a bare Exception
-        raise unreadable(exc) from exc
+    except BaseException as exc:  # tokenizers raises a bare Exception, or panics
+        if not (isinstance(exc, Exception) or is_panic(exc)):
+            raise
+        raise unreadable(RuntimeError(str(exc)[:300])) from None
+    check_components(path.parent.name, tokenizer)
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    return tokenizer
+    return GuardedTokenizer(path, tokenizer)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from ...base.outputs import LayerTrace, check_layer
 from ...base.protocols import model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
+from ...checkpoints.weight_dtype import float32_copy
 from ...maps.text_maps import TokenizedMaps
-from ...weight_dtype import float32_copy
 from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights
@@ -201,7 +201,7 @@ class Encoder:
             types = torch.tensor(tokenized.token_type_ids)
             self._check_length(ids)
             with torch.inference_mode():
-                _, _, trace = self._forward(ids, types, trace_layer=layer)
+                _, _, trace = self.forward_layers(ids, types, trace_layer=layer)
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
         return tokenized, to_cpu(trace)
@@ -218,7 +218,7 @@ class Encoder:
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         with torch.inference_mode():
-            attentions, hidden, _ = self._forward(input_ids, token_type_ids)
+            attentions, hidden, _ = self.forward_layers(input_ids, token_type_ids)
         return attentions, hidden
 
     def _check_length(self, input_ids: torch.Tensor) -> None:
@@ -235,15 +235,18 @@ class Encoder:
                 setting=MODEL_CONTEXT,
             )
 
-    def _forward(
+    def forward_layers(
         self,
         input_ids: torch.Tensor,
         token_type_ids: torch.Tensor,
         trace_layer: int | None = None,
         edit_context: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], LayerTrace | None]:
-        """ids (T,), or (B, T) for a batch (then every shape below gains B in front).
+        """Every layer's attentions and hidden states (and layer ``trace_layer``'s trace),
+        without ``forward``'s length check and inference mode: the caller's (head analysis
+        runs batches of edited passes through it).
 
+        ids (T,), or (B, T) for a batch (then every shape below gains B in front).
         ``edit_context(layer, context (…, T, C))`` may replace each layer's
         concatenated head outputs before the output projection (head ablation).
         """

@@ -1,0 +1,121 @@
+"""Issue 32 items 5, 6 and 8: the inputs that walked around the memory limits are refused
+with a 422 naming their own field before any work (no forward pass runs), and the full
+maps path has the long path's cap on an answer's size.
+
+``induction_length`` (head scores run the model over a block of that many tokens, twice),
+an encoder-decoder's ``target`` (head scores of the decoder stack, a decoder head's
+trace) and the answer's map cells (``ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from tests.models.checkpoints import make_gpt2
+from tests.models.seq2seq_checkpoints import make_seq2seq
+from tests.requires import require
+
+GPT2 = "limits-gpt2"
+T5 = "limits-t5"
+LONG_TARGET = "the bank " * 400  # well past 512 tokens
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require("transformers")
+    root = tmp_path_factory.mktemp("work-limits")
+    make_gpt2(root / GPT2, n_positions=1536, n_layer=2, n_head=4)
+    make_seq2seq(root / T5, "t5")
+    return root
+
+
+@pytest.fixture(scope="module")
+def client(models: Path) -> Iterator[TestClient]:
+    # Every full map of more than 512 tokens is over a limit of 1 MiB.
+    settings = Settings(models=str(models), hf_cache=False, model_full_maps_bytes=2**20)
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def passes(client: TestClient, name: str) -> list[int]:
+    """A counter of the model's forward passes (its top module's), from now on."""
+    registry = client.app.state.models  # type: ignore[attr-defined]
+    loaded: Any = registry.load(name)
+    module = loaded.model
+    count = [0]
+    module.register_forward_hook(lambda *_: count.__setitem__(0, count[0] + 1))
+    return count
+
+
+def refused(response: Any, field: str) -> dict[str, Any]:
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["body", field]
+    assert error["type"] == "limit_exceeded"
+    assert error["ctx"]["setting"] == "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
+    return dict(error)
+
+
+def test_induction_length_is_bounded_as_a_text_is(client: TestClient) -> None:
+    client.get("/api/model", params={"model": GPT2})
+    count = passes(client, GPT2)
+    body = {"model": GPT2, "text": "the cat", "induction_length": 700}
+    error = refused(client.post("/api/model/head-scores", json=body), "induction_length")
+    assert error["ctx"]["found"] == 2 * 4 * 1400**2 * 4  # layers × heads × (2R)² × 4 bytes
+    assert count[0] == 0  # refused before any work
+    fits = client.post("/api/model/head-scores", json={**body, "induction_length": 200})
+    assert fits.status_code == 200 and fits.json()["induction_length"] == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "extra"),
+    [
+        ("/api/model/head-scores", {"stack": "decoder"}),
+        ("/api/model/head", {"stack": "decoder", "layer": 1, "head": 1}),
+        ("/api/model/head", {"stack": "cross", "layer": 1, "head": 1}),
+    ],
+)
+def test_an_encoder_decoders_target_is_refused_by_its_own_name(
+    client: TestClient, path: str, extra: dict[str, Any]
+) -> None:
+    client.get("/api/model", params={"model": T5})
+    count = passes(client, T5)
+    body = {"model": T5, "text": "the bank", "target": LONG_TARGET, **extra}
+    error = refused(client.post(path, json=body), "target")
+    assert "target" in error["msg"]
+    assert count[0] == 0
+    short = client.post(path, json={**body, "target": "the river bank"})
+    assert short.status_code == 200, short.text
+
+
+def test_the_full_path_caps_an_answers_cells(models: Path) -> None:
+    text = "the bank approved the loan and the river bank was muddy"
+    body = {"model": GPT2, "text": text, "format": "compact"}
+    with TestClient(create_app(Settings(models=str(models), hf_cache=False))) as free:
+        answer = free.post("/api/model/attention", json=body).json()
+    assert answer.get("maps_path", "full") == "full" and len(answer["attentions"]) == 2
+    T = len(answer["tokens"])
+    cells = 2 * (4 + 2) * T * T  # layers × (heads + average + rollout) × T²
+    settings = Settings(models=str(models), hf_cache=False, model_max_answer_cells=cells - 1)
+    with TestClient(create_app(settings)) as capped:
+        over = capped.post("/api/model/attention", json=body)
+        assert over.status_code == 422
+        (error,) = over.json()["detail"]
+        assert error["loc"] == ["body", "pool"] and error["type"] == "limit_exceeded"
+        assert error["ctx"] == {
+            "limit": cells - 1,
+            "found": cells,
+            "setting": "ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS",
+        }
+        pooled = capped.post("/api/model/attention", json={**body, "pool": 4})
+        assert pooled.status_code == 200
+        assert capped.post("/api/model/attention", json={**body, "layers": [1]}).is_success
+        prompt = {"model": GPT2, "prompt": text, "max_new_tokens": 4}
+        assert capped.post("/api/model/generate", json=prompt).status_code == 422
