@@ -48,7 +48,6 @@ from ..checkpoints.model_size import (
 from ..checkpoints.safetensors_io import SafetensorsHeader, checkpoint_files, read_header
 from ..checkpoints.token_budget import device_memory, token_limit
 from ..checkpoints.weight_dtype import dtype_name, stored_dtype
-from ..text.text_model_base import TextModelBase
 from ..text.untrusted_tokenizer import check_tokenizer_size, tokenizer_failure
 from .backends import CORE, transformers_loader
 from .discovery import (
@@ -462,8 +461,7 @@ class ModelRegistry:
         watch = failure_watch(model)
         if watch is not None:  # a capture failing on a request: unsupported from then on
             watch.listen(lambda reason: self.refuse(entry.key, reason))
-        if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
-            model.long_cache = ResultCache(self.long_cache_bytes)
+        model.long_cache = ResultCache(self.long_cache_bytes)  # kept q/k: a budget of their own
         model.to_device(self.device, self.holding.dtype)
         return model
 
