@@ -160,3 +160,26 @@ def test_head_scores_of_a_4096_token_text_are_summed_block_by_block(
         grid = np.array(scores[name])
         assert grid.shape == (2, HEADS) and np.isfinite(grid).all(), name
     assert (np.array(scores["entropy"]) > 0).all()
+
+
+def test_analyses_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
+    client: TestClient, text: str
+) -> None:
+    """Head scores and value-weighted maps at 4,096 tokens run block by block from the
+    pass: no op's output is a whole (T, T) map of even one head."""
+    from attention_core.analysis import score_heads
+    from attention_core.models.maps.map_grid import MapQuery
+
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    T = len(decoder.tokenize(text))
+    decoder.long_cache = ResultCache(0)  # no cached pass: it runs under the watch
+    with torch.inference_mode(), LargestOutput() as scores:
+        score_heads(decoder, text)
+    assert scores.largest < T * T // 2
+    query = MapQuery(None, Region(0, T, 0, T), (64, 64), None, measure="value_norm")
+    with torch.inference_mode(), LargestOutput() as weighted:
+        stack = decoder.forward_stacks(text, options=PassOptions(values=True)).stack()
+        for layer in range(2):
+            scale = stack.layers[layer].value_lengths(decoder.head_outputs("decoder", layer))
+            stack.grid(layer, query, scale)
+    assert weighted.largest < T * T // 2
