@@ -15,6 +15,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from attention_core.models.checkpoints.weight_dtype import size_text
+
 from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
 from ..schemas.heads import SCORE_LABELS
@@ -57,7 +59,8 @@ def describe(model: dict[str, Any]) -> str:
     if model["max_positions"]:
         parts.append(f"reads up to {count_of(model['max_positions'], 'token')}")
     if model.get("dtype") and model.get("held_bytes"):
-        parts.append(f"{model['dtype']}, {model['held_bytes'] / 1e6:,.1f} MB on {model['device']}")
+        held = size_text(model["held_bytes"])
+        parts.append(f"{model['dtype']} weights, {held}, on {model['device']}")
     if model.get("placement"):
         parts.append(str(model["placement"]))
     return " · ".join(parts)

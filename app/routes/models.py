@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response
 
 from attention_core.models import ModelEntry, ModelRegistry
 from attention_core.models.registry.backends import capture_path
+from attention_core.models.registry.model_registry import is_default
 from attention_core.training.runs import run_probe
 
 from ..model_registry import RegistryDep
@@ -61,5 +62,5 @@ def list_models(registry: RegistryDep) -> Response:
 def listing(registry: ModelRegistry) -> dict[str, Any]:
     """``GET /api/models``'s body (the model page renders its picker from it too)."""
     entries = registry.entries()
-    default = next((e.name for e in entries if e.source in ("default", "package")), None)
+    default = next((e.name for e in entries if is_default(e)), None)
     return {"default": default, "models": [summary(e, registry, default) for e in entries]}

@@ -26,7 +26,9 @@ class WorkProgressEvent(_Event):
     """`progress`: ``done`` of ``total`` units of ``stage`` are finished."""
 
     stage: str = Field(
-        description="`forward`: layers of the forward pass (an encoder-decoder: the "
+        description="`load`: parts of a model's weights read in as it loads (the layers, "
+        "and the embeddings and head as one more part); "
+        "`forward`: layers of the forward pass (an encoder-decoder: the "
         "encoder's layers then the decoder's); `generate`: tokens written; `maps`: "
         "layers whose maps are built from a long input's kept pass; `value_norm`: "
         "layers whose value-weighted maps are done (one forward each); `queued`: "
@@ -115,7 +117,8 @@ STREAM_DOCS = """\
 `text/event-stream`, one event per message (`event: <name>` then `data: <JSON>`); the
 schema below is that of one message:
 
-- `progress`: `stage`, `done` of `total` (`forward`: layers, after each one),
+- `progress`: `stage`, `done` of `total` (`load`: parts of the weights read as the
+  model loads; `forward`: layers, after each one),
   `elapsed_s`, `eta_s` (the stage's remaining seconds at its pace so far).
 - `result`, once, last: exactly the body the plain POST answers.
 - `error`, once, last, instead of `result`: the plain POST's error body and its `status`.

@@ -5,6 +5,7 @@
 
 export const SHOW_AFTER_MS = 1000;
 const STAGES = {
+  load: { what: "Reading the weights", unit: "layer", finished: "Weights read: running the model…" },
   forward: { what: "Forward pass", unit: "layer", finished: "Forward pass done: preparing the maps…" },
   generate: { what: "Writing", unit: "token", finished: "Written: preparing the maps…" },
   maps: { what: "Building the maps", unit: "layer", finished: "Maps built: sending them…" },

@@ -78,6 +78,10 @@ def test_progress_per_layer_then_exactly_the_posts_body(server) -> None:
     url, _ = server
     body = {"model": NAME, "text": TEXT, "format": "compact"}
     messages = stream(url, "/api/model/attention/stream", body)
+    # The model's first request also reads its weights in (``load``: its layers, then the rest).
+    loading = [m for m in messages if m[0] == "progress" and b'"stage":"load"' in m[1]]
+    assert progress(loading) in ([], [("load", n, LAYERS + 1) for n in range(1, LAYERS + 2)])
+    messages = [m for m in messages if m not in loading]
     assert [name for name, _ in messages] == ["progress"] * LAYERS + ["result"]
     assert progress(messages) == forward(LAYERS)
     first = orjson.loads(messages[0][1])
@@ -223,7 +227,8 @@ def test_the_streams_are_in_the_openapi_document(server) -> None:
 def test_a_long_input_streams_its_layers_then_the_maps_built(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """The long path (every input long here) is the POST's too: its reports, its body."""
+    """Past the full-maps budget (every input here) the stream is the POST's too: the
+    forward's layers (the maps are gathered inside the pass), then its body."""
     from fastapi.testclient import TestClient
 
     from app.main import create_app
@@ -240,6 +245,7 @@ def test_a_long_input_streams_its_layers_then_the_maps_built(
         (lines[0].removeprefix("event: "), lines[1].removeprefix("data: ").encode())
         for lines in (m.split("\n") for m in answer.text.strip().split("\n\n"))
     ]
-    assert progress(messages) == forward(LAYERS) + [("maps", 1, 2), ("maps", 2, 2)]
+    loading = [("load", n, LAYERS + 1) for n in range(1, LAYERS + 2)]  # the first request
+    assert progress(messages) == loading + forward(LAYERS)
     assert posted.json()["maps_path"] == "long"
     assert messages[-1] == ("result", posted.content)

@@ -15,9 +15,10 @@ import pytest
 import torch
 
 from attention_core.models import Decoder, ModelRegistry, read_header
+from attention_core.models.checkpoints.weight_dtype import held_bytes, size_text
 from attention_core.models.maps.map_grid import GridSpec
 from attention_core.models.maps.pooling import Region
-from attention_core.models.weight_dtype import held_bytes
+from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.requires import require
 
@@ -111,17 +112,16 @@ def test_a_bf16_model_takes_its_stored_bytes(tmp_path: Path) -> None:
 def test_a_model_over_the_limit_is_listed_with_how_it_runs(tmp_path: Path) -> None:
     path = make_llama(tmp_path / "models" / "llama", num_hidden_layers=4, seed=12)
     headers = [read_header(path / "model.safetensors")]
-    layer = held_bytes(headers) - _outside_layers(path)
-    half = _outside_layers(path) + 2 * layer // 4
+    layers = held_bytes(headers) - _outside_layers(path)  # the 4 layers' bytes
+    half = _outside_layers(path) + layers // 2
     (entry,) = registry_of(tmp_path / "models", max_model_bytes=half).entries()
     assert entry.supported and entry.backend == "transformers" and entry.family == "llama"
     assert entry.placement is not None
     assert (entry.placement.layers_in_memory, entry.placement.layers_on_disk) == (2, 2)
     assert entry.held_bytes == held_bytes(headers)
     text = entry.placement.describe()
-    assert f"keeps about 2 layers in memory and reads 2 from disk ({2 * layer / 1e6:,.0f} MB)" in (
-        text
-    )
+    on_disk = size_text(layers // 2)
+    assert f"keeps about 2 layers in memory and reads 2 from disk ({on_disk})" in text
     assert "float32 weights, transformers backend" in text
     refused = registry_of(tmp_path / "models", max_model_bytes=half, offload=False).entries()
     assert refused[0].reason == (
@@ -179,3 +179,12 @@ def test_the_long_path_of_a_bf16_model_is_the_float32_path(tmp_path: Path) -> No
         one = GridSpec(None, Region(0, T, 0, T), (1, 1), (1,), average=False)
         full = held.encode(TEXT).layer_attentions[layer][[1]]
         torch.testing.assert_close(ours.grid(layer, one).heads, full, atol=1e-6, rtol=0)
+
+
+def test_loading_reads_the_weights_in_layer_by_layer(tmp_path: Path) -> None:
+    """``load`` progress: each of the 2 layers, then the embeddings, norm and head."""
+    make_llama(tmp_path / "models" / "llama-bf16", dtype=torch.bfloat16, seed=14)
+    seen: list[tuple[str, int, int]] = []
+    with reporting(lambda *event: seen.append(event)):
+        registry_of(tmp_path / "models").load("llama-bf16")
+    assert seen == [("load", 1, 3), ("load", 2, 3), ("load", 3, 3)]

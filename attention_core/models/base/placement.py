@@ -18,7 +18,6 @@ and about how long that takes.  accelerate makes the real map at load time.
 from __future__ import annotations
 
 import importlib.util
-import re
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,16 +26,14 @@ from typing import Any
 
 import torch
 
-from .checkpoints.safetensors_io import SafetensorsHeader
-from .weight_dtype import dtype_name
+from ..checkpoints.safetensors_io import SafetensorsHeader
+from ..checkpoints.weight_dtype import LAYER_NUMBER, dtype_name, size_text
 
 OFFLOAD_DIR_SETTING = "ATTENTION_VIZ_OFFLOAD_DIR"
 ACCELERATE_INSTALL = "pip install 'attention-viz[transformers]'"
 # What a forward pass reads from disk per second, for the listing's estimate (a local SSD's
 # sequential reads, after the page cache; a first pass from a cold disk is slower).
 DISK_BYTES_PER_SECOND = 1.0e9
-# The first number in a tensor's name is its layer (model.layers.3.mlp..., h.3.attn...).
-_LAYER = re.compile(r"\.(\d+)\.")
 
 
 def default_offload_dir() -> Path:
@@ -91,9 +88,9 @@ class Placement:
         """What the listing says of how the model runs."""
         where = "GPU and CPU memory" if self.device == "cuda" else "memory"
         return (
-            f"larger than its {self.memory_bytes / 1e6:,.0f} MB budget: accelerate's "
+            f"larger than its {size_text(self.memory_bytes)} budget: accelerate's "
             f"device_map keeps about {self.layers_in_memory} layers in {where} and reads "
-            f"{self.layers_on_disk} from disk ({self.disk_bytes / 1e6:,.0f} MB) every "
+            f"{self.layers_on_disk} from disk ({size_text(self.disk_bytes)}) every "
             f"forward pass, about {self.seconds_per_pass:,.1f} s more each; "
             f"{dtype_name(self.dtype)} weights, transformers backend"
         )
@@ -105,7 +102,7 @@ def layer_bytes(headers: Iterable[SafetensorsHeader], itemsize: int | None) -> d
     found: dict[int, int] = {}
     for header in headers:
         for name, entry in header.entries.items():
-            match = _LAYER.search(name)
+            match = LAYER_NUMBER.search(name)
             layer = int(match.group(1)) if match else -1
             size = entry.end - entry.begin
             if itemsize is not None and entry.dtype.is_floating_point:
