@@ -1,9 +1,10 @@
 """attention-viz: the web app and JSON API over attention_core, and the notebook API.
 
 Installed, this package is ``attention_viz`` (in a checkout, ``app``): ``head_view``,
-``model_view``, ``show``, ``explore`` and ``figure`` for notebooks, ``create_app`` for
-ASGI servers, and ``attention_core``'s public names. Each loads on first use, so that
-importing the app's modules (``uvicorn app.main:app``, the CLI) costs nothing more.
+``model_view``, ``show``, ``explore``, ``figure``, ``why`` and ``attribute`` for
+notebooks, ``create_app`` for ASGI servers, and ``attention_core``'s public names. Each
+loads on first use, so that importing the app's modules (``uvicorn app.main:app``, the
+CLI) costs nothing more.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from typing import Any
 
 from .version import __version__ as __version__
 
-_NOTEBOOK = ("NotebookView", "explore", "figure", "head_view", "model_view", "show")
+_NOTEBOOK = (
+    "Analysis",
+    "NotebookView",
+    "attribute",
+    "explore",
+    "figure",
+    "head_view",
+    "model_view",
+    "show",
+    "why",
+)
 
 
 def __getattr__(name: str) -> Any:

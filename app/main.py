@@ -21,6 +21,7 @@ from attention_core.models.base.device import check_device
 from . import compute, memory, model_work
 from .cache import ResponseCache, ResponseCacheMiddleware
 from .errors import install_error_handlers
+from .model_registry import build_registry, keep_freed_memory
 from .openapi_numbers import with_integer_bounds
 from .paths import STATIC_DIR
 from .request_guard import RequestGuardMiddleware
@@ -78,6 +79,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Bounded memory under load (app/memory.py): before the thread pools allocate.
     memory.limit_arenas(app.state.settings.malloc_arena_max)
     trimmer = memory.start_trimmer(app.state.settings.malloc_trim_seconds)
+    keep_freed_memory()
+    app.state.models = build_registry(app.state.settings)  # reads nothing from disk
     yield
     if trimmer is not None:
         trimmer.stop()

@@ -1,20 +1,21 @@
-"""Which part of each attention map an answer carries: some heads, a region, pooled.
+"""A request's map options as the core's one map query (``MapQuery``), checked.
 
-``MapOptions``' ``heads``, ``rows``, ``cols`` and ``pool`` are checked against the
-maps' sizes here (422 naming the field and the limit) and applied in one order:
-hide special tokens (which renormalizes whole rows), keep the heads, crop the
-region, then max-pool it (``attention_core.models.pooling``).
+``MapOptions``' ``layers``, ``heads``, ``rows``, ``cols``, ``pool`` and
+``hide_special`` are checked against the maps' sizes here (422 naming the
+field and the limit) and become one ``attention_core.models.map_grid.MapQuery``
+(heads and layers 0-based), which the gatherer applies in one order: the head
+average over every head; hide special tokens (which renormalizes whole rows);
+keep the heads; crop the region; max-pool it.  ``describe`` says what the
+answer holds in the API's words (1-based heads).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from attention_core import SpecError
-from attention_core.models.maps.pooling import POOL_REDUCE, Region, block_size, max_pool_blocks
+from attention_core.models.maps.map_grid import MapQuery
+from attention_core.models.maps.pooling import POOL_REDUCE, Region, block_size
 
 from .schemas.model import MapOptions
 
@@ -32,74 +33,78 @@ def _range(found: list[int] | None, field: str, T: int) -> tuple[int, int]:
     return start, stop
 
 
-def _heads(found: list[int] | None, H: int) -> list[int]:
+def _heads(found: list[int] | None, H: int) -> tuple[int, ...] | None:
+    """The 0-based heads asked for (1-based in the request), None for all."""
     if found is None:
-        return list(range(1, H + 1))
+        return None
     bad = [head for head in found if not 1 <= head <= H]
     if bad:
         raise SpecError(f"heads {bad} do not exist; this model has heads 1 to {H}", field="heads")
-    return list(dict.fromkeys(found))
+    return tuple(h - 1 for h in dict.fromkeys(found))
 
 
-@dataclass(frozen=True)
-class MapView:
-    """The heads (1-based), region and pooling block every returned map gets."""
-
-    heads: list[int]
-    all_heads: bool
-    region: Region
-    whole: bool
-    block: tuple[int, int] | None
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """(rows, cols) of each map as sent."""
-        r = self.region
-        rows, cols = r.row_stop - r.row_start, r.col_stop - r.col_start
-        if self.block is None:
-            return rows, cols
-        return -(-rows // self.block[0]), -(-cols // self.block[1])
-
-    def select_heads(self, maps: torch.Tensor) -> torch.Tensor:
-        """Shapes: (H, T, T) -> (len(heads), T, T)."""
-        if self.all_heads:
-            return maps
-        return maps.index_select(0, torch.tensor([h - 1 for h in self.heads]))
-
-    def apply(self, maps: torch.Tensor) -> torch.Tensor:
-        """Shapes: (..., T, T) -> (..., *self.shape): the region, then pooled."""
-        cropped = maps if self.whole else self.region.crop(maps)
-        if self.block is None:
-            return cropped
-        return max_pool_blocks(cropped, *self.block)
-
-    def describe(self) -> dict[str, Any]:
-        """The answer's ``head_numbers``, ``region`` and ``pooled``."""
-        r = self.region
-        region = (
-            None
-            if self.whole
-            else {
-                "rows": [r.row_start, r.row_stop],
-                "cols": [r.col_start, r.col_stop],
-            }
+def select_layers(requested: list[int] | None, count: int) -> list[int]:
+    """The 1-based layer numbers asked for (default all), checked, duplicates dropped."""
+    if requested is None:
+        return list(range(1, count + 1))
+    bad = [layer for layer in requested if not 1 <= layer <= count]
+    if bad:
+        raise SpecError(
+            f"layers {bad} do not exist; this model has layers 1 to {count}", field="layers"
         )
-        pooled = None
-        if self.block is not None:
-            pooled = {"block": list(self.block), "shape": list(self.shape), "reduce": POOL_REDUCE}
-        return {"head_numbers": self.heads, "region": region, "pooled": pooled}
+    return list(dict.fromkeys(requested))
 
 
-def map_view(options: MapOptions, T: int, H: int) -> MapView:
-    """``options``' heads, rows, cols and pool checked against T shown tokens and H heads."""
-    rows = _range(options.rows, "rows", T)
-    cols = _range(options.cols, "cols", T)
-    region = Region(*rows, *cols)
-    block = None
+def shown_count(hidden: tuple[bool, ...] | None, count: int) -> int:
+    return count if hidden is None else sum(1 for h in hidden if not h)
+
+
+def map_query(
+    options: MapOptions,
+    heads: int,
+    hidden: tuple[bool, ...] | None,
+    num_rows: int,
+    *,
+    hidden_keys: tuple[bool, ...] | None = None,
+    num_cols: int | None = None,
+    region: bool = True,
+) -> MapQuery:
+    """``options`` checked against ``heads`` heads and a map of ``num_rows`` rows
+    (``num_cols`` columns; default square) of which ``hidden``/``hidden_keys`` are
+    hidden.  ``region`` False: ``rows``/``cols`` do not apply (an encoder-decoder's
+    decoder and cross maps; they index the source's tokens)."""
+    T = shown_count(hidden, num_rows)
+    S = shown_count(hidden_keys if hidden_keys is not None else hidden, num_cols or num_rows)
+    rows = _range(options.rows if region else None, "rows", T)
+    cols = _range(options.cols if region else None, "cols", S)
+    block = (1, 1)
     if options.pool is not None:
-        block = (
-            block_size(rows[1] - rows[0], options.pool),
-            block_size(cols[1] - cols[0], options.pool),
+        block = (  # a stack with every token hidden shows 0 rows: a block of 1
+            block_size(max(1, rows[1] - rows[0]), options.pool),
+            block_size(max(1, cols[1] - cols[0]), options.pool),
         )
-    whole = rows == (0, T) and cols == (0, T)
-    return MapView(_heads(options.heads, H), options.heads is None, region, whole, block)
+    return MapQuery(
+        hidden,
+        Region(*rows, *cols),
+        block,
+        _heads(options.heads, heads),
+        average=options.head_average,
+        measure=getattr(options, "measure", "weights"),
+        hidden_keys=hidden_keys,
+    )
+
+
+def describe(
+    query: MapQuery, pooled_asked: bool, heads: int, shape: tuple[int, int]
+) -> dict[str, Any]:
+    """The answer's ``head_numbers``, ``region`` (null: the whole map) and ``pooled``
+    (null unless ``pool`` was asked); ``shape``: the shown tokens' (rows, cols)."""
+    r = query.region
+    region = None
+    if r != Region(0, shape[0], 0, shape[1]):
+        region = {"rows": [r.row_start, r.row_stop], "cols": [r.col_start, r.col_stop]}
+    pooled = None
+    if pooled_asked:
+        pooled = {"block": list(query.block), "shape": list(query.shape), "reduce": POOL_REDUCE}
+    numbers = list(range(1, heads + 1)) if query.heads is None else [h + 1 for h in query.heads]
+    return {"head_numbers": numbers, "region": region, "pooled": pooled}

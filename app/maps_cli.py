@@ -76,39 +76,42 @@ def _fail(message: str) -> int:
 def pooled_maps(
     model: Any, text: str, cells: int, bar: ProgressBar | None = None
 ) -> dict[str, Any]:
-    """Every layer's maps of ``text`` pooled to at most ``cells`` a side (numpy arrays)."""
+    """Every layer's maps of ``text`` pooled to at most ``cells`` a side (numpy arrays),
+    gathered during the model's one pass (``forward_stacks``) at any length; ``rollout``
+    None past ``model_long_rollout_tokens``."""
     import numpy as np
     import torch
 
-    from attention_core.models.maps.pooling import POOL_REDUCE, pool_to
+    from attention_core.models.base.contract import PassOptions
+    from attention_core.models.maps.map_grid import MapQuery
+    from attention_core.models.maps.pooling import POOL_REDUCE, Region, block_size
+    from attention_core.models.maps.text_maps import TokenizedLike
     from attention_core.progress import reporting
 
-    from .long_inputs import long_pooled_maps
+    from .attention_answer import ROLLOUT_NOTE
+    from .model_payloads import pooled
+    from .settings import get_settings
 
-    with torch.inference_mode():
-        with reporting(bar.report if bar else None):
-            # A long input is pooled inside its pass: its bar is the forward's layers.
-            long = long_pooled_maps(model, text, cells)  # None: the full maps fit, as below
-            if long is not None:
-                return long
-            maps = model.encode(text, None)
-        heads, averages, rollouts = [], [], []
-        block: tuple[int, int] = (1, 1)
-        total = len(maps.layer_attentions)
-        for n in range(total):
-            pooled, block = pool_to(maps.layer_attentions[n], cells)  # (H, r, c)
-            heads.append(pooled.float().numpy())
-            averages.append(pool_to(maps.head_averages[n], cells)[0].float().numpy())
-            rollouts.append(pool_to(maps.rollout[n], cells)[0].float().numpy())
-            if bar:
-                bar.report("pool", n + 1, total)
-    shape = list(heads[0].shape[-2:]) if heads else [0, 0]
+    def view(rows: TokenizedLike, _first_is_sink: bool) -> MapQuery:
+        T = len(rows.tokens)
+        block = (block_size(T, cells), block_size(T, cells))
+        return MapQuery(None, Region(0, T, 0, T), block, None)
+
+    options = PassOptions(view=view, averages_up_to=get_settings().model_long_rollout_tokens)
+    with torch.inference_mode(), reporting(bar.report if bar else None):
+        stack = model.forward_stacks(text, options=options).stack()
+    query = stack.query
+    grids = stack.grids
+    rollout = stack.rollout
     return {
-        "tokens": list(maps.tokens),
-        "pooled": {"block": list(block), "shape": shape, "reduce": POOL_REDUCE},
-        "attentions": np.stack(heads),  # (L, H, r, c)
-        "head_average": np.stack(averages),  # (L, r, c)
-        "rollout": np.stack(rollouts),  # (L, r, c)
+        "tokens": list(stack.tokens),
+        "pooled": {"block": list(query.block), "shape": list(query.shape), "reduce": POOL_REDUCE},
+        "attentions": np.stack([g.heads.numpy() for g in grids]),  # (L, H, r, c)
+        "head_average": np.stack([g.average.numpy() for g in grids]),  # (L, r, c)
+        "rollout": (
+            None if rollout is None else np.stack([pooled(r, query).numpy() for r in rollout])
+        ),
+        "rollout_note": None if rollout is not None else ROLLOUT_NOTE,
     }
 
 
@@ -118,7 +121,7 @@ def write(path: Path, model_name: str, result: dict[str, Any]) -> None:
     import orjson
 
     meta = {"model": model_name, "tokens": result["tokens"], "pooled": result["pooled"]}
-    if result["rollout"] is None:  # a long input past its rollout limit (app.long_inputs)
+    if result["rollout"] is None:  # an input past its rollout limit (app.attention_answer)
         meta["rollout_note"] = result["rollout_note"]
     if path.suffix == ".npz":
         arrays = {k: result[k] for k in ("attentions", "head_average", "rollout")}

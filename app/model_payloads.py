@@ -5,12 +5,12 @@ Plain dicts and float32 numpy arrays, serialized by orjson (``-inf`` as null).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from attention_core import SpecError
 from attention_core.models import (
     HeadTrace,
     ModelMaps,
@@ -19,9 +19,11 @@ from attention_core.models import (
     hidden_tokens,
     hide_special,
 )
+from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
+from attention_core.models.maps.text_maps import TokenizedLike
 
 from .limits import check_answer_cells, over_limit
-from .map_view import map_view
+from .map_view import describe, map_query, select_layers
 from .schemas.model import MapOptions
 from .settings import Settings
 from .steps import HEAD_STEPS
@@ -55,18 +57,6 @@ def require_attention(model: str, info: dict[str, object]) -> None:
         )
 
 
-def select_layers(requested: list[int] | None, count: int) -> list[int]:
-    """The 1-based layer numbers asked for (default all), checked, duplicates dropped."""
-    if requested is None:
-        return list(range(1, count + 1))
-    bad = [layer for layer in requested if not 1 <= layer <= count]
-    if bad:
-        raise SpecError(
-            f"layers {bad} do not exist; this model has layers 1 to {count}", field="layers"
-        )
-    return list(dict.fromkeys(requested))
-
-
 def check_json_maps(numbers: int, layers: int, tokens: str) -> None:
     """A 413 on ``format`` when maps of ``layers`` layers of ``tokens`` (their count
     in words) would carry more than ``MAX_JSON_WEIGHTS`` numbers as JSON."""
@@ -89,71 +79,36 @@ def maps_payload(
     model: str,
     family: str,
     causal: bool,
-    hidden_states: bool = False,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
-    """The body shared by /api/model/attention and /api/model/generate (``MapsResponse``).
-
-    With ``hide_special`` the rollout is computed over all tokens first, then
-    the hidden tokens are dropped and rows renormalized, like the attentions.
-    ``hidden_states`` adds each listed layer's output rows (``hidden_states``).
-    With ``settings``, an answer over ``model_max_answer_cells`` is refused.
-    A model without attention layers (a bigram) gets empty lists and ``heads`` 0.
-    """
+    """``MapsResponse`` of maps a pass held whole (a generated text's, which the KV cache
+    computed step by step), shown through the one map query and the gatherer's pooling
+    (``attention_answer.pooled``), as ``attention_answer`` shows a text's."""
     num_layers = len(maps.layer_attentions)
     layers = select_layers(options.layers, num_layers)
-    hidden = hidden_tokens(maps.special) if options.hide_special else (False,) * len(maps.tokens)
-    positions = [i for i, h in enumerate(hidden) if not h]
-    T = len(positions)
+    hidden = hidden_tokens(maps.special) if options.hide_special else None
+    T = len(maps.tokens)
+    positions = [i for i in range(T) if hidden is None or not hidden[i]]
     if not positions:
-        hide_special(torch.zeros(1, len(hidden), len(hidden)), hidden)  # raises the reason
+        hide_special(torch.zeros(1, T, T), hidden or ())  # raises the reason
     H = int(maps.layer_attentions[0].shape[0]) if num_layers else 0
-    view = map_view(options, T, H)
-    out_rows, out_cols = view.shape
-    per_layer = len(view.heads) + (2 if options.head_average else 1)  # + average, rollout
-    if settings is not None:  # the answer's size, as on the long path
-        check_answer_cells(len(layers), per_layer, view.shape, T, settings)
-    numbers = len(layers) * per_layer * out_rows * out_cols if options.format == "json" else 0
-    if hidden_states:
-        numbers += len(layers) * T * int(maps.layer_hidden_states[0].shape[-1])
-    check_json_maps(numbers, len(layers), f"{T} tokens")
+    query = map_query(options, H, hidden, T)
+    rows, cols = query.shape
+    per_layer = len(query.heads or range(H)) + (2 if options.head_average else 1)
+    if settings is not None:  # the answer's size, as a text's answer is checked
+        check_answer_cells(len(layers), per_layer, query.shape, len(positions), settings)
+    numbers = len(layers) * per_layer * rows * cols if options.format == "json" else 0
+    check_json_maps(numbers, len(layers), f"{len(positions)} tokens")
 
-    def shown(tensor: torch.Tensor) -> torch.Tensor:
-        return view.apply(hide_special(tensor, hidden) if options.hide_special else tensor)
+    def grid(n: int) -> MapGrid:  # the whole map one block of the gatherer
+        found = MapGrid(query, H, T)
+        found.add(0, 0, maps.layer_attentions[n - 1])
+        return found
 
+    grids = [grid(n) for n in layers]
     rollout = maps.rollout if num_layers else ()
-    averages = maps.head_averages if num_layers else ()
-    payload: dict[str, Any] = {
-        "model": model,
-        "family": family,
-        "causal": causal,
-        "tokens": [maps.tokens[i] for i in positions],
-        "token_type_ids": [maps.token_type_ids[i] for i in positions],
-        "positions": positions,
-        "all_tokens": list(maps.tokens),
-        "special": list(maps.special),
-        "hide_special": options.hide_special,
-        "layers": layers,
-        "heads": H,
-        "format": options.format,
-        "attentions": [
-            map_json(shown(view.select_heads(maps.layer_attentions[n - 1])), options)
-            for n in layers
-        ],
-        "head_average": (
-            [map_json(shown(averages[n - 1]), options) for n in layers]
-            if options.head_average
-            else None
-        ),
-        "rollout": [map_json(shown(rollout[n - 1]), options) for n in layers],
-        **view.describe(),
-    }
-    if hidden_states:
-        rows = torch.tensor(positions)
-        payload["hidden_states"] = [
-            float_array(maps.layer_hidden_states[n].index_select(0, rows)) for n in layers
-        ]
-    return payload
+    fields = maps_fields(maps, positions, query, options, layers, H, grids, rollout, layers)
+    return {"model": model, "family": family, "causal": causal, **fields}
 
 
 def head_numbers(trace: HeadTrace) -> int:
@@ -217,4 +172,46 @@ def head_payload(
         "source": None,
         "heads": [steps],
         "output": None,
+    }
+
+
+def pooled(maps: torch.Tensor, query: MapQuery) -> torch.Tensor:
+    """One full (T, S) map (a rollout) as ``query`` shows it."""
+    return shown(maps[None], query)[0]
+
+
+def maps_fields(
+    tokens: TokenizedLike,
+    positions: list[int],
+    query: MapQuery,
+    body: MapOptions,
+    layers: list[int],
+    heads: int,
+    grids: list[MapGrid],
+    rollout: torch.Tensor | Sequence[torch.Tensor] | None,
+    rollout_layers: list[int],
+) -> dict[str, Any]:
+    """``MapsResponse``'s fields of one stack's rows (``tokens``: they and their
+    ``token_type_ids``), written once for a text's answer and a generated one's."""
+    type_ids = getattr(tokens, "token_type_ids", None) or (0,) * len(tokens.tokens)
+    return {
+        "tokens": [tokens.tokens[i] for i in positions],
+        "token_type_ids": [type_ids[i] for i in positions],
+        "positions": positions,
+        "all_tokens": list(tokens.tokens),
+        "special": list(tokens.special),
+        "hide_special": body.hide_special,
+        "layers": layers,
+        "heads": heads,
+        "format": body.format,
+        "attentions": [map_json(g.heads, body) for g in grids],
+        "head_average": (
+            [map_json(g.average, body) for g in grids if g.average is not None]
+            if body.head_average
+            else None
+        ),
+        "rollout": None
+        if rollout is None
+        else [map_json(pooled(rollout[n - 1], query), body) for n in rollout_layers],
+        **describe(query, body.pool is not None, heads, (len(positions), len(positions))),
     }

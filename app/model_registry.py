@@ -1,10 +1,11 @@
-"""The app's one ``ModelRegistry``, built from the settings on first use.
+"""The app's one ``ModelRegistry``, built from the settings in the app's lifespan.
 
 Building it reads nothing from disk; every listing rescans the sources
-(cheaply, see ``attention_core.models.registry``) and models load on first
-use, at most ``ATTENTION_VIZ_LOADED_MODELS`` at a time.
+(cheaply, see ``attention_core.models.registry``), a request resolves its model's
+name in one scan, and models load on first use, at most
+``ATTENTION_VIZ_LOADED_MODELS`` at a time.
 
-Memory: on glibc, the first use also raises malloc's mmap and trim thresholds
+Memory: on glibc, the lifespan also raises malloc's mmap and trim thresholds
 (``keep_freed_memory``).  A 512-token layer allocates three 12 MB (heads, T, T)
 tensors; by default glibc serves each from a fresh mmap, and the page faults
 cost ~20-25% of the forward pass.  With the thresholds raised, freed blocks
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -23,12 +23,10 @@ from fastapi import Depends, Request
 
 from attention_core.models import ModelEntry, ModelRegistry, TextModel
 from attention_core.models.base.device import check_device
+from attention_core.models.checkpoints.weight_dtype import check_dtype
 from attention_core.models.registry.discovery import hf_cache_dir, split_paths
-from attention_core.models.weight_dtype import check_dtype
 
-from .settings import Settings, get_settings
-
-_build_lock = threading.Lock()
+from .settings import Settings
 
 # glibc mallopt parameters (malloc.h) and the values keep_freed_memory sets.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -73,16 +71,8 @@ def build_registry(settings: Settings) -> ModelRegistry:
 
 
 def get_registry(request: Request) -> ModelRegistry:
-    """``app.state.models``, built on first use."""
-    state = request.app.state
-    registry: ModelRegistry | None = getattr(state, "models", None)
-    if registry is None:
-        with _build_lock:
-            registry = getattr(state, "models", None)
-            if registry is None:
-                settings = getattr(state, "settings", None) or get_settings()
-                keep_freed_memory()
-                registry = state.models = build_registry(settings)
+    """``app.state.models`` (``main.lifespan`` builds it)."""
+    registry: ModelRegistry = request.app.state.models
     return registry
 
 
@@ -92,4 +82,4 @@ RegistryDep = Annotated[ModelRegistry, Depends(get_registry)]
 def load(registry: ModelRegistry, name: str | None) -> tuple[ModelEntry, TextModel]:
     """The entry and the loaded model called ``name`` (None: the default)."""
     entry = registry.entry(name)
-    return entry, registry.load(entry.name)
+    return entry, registry.load_entry(entry)

@@ -19,7 +19,8 @@ import torch
 from attention_core import SpecError
 from attention_core.models import HeadTrace, TextModel, head_trace, hidden_tokens
 
-from .model_payloads import check_json_maps, float_array, head_payload, map_json, select_layers
+from .map_view import select_layers
+from .model_payloads import check_json_maps, float_array, head_payload, map_json
 from .schemas.model import MapOptions, ModelAttentionRequest, ModelHeadRequest, Stack
 
 if TYPE_CHECKING:  # importing them imports transformers (the optional extra)
@@ -231,17 +232,6 @@ def refuse_one_stack_options(name: str, body: MapOptions) -> None:
                 f"whose maps come whole (leave {field} out)",
                 field=field,
             )
-
-
-def seq2seq_attention(model: EncoderDecoder, body: ModelAttentionRequest, name: str) -> object:
-    """The body of ``POST /api/model/attention`` for an encoder-decoder."""
-    model.refuse_pair(body.text_b)
-    refuse_one_stack_options(name, body)
-    with torch.inference_mode():
-        maps = model.encode_pair(body.text, body.target)
-        return seq2seq_payload(
-            maps, body, model=name, family=model.family, hidden_states=body.hidden_states
-        )
 
 
 def check_fields(

@@ -87,10 +87,10 @@ class Settings(BaseSettings):
         192 * 2**20,
         ge=0,
         description="every attention map of one input (layers × heads × T² × 4 bytes) at "
-        "most: a longer input's maps are gathered block by block, never all held "
-        "(POST /api/model/attention's long path); requests that need every map (one "
-        "head's trace, generate, value_norm, hidden_states, head scores, ablation, logit "
-        "lens) refuse it",
+        "most: past it a POST /api/model/attention answer is maps_path 'long' (its cells "
+        "bounded, rollout up to model_long_rollout_tokens; maps are gathered block by "
+        "block at every length); requests that still read every map (one head's trace, "
+        "generate, head scores, ablation, logit lens) refuse it past 512 tokens",
     )
     model_max_answer_cells: int = Field(
         32 * 2**20,

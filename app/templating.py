@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from fastapi import Request
 from fastapi.templating import Jinja2Templates
 
-from . import paths
-from .routes.assets import plotly_url
+from . import paths, plotly_bundle
 from .static_files import import_map, module_graph, versioned_url
+
+
+def plotly_url(request: Request) -> str:
+    """The Plotly bundle's versioned URL (``routes.assets`` serves it)."""
+    return request.url_for("plotly_versioned", name=plotly_bundle.current().name).path
+
 
 templates = Jinja2Templates(directory=paths.TEMPLATES_DIR)
 templates.env.globals["plotly_url"] = plotly_url

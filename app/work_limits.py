@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from attention_core.models import TextModel
 
-from .long_inputs import refuse_full_maps
+from .full_maps import refuse_full_maps
 from .seq2seq_payloads import is_encoder_decoder
 from .settings import Settings
 

@@ -39,8 +39,8 @@ from starlette.types import Receive, Scope, Send
 from attention_core.progress import Cancelled, reporting
 
 from .errors import INTERNAL_ERROR, error_response, known_error_response
+from .json_reply import json_response
 from .model_work import CLIENT, DEADLINE, ModelJob, model_limiter, refuse_when_full
-from .routes.common import json_response
 from .settings import Settings
 from .training.sse import frame
 

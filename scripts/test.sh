@@ -14,6 +14,8 @@ bash scripts/install-system-deps.sh
 .venv/bin/ruff format --check .
 # Packages and flags: [tool.mypy] in pyproject.toml.
 .venv/bin/mypy
+# The import graph's layers, and no import circles ([tool.importlinter] in pyproject.toml).
+.venv/bin/lint-imports
 # The docs site, every link and anchor checked (mkdocs.yml; the API reference is
 # written from the app's OpenAPI document, the Python API from the docstrings).
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet

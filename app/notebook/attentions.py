@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from attention_core.models.maps.features import attention_rollout, head_average
+from attention_core.models.maps.map_grid import MapQuery, shown
+from attention_core.models.maps.pooling import Region
 from attention_core.models.maps.transport import encode_compact
 
 # Above this many tokens a map is max-pooled in square blocks before it is embedded,
@@ -114,14 +115,13 @@ def select(
 def pool(maps: torch.Tensor, block: int) -> torch.Tensor:
     """Max over square blocks of ``block`` tokens: (..., Tq, Tk) -> (..., ceil(Tq/b), ceil(Tk/b)).
 
-    The largest weight of a block, as the /model page's thumbnails draw long maps: one
-    strong weight stays visible."""
+    The largest weight of a block, pooled by the server's own gatherer (``map_grid``):
+    one strong weight stays visible."""
     if block == 1:
         return maps
     *lead, Tq, Tk = maps.shape
-    flat = maps.reshape(-1, 1, Tq, Tk)  # (N, 1, Tq, Tk) for max_pool2d
-    pooled = F.max_pool2d(flat, block, block, ceil_mode=True)
-    return pooled.reshape(*lead, *pooled.shape[-2:])
+    query = MapQuery(None, Region(0, Tq, 0, Tk), (block, block), None)
+    return shown(maps.reshape(-1, Tq, Tk), query).reshape(*lead, *query.shape)
 
 
 def block_labels(tokens: Sequence[str], block: int) -> tuple[str, ...]:

@@ -65,10 +65,6 @@ async def swagger_asset(request: Request, name: str) -> Response:
     return _serve(request, SWAGGER_UI_DIR / name, DAY)
 
 
-def plotly_url(request: Request) -> str:
-    return request.url_for("plotly_versioned", name=plotly_bundle.current().name).path
-
-
 def warm_up() -> None:
     """Compress the big assets now rather than on the first page load."""
     _compressed(plotly_bundle.current().path)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import orjson
-from fastapi import Depends, Response
+from fastapi import Depends
 from fastapi.responses import JSONResponse
 
+from ..json_reply import json_response as json_response
 from ..schemas.attention import ErrorBody
 from ..settings import Settings, get_settings
 
@@ -19,13 +19,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"model": ErrorBody, "description": "Body larger than the limit"},
     422: {"model": ErrorBody, "description": "Invalid input or over a size limit"},
 }
-
-
-def json_response(payload: object) -> Response:
-    """JSON via orjson: float32 arrays as shortest exact decimals, -inf as null."""
-    return Response(
-        orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
-    )
 
 
 def json_error(description: str) -> dict[str, Any]:

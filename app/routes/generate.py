@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request, Response
 from attention_core.models import Decoder, ModelRegistry, ModelUnsupported
 from attention_core.models.text.generation import Sampling
 
+from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
-from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import maps_payload
 from ..model_registry import load
 from ..model_work import model_answer

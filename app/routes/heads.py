@@ -27,11 +27,12 @@ from attention_core.analysis import (
 from attention_core.analysis.access import HeadModel
 from attention_core.models import ModelRegistry
 
+from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
-from ..long_inputs import refuse_full_maps, token_count
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.heads import (
+    SCORE_GRIDS,
     SCORE_LABELS,
     AblateRequest,
     AblateResponse,
@@ -58,7 +59,10 @@ async def head_scores(body: HeadScoresRequest, request: Request, settings: Setti
 
     The first four on the text's own maps; induction on a seeded random block
     of ordinary tokens repeated twice (``induction_ids``).  Encoder-decoders: one
-    self-attention ``stack`` (the encoder's, or the decoder's over ``target``).
+    ``stack`` (the encoder's, the decoder's over ``target``, or the cross-attention's:
+    first-token, entropy and the alignment's ``diagonal``; ``not_applicable`` names the
+    scores that have no meaning there).  Any length the model takes: the scores are
+    summed block by block from the pass, no full map held.
     """
     return await model_answer(request, lambda registry: _head_scores(body, registry, settings))
 
@@ -66,7 +70,6 @@ async def head_scores(body: HeadScoresRequest, request: Request, settings: Setti
 def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Settings) -> Response:
 
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "head scores")
     refuse_target(model, body.target, settings, "head scores of the decoder over target")
     refuse_induction(model, body.induction_length, settings)
     stack: str | None = None
@@ -81,8 +84,9 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
         refuse_seq2seq_fields(entry.name, model_kind(model), body.target, body.stack)
         result = score_heads(model, body.text, body.seed, body.induction_length)
         pieces = head_model(model).token_texts
-    layers, heads = result.scores.previous_token.shape
-    grids = {name: _grid(value) for name, value in result.scores.as_dict().items()}
+    layers, heads = result.scores.first_token.shape
+    found = result.scores.as_dict()
+    grids = {name: _grid(found[name]) if name in found else None for name in SCORE_GRIDS}
     return json_response(
         {
             "model": entry.name,
@@ -98,6 +102,7 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
             "induction_start": result.induction_start,
             "induction_length": result.induction_length,
             "stack": stack,
+            "not_applicable": [name for name in SCORE_GRIDS if name not in found],
         }
     )
 

@@ -34,8 +34,8 @@ from attention_core.models.registry.backends import sliding_windows
 
 from ..attention_answer import attention_answer
 from ..errors import error_response
+from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
-from ..long_inputs import refuse_full_maps, token_count
 from ..model_payloads import head_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..model_work import model_answer
@@ -125,7 +125,7 @@ async def model_attention(
     ``cross_attentions`` (target rows, source columns).
 
     A long input (maps over ``ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES``) takes the
-    long path (``maps_path`` 'long', see ``app.long_inputs``): its maps are
+    long path (``maps_path`` 'long', see ``app.attention_answer``): its maps are
     gathered block by block into what was asked, never all held.
     """
     return await model_answer(request, lambda registry: _model_attention(body, registry, settings))

@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from attention_core.models.weight_dtype import size_text
+from attention_core.models.checkpoints.weight_dtype import size_text
 
 from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry

@@ -16,13 +16,13 @@ from attention_core.analysis.attribution import attribute, decoder_heads, star_c
 from attention_core.analysis.qk_decomposition import why
 from attention_core.models import ModelRegistry
 
+from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
-from ..long_inputs import refuse_full_maps, token_count
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
-from ..schemas.why import Target as TargetBody
 from ..settings import Settings
+from ..why_payloads import attribute_payload, why_payload
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -45,28 +45,10 @@ def _why_cell(body: WhyRequest, registry: ModelRegistry, settings: Settings) -> 
     heads = head_model(model)
     tokens = heads.tokenize(body.text)
     result = why(heads, tokens.ids, body.layer - 1, body.head - 1, body.row, body.col)
-    names = result.components
-    flat = result.grid.flatten()
-    order = flat.abs().argsort(descending=True)[: body.top].tolist()
-    N = len(names)
-    pairs = [{"query": names[i // N], "key": names[i % N], "value": float(flat[i])} for i in order]
+    cell = (body.layer, body.head, body.row, body.col)
+    tokens_shown = list(tokens.tokens)
     return json_response(
-        {
-            "model": entry.name,
-            "family": model.family,
-            "tokens": list(tokens.tokens),
-            "layer": body.layer,
-            "head": body.head,
-            "row": body.row,
-            "col": body.col,
-            "score": result.score,
-            "weight": result.weight,
-            "scale": result.scale,
-            "components": list(names),
-            "contributions": pairs,
-            "rest": result.score - sum(p["value"] for p in pairs),
-            "grid": _grid(result.grid),
-        }
+        why_payload(entry.name, model.family, tokens_shown, cell, result, body.top)
     )
 
 
@@ -133,30 +115,5 @@ def _attribute_heads(
     result = attribute(
         heads, tokens.ids, body.method, body.ablation, asked, entry.name, body.confirm_top
     )
-    target = result.target
-    return json_response(
-        {
-            "model": entry.name,
-            "family": model.family,
-            "tokens": list(tokens.tokens),
-            "method": body.method,
-            "ablation": body.ablation,
-            "target": None
-            if target is None
-            else TargetBody(position=target[0], token=target[1]).model_dump(),
-            "target_text": None if target is None else heads.token_texts([target[1]])[0],
-            "loss": result.loss,
-            "estimate": _grid(result.estimate),
-            "exact": None if result.exact is None else _grid(result.exact),
-            "direct": _grid(result.direct),
-            "confirmed": [
-                {
-                    "layer": n + 1,
-                    "head": h + 1,
-                    "estimate": float(result.estimate[n, h]),
-                    "exact": e,
-                }
-                for n, h, e in result.confirmed
-            ],
-        }
-    )
+    shown = list(tokens.tokens)
+    return json_response(attribute_payload(entry.name, model.family, shown, heads, result))

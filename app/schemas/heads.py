@@ -25,6 +25,9 @@ SCORE_LABELS: dict[str, str] = {
     "earlier copy of the current one",
 }
 
+# Every score grid an answer may carry: the labelled ones, and cross-attention's diagonal.
+SCORE_GRIDS = (*SCORE_LABELS, "diagonal")
+
 TextField = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["The bank approved it."])
 
 
@@ -44,9 +47,10 @@ class HeadScoresRequest(Strict):
     target: str | None = Field(None, **TARGET_FIELD)
     stack: Stack | None = Field(
         None,
-        description="encoder-decoders: the self-attention stack to score ('encoder', the "
-        "default, or 'decoder', which needs target); 'cross' is refused (422): its rows and "
-        "columns are different sequences",
+        description="encoder-decoders: the stack to score ('encoder', the default; "
+        "'decoder' or 'cross', which need target); cross-attention's rows and columns are "
+        "different sequences: it gets first_token, entropy and diagonal, the others null "
+        "(not_applicable)",
     )
 
 
@@ -60,11 +64,25 @@ class HeadScoresResponse(BaseModel):
     heads: int
     tokens: list[str]
     labels: dict[str, str] = Field(description="what each score measures")
-    previous_token: Grid = Field(description="Σ_i A[i, i-1] / Σ A")
-    duplicate_token: Grid = Field(description="Σ A[i, j] over j < i with token j = token i, / Σ A")
+    previous_token: Grid | None = Field(
+        description="Σ_i A[i, i-1] / Σ A (null for cross-attention)"
+    )
+    duplicate_token: Grid | None = Field(
+        description="Σ A[i, j] over j < i with token j = token i, / Σ A (null for cross)"
+    )
     first_token: Grid = Field(description="mean over rows of A[i, 0]")
     entropy: Grid = Field(description="mean over rows of -Σ_j A[i, j] log A[i, j], nats")
-    induction: Grid = Field(description="mean over the second copy of A[i, i - R + 1]")
+    induction: Grid | None = Field(
+        description="mean over the second copy of A[i, i - R + 1] (null for cross)"
+    )
+    diagonal: Grid | None = Field(
+        None,
+        description="cross-attention only: mean over target rows i of A[i, ⌊(i + ½)·S/T⌋], "
+        "the weight on the source position proportional to the row (a monotone alignment)",
+    )
+    not_applicable: list[str] = Field(
+        default_factory=list, description="the scores that have no meaning on this stack"
+    )
     induction_ids: list[int] = Field(
         description="the sequence induction was measured on: special tokens, R random "
         "ordinary tokens, the same R again (then an encoder's closing special token)"

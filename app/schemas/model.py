@@ -73,6 +73,13 @@ class ModelSummary(BaseModel):
     kind: Literal["encoder", "decoder", "encoder-decoder"] | None = Field(
         description="the model's kind; null if unknown"
     )
+    capture: Literal["core", "interface", "adapter"] | None = Field(
+        None,
+        description="how its attention reaches the core, decided when listed: 'core' (a "
+        "hand-written family), 'interface' (transformers' attention interface) or 'adapter' "
+        "(Bloom, MPT, Falcon, DeBERTa-v2, FSMT: attention in the family's own code, run "
+        "through the core); null when unsupported",
+    )
     layers: int | None
     heads: int | None
     kv_heads: int | None = Field(description="key/value heads (fewer than heads with GQA)")
@@ -293,12 +300,12 @@ class MapsResponse(BaseModel):
     )
     maps_path: Literal["full", "long"] = Field(
         "full",
-        description="'full': every map of the text was computed and held (inputs whose maps "
-        "fit ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES); 'long': each layer's q and k were kept and "
-        "the maps gathered block by block into what was asked (heads, region, pool), never "
-        "all held; another view of the same text is rebuilt from the kept q and k. A long "
-        "answer is at most ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS cells (ask with pool or a "
-        "region)",
+        description="every answer's maps are gathered block by block from each layer's kept "
+        "q and k into what was asked (heads, region, pool), never all held; another view "
+        "of the same text is rebuilt from them. 'full': the text's full maps would fit "
+        "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES (the answer is whole when asked); 'long': "
+        "they would not: the answer is at most ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS cells "
+        "(ask with pool or a region) and rollout may be null",
     )
     rollout_note: str | None = Field(
         None, description="why `rollout` is null (the long path), else null"

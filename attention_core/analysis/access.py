@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from ..errors import SpecError
+from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import DecoderConfig
 from ..models.families.bert import Encoder
 from ..models.maps.text_maps import TokenizedLike
@@ -42,14 +43,6 @@ from ..models.text.text_model_base import TextModelBase
 ContextEdit = Callable[[int, torch.Tensor], torch.Tensor]
 """(layer (0-based), context (B, T, H*D): the heads side by side) -> the context to use."""
 
-# Module names (suffixes) of the attention output projection, ours and transformers'.
-OUT_PROJECTION_SUFFIXES = (
-    ".attn.c_proj",  # GPT-2
-    ".self_attn.o_proj",  # Llama, Mistral, Qwen2, Gemma, Phi-3, OLMo 2...
-    ".attention.dense",  # GPT-NeoX
-    ".attention.output.dense",  # BERT, RoBERTa (transformers)
-    ".self_attn.out_proj",  # BART, OPT, Whisper
-)
 BLOCK_LISTS = ("transformer.h", "model.layers", "gpt_neox.layers", "encoder.layer")
 FINAL_NORM_NAMES = ("transformer.ln_f", "model.norm", "gpt_neox.final_layer_norm")
 
@@ -223,7 +216,7 @@ class EncoderHeadModel(HeadModelBase):
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
     ) -> RunOutput:
-        maps, hidden, _ = self.encoder._forward(ids, torch.zeros_like(ids), edit_context=edit)
+        maps, hidden, _ = self.encoder.forward_layers(ids, torch.zeros_like(ids), edit_context=edit)
         return RunOutput(maps if attentions else (), hidden)
 
     def out_weights(self, layer: int) -> torch.Tensor:
@@ -232,17 +225,6 @@ class EncoderHeadModel(HeadModelBase):
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def output_projections(module: nn.Module, num_layers: int) -> list[nn.Module]:
-    """Each layer's attention output projection, in layer order, found by name."""
-    found = [m for name, m in module.named_modules() if name.endswith(OUT_PROJECTION_SUFFIXES)]
-    if len(found) != num_layers:
-        raise SpecError(
-            f"found {len(found)} attention output projections for {num_layers} layers",
-            field="model",
-        )
-    return found
 
 
 def layer_blocks(module: nn.Module, num_layers: int) -> list[nn.Module]:
@@ -258,15 +240,6 @@ def layer_blocks(module: nn.Module, num_layers: int) -> list[nn.Module]:
     raise SpecError(
         f"found no list of {num_layers} blocks ({', '.join(BLOCK_LISTS)})", field="model"
     )
-
-
-def head_slices(projection: nn.Module, num_heads: int, head_dim: int) -> torch.Tensor:
-    """(H, D, C) from a projection's weight: GPT-2's ``Conv1D`` stores (in, out) and is
-    applied as ``x @ W``; ``nn.Linear`` stores (out, in)."""
-    weight = projection.weight
-    assert isinstance(weight, torch.Tensor)
-    W = weight if type(projection).__name__ == "Conv1D" else weight.T  # (H*D, C)
-    return W.reshape(num_heads, head_dim, -1)
 
 
 def _submodule(module: nn.Module, names: Sequence[str], what: str) -> nn.Module:

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..errors import SpecError
+from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import TextModel
 from ..models.hf.language_model import TransformersLM
 from ..models.hf.text_models import TransformersEncoder
@@ -29,9 +30,7 @@ from .access import (
     RunOutput,
     TextModelTokens,
     editing,
-    head_slices,
     install_edit_hooks,
-    output_projections,
 )
 
 

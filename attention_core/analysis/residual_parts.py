@@ -114,7 +114,9 @@ def encoder_parts(
 
     tensor = torch.tensor(list(ids))
     with torch.no_grad():
-        _, hidden, _ = encoder._forward(tensor, torch.zeros_like(tensor), edit_context=keep_context)
+        _, hidden, _ = encoder.forward_layers(
+            tensor, torch.zeros_like(tensor), edit_context=keep_context
+        )
         c = encoder.config
         H, D, eps = c.num_attention_heads, c.head_dim, c.layer_norm_eps
         names = ["embedding"]

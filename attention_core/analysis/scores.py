@@ -82,16 +82,21 @@ def induction_score(maps: torch.Tensor, start: int, repeat: int) -> torch.Tensor
 
 @dataclass(frozen=True)
 class HeadScores:
-    """Each score as an (L, H) tensor (layer, head; both 0-based here)."""
+    """Each score as an (L, H) tensor (layer, head; both 0-based here); None where it does
+    not apply (cross-attention: previous-token, duplicate-token, induction), and
+    ``diagonal`` for cross-attention only (``stack_scores``)."""
 
-    previous_token: torch.Tensor
-    duplicate_token: torch.Tensor
+    previous_token: torch.Tensor | None
+    duplicate_token: torch.Tensor | None
     first_token: torch.Tensor
     entropy: torch.Tensor
-    induction: torch.Tensor
+    induction: torch.Tensor | None
+    diagonal: torch.Tensor | None = None
 
     def as_dict(self) -> dict[str, torch.Tensor]:
-        return {name: getattr(self, name) for name in SCORE_NAMES}
+        """The scores that apply, by name."""
+        found = {name: getattr(self, name) for name in (*SCORE_NAMES, "diagonal")}
+        return {name: value for name, value in found.items() if value is not None}
 
 
 def text_scores(

@@ -1,8 +1,9 @@
 """Every head's scores for one text (see ``scores``), on a loaded model of any family.
 
 The text's own maps give the previous-token, duplicate-token, first-token and
-entropy scores (``TextModel.encode``, so a page that already drew them reuses
-the forward pass); induction is measured on a second, made-up sequence: a
+entropy scores, block by block from the model's one pass (``forward_stacks``,
+so a page that already drew the maps reuses it; no (T, T) map of a head is
+held, at any length: ``stack_scores``); induction is measured on a second, made-up sequence: a
 seeded block of R random ordinary (non-special) tokens, twice, inside the
 special tokens every text gets (a decoder's BOS if it has one; an encoder's
 [CLS] … [SEP]).
@@ -19,7 +20,8 @@ import torch
 from ..errors import SpecError
 from ..models.base.protocols import TextModel
 from .head_models import head_model
-from .scores import HeadScores, induction_score, text_scores
+from .scores import HeadScores, induction_score
+from .stack_scores import stack_scores
 
 DEFAULT_INDUCTION_LENGTH = 32  # R: short, so the second forward pass costs little
 
@@ -77,8 +79,7 @@ def score_heads(
     heads = head_model(model)
     tokens = heads.tokenize(text)
     with torch.inference_mode():
-        maps = model.encode(text).layer_attentions  # L x (H, T, T)
-        measured = text_scores(maps, tokens.ids)
+        measured = stack_scores(model.forward_stacks(text).stack(), tokens.ids)
         ids, start, R = induction_ids(heads, seed, induction_length)
         repeated = heads.run(torch.tensor([ids]), attentions=True).attentions
         induction = induction_score(torch.stack([a[0] for a in repeated]), start, R)

@@ -14,16 +14,17 @@ induction have no meaning there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal, cast
 
 import torch
 
 from ..errors import SpecError
-from ..models.hf.capture import capturing
+from ..models.hf.capture import STACKS, Stack, capturing
 from ..models.hf.seq2seq import EncoderDecoder
 from .access import Tokens, _framing, _without
-from .scores import HeadScores, induction_score, text_scores
+from .scores import HeadScores, induction_score
 from .scoring import ScoredHeads, induction_ids
+from .stack_scores import stack_scores
 
 SelfStack = Literal["encoder", "decoder"]
 SCORED_STACKS: tuple[SelfStack, ...] = ("encoder", "decoder")
@@ -49,17 +50,12 @@ class StackFrame:
         return _without(count, self.model.tokenizer.special_ids | {self.model.start_id})
 
 
-def check_stack(stack: str | None) -> SelfStack:
-    """The stack to score (default: the encoder); cross-attention is refused, with the reason."""
-    for chosen in SCORED_STACKS:
-        if (stack or "encoder") == chosen:
-            return chosen
-    raise SpecError(
-        f"stack {stack!r}: head-type scores are for self-attention ('encoder' or "
-        "'decoder'); cross-attention's rows (target) and columns (source) are different "
-        "sequences, so previous-token, duplicate-token and induction do not apply there",
-        field="stack",
-    )
+def check_stack(stack: str | None) -> Stack:
+    """The stack to score (default: the encoder)."""
+    chosen = stack or "encoder"
+    if chosen not in STACKS:
+        raise SpecError(f"stack {stack!r}: it is one of {', '.join(STACKS)}", field="stack")
+    return chosen
 
 
 def score_stack(
@@ -69,42 +65,46 @@ def score_stack(
     stack: str | None,
     seed: int = 0,
     induction_length: int | None = None,
-) -> tuple[SelfStack, ScoredHeads]:
+) -> tuple[Stack, ScoredHeads]:
     """(the stack scored, every score of its heads, each (L, H)); see the module doc."""
     chosen = check_stack(stack)
-    maps = model.encode_pair(text, target)
-    if chosen == "encoder":
-        rows = maps.source.input_ids, maps.source.tokens
-        layers = maps.layer_attentions
-    else:
-        if target is None:
-            raise SpecError(
-                "target is needed to score the decoder's heads: without it the decoder reads "
-                "its start token alone (one row)",
-                field="target",
-            )
-        rows = maps.target.input_ids, maps.target.tokens
-        layers = maps.decoder_attentions
-    frame = StackFrame(model, chosen)
+    if chosen != "encoder" and target is None:
+        raise SpecError(
+            f"target is needed to score the {chosen} stack's heads: without it the decoder "
+            "reads its start token alone (one row)",
+            field="target",
+        )
     with torch.inference_mode():
-        measured = text_scores(layers, rows[0])
-        ids, start, R = induction_ids(frame, seed, induction_length)
-        if chosen == "encoder":
-            source, decoder_input = ids, [model.start_id]
-        else:
-            source, decoder_input = list(maps.source.input_ids), ids
-        with capturing(model.sites, lambda site: False) as capture:
-            model.model(
-                input_ids=torch.tensor([source]),
-                decoder_input_ids=torch.tensor([decoder_input]),
-                use_cache=False,
-            )
-        repeated = torch.stack([w[0] for w in capture.weights(chosen)])  # L x (H, T, T)
-        induction = induction_score(repeated, start, R)
+        kept = model.forward_stacks(text, target=target).stack(chosen)
+        ids = None if chosen == "cross" else cast(Any, kept.tokenized).input_ids
+        measured = stack_scores(kept, ids)
+        if chosen == "cross":
+            scores = HeadScores(None, None, induction=None, **measured)
+            return chosen, ScoredHeads(kept.tokens, scores, (), 0, 0)
+        induction, (ids, start, R) = _induction(model, chosen, text, seed, induction_length)
     return chosen, ScoredHeads(
-        tokens=tuple(rows[1]),
+        tokens=kept.tokens,
         scores=HeadScores(**measured, induction=induction),
         induction_ids=tuple(ids),
         induction_start=start,
         induction_length=R,
     )
+
+
+def _induction(
+    model: EncoderDecoder, chosen: SelfStack, text: str, seed: int, length: int | None
+) -> tuple[torch.Tensor, tuple[list[int], int, int]]:
+    """The induction score of one self-attention stack on a seeded repeated block."""
+    ids, start, R = induction_ids(StackFrame(model, chosen), seed, length)
+    if chosen == "encoder":
+        source, decoder_input = ids, [model.start_id]
+    else:
+        source, decoder_input = list(model.tokenize(text).input_ids), ids
+    with capturing(model.sites, lambda site: False) as capture:
+        model.model(
+            input_ids=torch.tensor([source]),
+            decoder_input_ids=torch.tensor([decoder_input]),
+            use_cache=False,
+        )
+    repeated = torch.stack([w[0] for w in capture.weights(chosen)])  # L x (H, T, T)
+    return induction_score(repeated, start, R), (ids, start, R)

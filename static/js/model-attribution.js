@@ -47,6 +47,55 @@ export function disagreement(estimate, exact, method) {
   return parts.join(" ");
 }
 
+function targetText(answer) {
+  if (!answer.target) return "the next-token loss over the text";
+  return `−log p('${shown(answer.target_text)}') after '${shown(answer.tokens[answer.target.position])}' (position ${answer.target.position})`;
+}
+
+/** The grids, the confirmed heads' table and the sentence for a /api/model/attribute answer
+ * (the notebook's attention_viz.attribute too); with "exact", the estimate is attribution patching's. */
+export function attributionNodes(answer, openHead) {
+  const name = METHOD_NAMES[answer.method === "exact" ? "attribution_patching" : answer.method];
+  const grids = [
+    el("figure", { class: "attr-grid" }, [
+      el("figcaption", { text: `≈ estimated Δloss (${name})` }),
+      heatGrid({ values: answer.estimate, testid: "attr-estimate", label: "estimated Δloss", click: openHead }),
+    ]),
+  ];
+  if (answer.exact)
+    grids.push(
+      el("figure", { class: "attr-grid" }, [
+        el("figcaption", { text: "exact Δloss (each head ablated alone)" }),
+        heatGrid({ values: answer.exact, testid: "attr-exact-grid", label: "exact Δloss", click: openHead }),
+      ]),
+    );
+  const rows = answer.confirmed.map((c) =>
+    el("tr", { "data-testid": "attr-confirmed-row" }, [
+      el("th", { scope: "row" }, [el("button", { type: "button", class: "link", text: headName(c.layer, c.head), onclick: () => openHead(c.layer, c.head) })]),
+      el("td", { class: "num", text: `≈ ${signed(c.estimate)}` }),
+      el("td", { class: "num", text: signed(c.exact) }),
+    ]),
+  );
+  const table = rows.length
+    ? el("table", { class: "attr-table", "data-testid": "attr-table" }, [
+        el("caption", { text: `The ${rows.length} largest estimates, confirmed by ablating each head alone` }),
+        el("thead", {}, [el("tr", {}, ["head", "estimated Δloss", "exact Δloss"].map((t) => el("th", { scope: "col", text: t })))]),
+        el("tbody", {}, rows),
+      ])
+    : "";
+  const loss0 = `Loss: ${targetText(answer)} = ${answer.loss.toFixed(3)} nats.`;
+  const estimates = `Numbers marked ≈ are ${name} estimates; the exact Δloss comes from ablating the head alone${answer.exact ? " (every head, right grid)" : ` (the ${answer.confirmed.length} heads in the table)`}.`;
+  const wrong = answer.confirmed.filter((c) => Math.abs(c.exact - c.estimate) > Math.max(0.1, 0.5 * Math.abs(c.exact)));
+  const confirmNote = answer.exact
+    ? disagreement(answer.estimate, answer.exact, answer.method === "exact" ? "attribution_patching" : answer.method)
+    : wrong.length
+      ? `The estimate is off at ${wrong.map((c) => `${headName(c.layer, c.head)} (≈ ${signed(c.estimate)}, exactly ${signed(c.exact)})`).join(", ")}.`
+      : answer.confirmed.length
+        ? "The confirmed heads' exact effects agree with their estimates; heads outside the table are estimates only (ask for the exact grid to check them all)."
+        : "";
+  return { grids, table, note: `${loss0} ${estimates} ${confirmNote}` };
+}
+
 export function setupAttribution({ card, openHead }) {
   let context = null;
   let seq = 0;
@@ -93,54 +142,11 @@ export function setupAttribution({ card, openHead }) {
     confirmed,
   );
 
-  function targetText(answer) {
-    if (!answer.target) return "the next-token loss over the text";
-    return `−log p('${shown(answer.target_text)}') after '${shown(answer.tokens[answer.target.position])}' (position ${answer.target.position})`;
-  }
-
   function draw(answer) {
-    const name = METHOD_NAMES[answer.method] || METHOD_NAMES[method.value];
-    const boxes = [
-      el("figure", { class: "attr-grid" }, [
-        el("figcaption", { text: `≈ estimated Δloss (${name})` }),
-        heatGrid({ values: answer.estimate, testid: "attr-estimate", label: "estimated Δloss", click: openHead }),
-      ]),
-    ];
-    if (answer.exact)
-      boxes.push(
-        el("figure", { class: "attr-grid" }, [
-          el("figcaption", { text: "exact Δloss (each head ablated alone)" }),
-          heatGrid({ values: answer.exact, testid: "attr-exact-grid", label: "exact Δloss", click: openHead }),
-        ]),
-      );
-    grids.replaceChildren(...boxes);
-    const rows = answer.confirmed.map((c) =>
-      el("tr", { "data-testid": "attr-confirmed-row" }, [
-        el("th", { scope: "row" }, [el("button", { type: "button", class: "link", text: headName(c.layer, c.head), onclick: () => openHead(c.layer, c.head) })]),
-        el("td", { class: "num", text: `≈ ${signed(c.estimate)}` }),
-        el("td", { class: "num", text: signed(c.exact) }),
-      ]),
-    );
-    confirmed.replaceChildren(
-      rows.length
-        ? el("table", { class: "attr-table", "data-testid": "attr-table" }, [
-            el("caption", { text: `The ${rows.length} largest estimates, confirmed by ablating each head alone` }),
-            el("thead", {}, [el("tr", {}, ["head", "estimated Δloss", "exact Δloss"].map((t) => el("th", { scope: "col", text: t })))]),
-            el("tbody", {}, rows),
-          ])
-        : "",
-    );
-    const loss0 = `Loss: ${targetText(answer)} = ${answer.loss.toFixed(3)} nats.`;
-    const estimates = `Numbers marked ≈ are ${name} estimates; the exact Δloss comes from ablating the head alone${answer.exact ? " (every head, right grid)" : ` (the ${answer.confirmed.length} heads in the table)`}.`;
-    const wrong = answer.confirmed.filter((c) => Math.abs(c.exact - c.estimate) > Math.max(0.1, 0.5 * Math.abs(c.exact)));
-    const confirmNote = answer.exact
-      ? disagreement(answer.estimate, answer.exact, answer.method === "exact" ? "attribution_patching" : answer.method)
-      : wrong.length
-        ? `The estimate is off at ${wrong.map((c) => `${headName(c.layer, c.head)} (≈ ${signed(c.estimate)}, exactly ${signed(c.exact)})`).join(", ")}.`
-        : answer.confirmed.length
-          ? "The confirmed heads' exact effects agree with their estimates; heads outside the table are estimates only (ask for the exact grid to check them all)."
-          : "";
-    note.textContent = `${loss0} ${estimates} ${confirmNote}`;
+    const nodes = attributionNodes(answer, openHead);
+    grids.replaceChildren(...nodes.grids);
+    confirmed.replaceChildren(nodes.table);
+    note.textContent = nodes.note;
     card.dataset.drawn = "1";
   }
 
@@ -157,7 +163,6 @@ export function setupAttribution({ card, openHead }) {
       const started = performance.now();
       const answer = await post("/api/model/attribute", body, controller.signal);
       if (mine !== seq) return;
-      if (all) answer.method = "attribution_patching";
       status.textContent = `done in ${Math.round(performance.now() - started)} ms`;
       draw(answer);
     } catch (err) {

@@ -2,25 +2,7 @@
 // A compact tensor is {shape, data (base64), dtype, decode, ...}: uint8 means
 // value = byte / 255 (error <= 1/510); float16 is IEEE binary16, little-endian.
 
-import { ApiError } from "./api.js";
-
-function send(url, payload) {
-  return fetch(url, {
-    method: "POST",
-    headers: { accept: "application/json", "content-type": "application/json" },
-    body: JSON.stringify(payload),
-  }).catch((err) => {
-    throw new ApiError(0, `The server did not answer (${err.message}).`);
-  });
-}
-
-async function readJson(response) {
-  const body = await response.json().catch(() => null);
-  if (!response.ok) throw new ApiError(response.status, body && body.detail ? body.detail : response.statusText);
-  return body;
-}
-
-const post = async (url, payload) => readJson(await send(url, payload));
+import { ApiError, post } from "./api.js";
 
 // /api/model, /api/model/attention and /api/model/generate are called from model-worker.js.
 export const modelApi = {

@@ -6,6 +6,7 @@
 // scale, the first-token (sink) column left out of the colour range, and the
 // layer filter of the grid.
 
+import { post } from "./api.js";
 import { colourBar, framedMap, setColourBar } from "./colour-bar.js";
 import { el } from "./dom.js";
 import { LUT, MASKED, maskedCell } from "./model-canvas.js";
@@ -136,13 +137,6 @@ export function layerFilter(grid, onChange) {
 
 // ---------- the large map on canvas ----------
 
-async function postJson(url, body) {
-  const response = await fetch(url, { method: "POST", headers: { accept: "application/json", "content-type": "application/json" }, body: JSON.stringify(body) });
-  const answer = await response.json().catch(() => null);
-  if (!response.ok) throw Object.assign(new Error("api"), { status: response.status, detail: answer && answer.detail });
-  return answer;
-}
-
 /** One map (a head, the layer's mean or its rollout) at full resolution, or a region of it. */
 export async function fetchMap({ request, layer, head, rows = null, cols = null, T }) {
   // float16: at thousands of tokens most weights are below uint8's step (1/255), and
@@ -154,7 +148,7 @@ export async function fetchMap({ request, layer, head, rows = null, cols = null,
   if (cols) body.cols = cols;
   const side = Math.max(rows ? rows[1] - rows[0] : T, cols ? cols[1] - cols[0] : T);
   if (side > ZOOM_MAX_SIDE) body.pool = ZOOM_MAX_SIDE;
-  const answer = await postJson("/api/model/attention", body);
+  const answer = await post("/api/model/attention", body);
   const which = head === "mean" ? answer.head_average[0] : head === "rollout" ? answer.rollout && answer.rollout[0] : answer.attentions[0];
   if (!which) throw Object.assign(new Error("the server did not compute the rollout for this text"), { status: 200 });
   const decoded = decodeCompact(which);

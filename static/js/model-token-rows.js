@@ -3,19 +3,13 @@
 // shown, every head) and kept per token, so going back to a token asks nothing.
 // float16, not uint8: at thousands of tokens most weights are under uint8's step (1/255).
 
+import { post } from "./api.js";
 import { decodeCompact } from "./model-data.js";
 
 // Rows kept on the page, in cells (the least recently shown go first; the one shown
 // stays): 16 MB of floats, 256 tokens of a 2 × 2-head model at 4,096 keys, but only
 // two of a 16 × 32-head one.
 const KEEP_CELLS = 4 * 2 ** 20;
-
-async function postJson(url, body) {
-  const response = await fetch(url, { method: "POST", headers: { accept: "application/json", "content-type": "application/json" }, body: JSON.stringify(body) });
-  const answer = await response.json().catch(() => null);
-  if (!response.ok) throw Object.assign(new Error("api"), { status: response.status, detail: answer && answer.detail });
-  return answer;
-}
 
 /**
  * The rows of one text's maps (request: the text and options the grid's maps came
@@ -49,7 +43,7 @@ export function tokenRows(request) {
       }
       const body = { ...request, format: "compact", dtype: "float16", layers, rows: [query, query + 1], cols: [0, keys] };
       asked.push(key);
-      const promise = postJson("/api/model/attention", body).then((answer) => {
+      const promise = post("/api/model/attention", body).then((answer) => {
         const rows = new Map();
         answer.layers.forEach((n, i) => rows.set(n, decodeCompact(answer.attentions[i]).values));
         return rows;

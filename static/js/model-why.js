@@ -6,7 +6,8 @@
 // setupWhy({card, zoom, context}) fills `card` (hidden until a cell is asked) and listens
 // for clicks on `zoom` (the large map: the quick SVG map or Plotly's); context() gives
 // {model, text, layer, head, tokens, causal} of the map shown (head a number, else no
-// cell is explained), or null.  Returns {clear()}.  Token text goes in through textContent.
+// cell is explained), or null.  Returns {clear()}.  whyNodes(answer) draws an answer
+// (the notebook's attention_viz.why too).  Token text goes in through textContent.
 
 import { ApiError, post } from "./api.js";
 import { el } from "./dom.js";
@@ -123,6 +124,16 @@ function componentGrid(answer) {
   ]);
 }
 
+/** The card's heading, its one-line summary and its tables, for a /api/model/why answer. */
+export function whyNodes(answer) {
+  const { row, col } = answer;
+  return {
+    title: `Why layer ${answer.layer}, head ${answer.head} looks from '${shown(answer.tokens[row])}' (row ${row}) at '${shown(answer.tokens[col])}' (column ${col})`,
+    summary: `Softmax weight ${answer.weight.toFixed(4)} · score ${answer.score.toFixed(3)} (q · k × ${answer.scale.toFixed(4)}), the sum of the ${answer.components.length}² pairs below: red raises the score, blue lowers it.`,
+    tables: [pairsTable(answer), componentGrid(answer)],
+  };
+}
+
 export function setupWhy({ card, zoom, context }) {
   let controller = new AbortController();
   let seq = 0;
@@ -154,9 +165,10 @@ export function setupWhy({ card, zoom, context }) {
       const answer = await post("/api/model/why", body, controller.signal);
       if (mine !== seq) return;
       status.textContent = "";
-      title.textContent = `Why layer ${answer.layer}, head ${answer.head} looks from '${shown(answer.tokens[row])}' (row ${row}) at '${shown(answer.tokens[col])}' (column ${col})`;
-      summary.textContent = `Softmax weight ${answer.weight.toFixed(4)} · score ${answer.score.toFixed(3)} (q · k × ${answer.scale.toFixed(4)}), the sum of the ${answer.components.length}² pairs below: red raises the score, blue lowers it.`;
-      box.replaceChildren(pairsTable(answer), componentGrid(answer));
+      const nodes = whyNodes(answer);
+      title.textContent = nodes.title;
+      summary.textContent = nodes.summary;
+      box.replaceChildren(...nodes.tables);
       card.dataset.drawn = "1";
       card.scrollIntoView({ block: "nearest" });
     } catch (err) {

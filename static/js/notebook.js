@@ -3,7 +3,8 @@
 // grid, the large map, the token view, the head view) and the explorer's heatmaps.
 // app/notebook/render.py inlines this module and its imports; nothing is fetched.
 //
-// The data block: {view: "maps" | "head" | "explore", title, sections, ...}. A maps
+// The data block: {view: "maps" | "head" | "explore" | "why" | "attribute", title,
+// sections, ...} (why and attribute: {answer}, the JSON API's answer). A maps
 // section: {name, title, queries, keys, causal, pooled (block size, 1 = every token),
 // layers (numbers), heads (numbers), maps (compact (L, H, Tq, Tk)), mean, rollout
 // (compact (L, Tq, Tk) or null)}.
@@ -12,11 +13,13 @@ import { el } from "./dom.js";
 import { drawHeadView } from "./headview.js";
 import { drawHeatmap } from "./heatmap.js";
 import { tokenLabels } from "./labels.js";
+import { attributionNodes } from "./model-attribution.js";
 import { drawMap, mapMax } from "./model-canvas.js";
 import { decodeCompact, mapView } from "./model-data.js";
 import { drawZoom } from "./model-plots.js";
 import { drawTokenView, rowsOfLayers } from "./model-token-view.js";
 import { renderTokenList } from "./model-tokens.js";
+import { whyNodes } from "./model-why.js";
 
 const data = JSON.parse(document.getElementById("view-data").textContent);
 const root = document.querySelector("main");
@@ -281,8 +284,22 @@ function exploreView() {
   if (trace.output) plot("output", trace.output, tokens, cols(trace.output[0].length, "d"), "signed");
 }
 
+// ---------- why a cell, which heads matter (attention_viz.why, attention_viz.attribute) ----------
+
+function whyView(answer) {
+  const nodes = whyNodes(answer);
+  root.append(card(nodes.title, el("p", { class: "why-summary", text: nodes.summary }), el("div", { class: "why-box" }, nodes.tables)));
+}
+
+function attributeView(answer) {
+  const nodes = attributionNodes(answer, () => {});
+  root.append(card("Which heads matter", el("p", { class: "attr-note", text: nodes.note }), el("div", { class: "attr-grids" }, nodes.grids), nodes.table));
+}
+
 root.append(el("h1", { class: "nb-title", text: data.title }));
 if (data.view === "explore") exploreView();
+else if (data.view === "why") whyView(data.answer);
+else if (data.view === "attribute") attributeView(data.answer);
 else for (const section of data.sections) (data.view === "head" ? headSection : mapsSection)(section);
 document.body.dataset.drawn = "1";
 fitFrame();

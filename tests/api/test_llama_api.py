@@ -43,7 +43,7 @@ def client(models_dir: Path) -> Iterator[TestClient]:
         patch.setenv("ATTENTION_VIZ_MODELS", str(models_dir))
         patch.setenv("ATTENTION_VIZ_HF_CACHE", "false")
         with TestClient(create_app(Settings())) as test_client:
-            # The registry (app.state.models) is built on the first request.
+            # The registry (app.state.models) is built in the lifespan.
             assert test_client.get("/api/models").status_code == 200
             yield test_client
 

@@ -135,8 +135,21 @@ def test_the_api_scores_either_stack_and_refuses_the_rest_by_field(
         (detail,) = response.json()["detail"]
         return detail  # type: ignore[no-any-return]
 
-    cross = refused(url, {"model": "tiny-bart", "text": SOURCE, "target": TARGET, "stack": "cross"})
-    assert cross["loc"] == ["body", "stack"] and "cross-attention" in cross["msg"]
+    cross = client.post(
+        url, json={"model": "tiny-bart", "text": SOURCE, "target": TARGET, "stack": "cross"}
+    )  # the scores that apply to cross-attention, the others named as not applying
+    assert cross.status_code == 200, cross.text
+    crossed = cross.json()
+    assert crossed["not_applicable"] == ["previous_token", "duplicate_token", "induction"]
+    assert crossed["previous_token"] is None and len(crossed["diagonal"]) == 2
+    maps = torch.stack(model.encode_pair(SOURCE, TARGET).cross_attentions)  # (L, H, T, S)
+    torch.testing.assert_close(torch.tensor(crossed["first_token"]), maps[..., 0].mean(-1))
+    T, S = maps.shape[-2:]
+    diagonal = ((torch.arange(T) + 0.5) * S / T).floor().long().clamp_max(S - 1)
+    want = maps[..., torch.arange(T), diagonal].mean(-1)
+    torch.testing.assert_close(torch.tensor(crossed["diagonal"]), want)
+    bad = refused(url, {"model": "tiny-bart", "text": SOURCE, "stack": "sideways"})
+    assert bad["loc"] == ["body", "stack"]
     alone = refused(url, {"model": "tiny-t5", "text": SOURCE, "stack": "decoder"})
     assert alone["loc"] == ["body", "target"]
     one_stack = refused(url, {"model": "tiny-gpt2", "text": SOURCE, "target": TARGET})
@@ -151,7 +164,9 @@ def test_the_api_scores_either_stack_and_refuses_the_rest_by_field(
             assert detail["msg"].endswith(
                 "for this model, ask for the head scores of its 'encoder' or 'decoder' stack"
             )
-    weighted = refused(
-        "/api/model/attention", {"model": "tiny-t5", "text": SOURCE, "measure": "value_norm"}
-    )
-    assert weighted["loc"] == ["body", "measure"]
+    weighted = client.post(
+        "/api/model/attention",
+        json={"model": "tiny-t5", "text": SOURCE, "measure": "value_norm"},
+    )  # value-weighted maps of every stack (tests/models/test_stack_matrix.py checks them)
+    assert weighted.status_code == 200, weighted.text
+    assert len(weighted.json()["cross_attentions"]) == 2

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from attention_core.models import Decoder, ModelRegistry, read_header
+from attention_core.models.checkpoints.weight_dtype import held_bytes, size_text
 from attention_core.models.maps.map_grid import GridSpec
 from attention_core.models.maps.pooling import Region
-from attention_core.models.weight_dtype import held_bytes, size_text
 from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.requires import require

@@ -28,8 +28,8 @@ from attention_core.models.checkpoints.model_size import (
     machine_memory,
 )
 from attention_core.models.checkpoints.untrusted_json import MAX_JSON_DEPTH, nesting_depth
+from attention_core.models.checkpoints.weight_dtype import held_bytes
 from attention_core.models.registry import model_registry as registry_module
-from attention_core.models.weight_dtype import held_bytes
 
 DEEP = "[" * 100_000 + "]" * 100_000
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

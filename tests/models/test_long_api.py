@@ -15,8 +15,9 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from attention_core.models.base.contract import PassOptions
 from attention_core.models.base.result_cache import ResultCache
-from attention_core.models.maps.map_grid import GridSpec
+from attention_core.models.maps.map_grid import MapQuery
 from attention_core.models.maps.pooling import Region
 from tests.models.checkpoints import eager_attentions, make_gpt2
 from tests.models.test_long_maps import LargestOutput
@@ -99,13 +100,13 @@ def test_a_4096_token_pass_makes_no_tensor_of_every_head_s_map(
 ) -> None:
     decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
     T = len(decoder.tokenize(text))
-    spec = GridSpec(None, Region(0, T, 0, T), (64, 64), None)
+    spec = MapQuery(None, Region(0, T, 0, T), (64, 64), None)
     decoder.long_cache = ResultCache(0)  # no cached result: the pass runs under the watch
     with LargestOutput() as watched:
-        long = decoder.encode_long(text, spec)
+        long = decoder.forward_stacks(text, options=PassOptions(view=lambda *_: spec)).stack()
     assert watched.largest < T * T // 2  # blocks of rows: not even one head's whole map
     with LargestOutput() as zoom:
-        grid = long.grid(1, GridSpec(None, Region(0, T, 0, T), (1, 1), (0,), average=False))
+        grid = long.grid(1, MapQuery(None, Region(0, T, 0, T), (1, 1), (0,), average=False))
     assert grid.heads.shape == (1, T, T)
     assert zoom.largest == T * T  # the one head asked for, never all four
 
@@ -123,11 +124,8 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
 @pytest.mark.parametrize(
     ("path", "body", "field"),
     [
-        ("/api/model/attention", {"measure": "value_norm", "pool": 8}, "measure"),
-        ("/api/model/attention", {"hidden_states": True, "pool": 8}, "hidden_states"),
         ("/api/model/head", {"layer": 1, "head": 1}, "text"),
         ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
-        ("/api/model/head-scores", {}, "text"),
         ("/api/model/ablate", {"heads": [[1, 1]]}, "text"),
         ("/api/model/logit-lens", {}, "text"),
     ],
@@ -148,3 +146,40 @@ def test_requests_that_need_every_map_refuse_a_4096_token_text(
         "found": 2 * HEADS * T * T * 4,
         "setting": "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES",
     }
+
+
+def test_head_scores_of_a_4096_token_text_are_summed_block_by_block(
+    client: TestClient, text: str
+) -> None:
+    """Once refused ("needs every attention map"); the four text scores now come from the
+    kept q/k a block of rows at a time (equal to the full maps': test_stack_matrix.py)."""
+    response = client.post("/api/model/head-scores", json={"model": NAME, "text": text})
+    assert response.status_code == 200, response.text
+    scores = response.json()
+    for name in ("previous_token", "duplicate_token", "first_token", "entropy"):
+        grid = np.array(scores[name])
+        assert grid.shape == (2, HEADS) and np.isfinite(grid).all(), name
+    assert (np.array(scores["entropy"]) > 0).all()
+
+
+def test_analyses_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
+    client: TestClient, text: str
+) -> None:
+    """Head scores and value-weighted maps at 4,096 tokens run block by block from the
+    pass: no op's output is a whole (T, T) map of even one head."""
+    from attention_core.analysis import score_heads
+    from attention_core.models.maps.map_grid import MapQuery
+
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    T = len(decoder.tokenize(text))
+    decoder.long_cache = ResultCache(0)  # no cached pass: it runs under the watch
+    with torch.inference_mode(), LargestOutput() as scores:
+        score_heads(decoder, text)
+    assert scores.largest < T * T // 2
+    query = MapQuery(None, Region(0, T, 0, T), (64, 64), None, measure="value_norm")
+    with torch.inference_mode(), LargestOutput() as weighted:
+        stack = decoder.forward_stacks(text, options=PassOptions(values=True)).stack()
+        for layer in range(2):
+            scale = stack.layers[layer].value_lengths(decoder.head_outputs("decoder", layer))
+            stack.grid(layer, query, scale)
+    assert weighted.largest < T * T // 2

@@ -20,13 +20,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_core.attention import attention_with_steps
 from attention_core.blocked_attention import AttentionCall, blocked_attention
 from attention_core.models import hidden_tokens, hide_special
+from attention_core.models.base.contract import KeptStack, PassOptions
 from attention_core.models.base.result_cache import ResultCache
 from attention_core.models.families.gpt2 import GPT2
 from attention_core.models.families.llama import Llama
 from attention_core.models.maps.blocked_pass import FullMapsPass, blocked_pass
-from attention_core.models.maps.long_maps import LongMaps, LongPass, long_pass
-from attention_core.models.maps.map_grid import GridSpec
-from attention_core.models.maps.pooling import Region, max_pool_blocks
+from attention_core.models.maps.long_maps import LongPass, long_pass
+from attention_core.models.maps.map_grid import MapQuery
+from attention_core.models.maps.pooling import Region
 from attention_core.models.text.decoder import Decoder
 from attention_core.models.text.text_model_base import FULL_MAPS_BLOCKED_TOKENS, TextModelBase
 from attention_core.progress import reporting
@@ -38,8 +39,20 @@ TEXT = " ".join(["the river bank was muddy and the money was in the bank"] * 17)
 LENGTH = 400  # positions of every model here
 
 
-def whole(T: int, block: tuple[int, int] = (1, 1), **kw: Any) -> GridSpec:
-    return GridSpec(kw.pop("hidden", None), Region(0, T, 0, T), block, kw.pop("heads", None), **kw)
+def whole(T: int, block: tuple[int, int] = (1, 1), **kw: Any) -> MapQuery:
+    return MapQuery(kw.pop("hidden", None), Region(0, T, 0, T), block, kw.pop("heads", None), **kw)
+
+
+def encode_long(model: TextModelBase[Any], text: str, query: MapQuery) -> KeptStack:
+    """The model's one pass (the contract), ``query`` gathered during it."""
+    return model.forward_stacks(text, options=PassOptions(view=lambda *_: query)).stack()
+
+
+def max_pool_blocks(maps: torch.Tensor, br: int, bc: int) -> torch.Tensor:
+    """The reference: each br x bc block's maximum (partial last blocks)."""
+    flat = maps.reshape(-1, 1, *maps.shape[-2:])
+    pooled = torch.nn.functional.max_pool2d(flat, (br, bc), (br, bc), ceil_mode=True)
+    return pooled.reshape(*maps.shape[:-2], *pooled.shape[-2:])
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +87,8 @@ def test_pooled_overview_equals_pooling_the_full_maps(
     T = len(full.tokens)
     assert 280 <= T <= 340
     block = (-(-T // 48), -(-T // 48))
-    long = model.encode_long(TEXT, whole(T, block))
-    assert isinstance(long, LongMaps) and long.tokens == full.tokens
+    long = encode_long(model, TEXT, whole(T, block))
+    assert isinstance(long, KeptStack) and long.tokens == full.tokens
     for layer, maps in enumerate(full.layer_attentions):
         grid = long.grids[layer]
         torch.testing.assert_close(grid.heads, max_pool_blocks(maps, *block), atol=1e-6, rtol=0)
@@ -91,10 +104,10 @@ def test_a_region_without_special_tokens_is_rebuilt_from_q_and_k(
     model = models[family]
     full = model.encode(TEXT)
     hidden = hidden_tokens(full.special)
-    long = model.encode_long(TEXT, whole(len(full.tokens), (7, 7)))
+    long = encode_long(model, TEXT, whole(len(full.tokens), (7, 7)))
     K = sum(not h for h in hidden)
     region = Region(40, 201, 3, K - 5)
-    spec = GridSpec(hidden, region, (3, 5), heads=(3, 1))
+    spec = MapQuery(hidden, region, (3, 5), heads=(3, 1))
     grid = long.grid(1, spec)
     shown = hide_special(full.layer_attentions[1], hidden)
     want = max_pool_blocks(region.crop(shown[[3, 1]]), 3, 5)
@@ -103,7 +116,7 @@ def test_a_region_without_special_tokens_is_rebuilt_from_q_and_k(
     assert grid.average is not None
     torch.testing.assert_close(grid.average, average, atol=1e-6, rtol=0)
     # One head at full resolution, without the average: only that head is computed.
-    one = long.grid(0, GridSpec(None, Region(0, K, 0, K), (1, 1), (2,), average=False))
+    one = long.grid(0, MapQuery(None, Region(0, K, 0, K), (1, 1), (2,), average=False))
     assert one.average is None
     torch.testing.assert_close(one.heads, full.layer_attentions[0][[2], :K, :K], atol=1e-6, rtol=0)
 
@@ -148,7 +161,7 @@ def test_one_head_at_full_resolution_equals_transformers_eager(
     model = models[family]
     want = eager_attentions(model)
     T = want[0].shape[-1]
-    long = model.encode_long(TEXT, whole(T, (5, 5)))
+    long = encode_long(model, TEXT, whole(T, (5, 5)))
     for layer in range(len(want)):
         grid = long.grid(layer, whole(T, heads=(3,), average=False))
         torch.testing.assert_close(grid.heads[0], want[layer][0, 3], atol=2e-6, rtol=0)
@@ -239,7 +252,7 @@ def test_the_long_pass_reports_each_layer(
     T = len(model.tokenize(TEXT).input_ids)
     seen: list[tuple[str, int, int]] = []
     with reporting(lambda *event: seen.append(event)):
-        model.encode_long(TEXT, whole(T, (9, 9)))
+        encode_long(model, TEXT, whole(T, (9, 9)))
     assert seen == [("forward", 1, 2), ("forward", 2, 2)]
 
 
@@ -248,8 +261,8 @@ def test_a_region_is_rebuilt_from_its_own_rows_only(
 ) -> None:
     model = models["llama"]
     T = len(model.tokenize(TEXT))
-    long = model.encode_long(TEXT, whole(T, (7, 7)))
-    spec = GridSpec(None, Region(100, 140, 0, T), (1, 1), (1,), average=False)
+    long = encode_long(model, TEXT, whole(T, (7, 7)))
+    spec = MapQuery(None, Region(100, 140, 0, T), (1, 1), (1,), average=False)
     with LargestOutput() as watched:
         grid = long.grid(1, spec)
     want = model.encode(TEXT).layer_attentions[1][[1], 100:140]

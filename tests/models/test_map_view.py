@@ -204,16 +204,18 @@ def test_long_path_answer_over_its_limit_is_refused_naming_pool(
     assert "ask with pool" in detail["msg"]
 
 
-def test_what_the_long_path_lacks_takes_the_full_path_up_to_512_tokens(
+def test_value_norm_and_hidden_states_answer_past_the_budget_as_below_it(
     client: TestClient, long_client: TestClient
 ) -> None:
-    """value_norm and hidden_states have no long path; up to 512 tokens they are answered
-    from the full maps, as before (past 512: refused, see test_long_api)."""
+    """value_norm and hidden_states come from the one pass at every length: past the
+    full-maps budget (``maps_path`` 'long') the answer is the one below it."""
     for extra in ({"measure": "value_norm"}, {"hidden_states": True}):
         body = {"layers": [2], "pool": 8, **extra}
         answer = post(long_client, **body)
-        assert "maps_path" not in answer and answer["rollout"] is not None
-        assert answer == post(client, **body)
+        assert answer.pop("maps_path") == "long" and answer["rollout"] is not None
+        below = post(client, **body)
+        assert below.pop("maps_path") == "full"
+        assert answer == below
 
 
 @pytest.mark.parametrize("served", ["client", "long_client"])

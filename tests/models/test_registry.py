@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.model_registry import load
 from attention_core.models import (
     Decoder,
     Encoder,
@@ -258,6 +259,27 @@ def test_descriptions_are_cached_until_the_files_change(
     (tmp_path / "m" / "config.json").touch()
     registry.entries()
     assert len(calls) == 2
+
+
+def test_a_request_resolves_its_model_in_one_scan_describing_only_that_model(
+    checkpoints: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = only(checkpoints)
+    scans: list[int] = []
+    described: list[str] = []
+    real_candidates, real_describe = registry.candidates, registry_module.describe
+    monkeypatch.setattr(registry, "candidates", lambda: scans.append(1) or real_candidates())
+    monkeypatch.setattr(
+        registry_module, "describe", lambda c, *a: described.append(c.name) or real_describe(c, *a)
+    )
+    entry, model = load(registry, "tiny-llama")
+    assert (len(scans), described) == (1, ["tiny-llama"])
+    assert (entry.name, model.name) == ("tiny-llama", "tiny-llama")
+    assert registry.entry("tiny-llama") == entry  # the description is cached: one more scan
+    assert (len(scans), described) == (2, ["tiny-llama"])
+    with pytest.raises(ModelNotFound, match="unknown model 'gpt-5'; the models are: tiny-gpt2"):
+        registry.entry("gpt-5")
+    assert (len(scans), described) == (3, ["tiny-llama"])
 
 
 def test_at_most_max_loaded_models_stay_in_memory(checkpoints: Path) -> None:

@@ -85,23 +85,33 @@ def test_head_analysis_on_a_transformers_decoder_answers(
     assert response.status_code == 200, response.text
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [
-        ("heads", [0]),
-        ("heads", [1]),
-        ("rows", [5, 1]),
-        ("cols", [0, 2]),
-        ("pool", 2),
-        ("measure", "value_norm"),
-    ],
-)
-def test_one_stack_map_options_on_an_encoder_decoder_are_a_422(
+@pytest.mark.parametrize(("field", "value"), [("heads", [0]), ("rows", [5, 1])])
+def test_bad_map_options_on_an_encoder_decoder_are_a_422(
     client: TestClient, field: str, value: Any
 ) -> None:
     body = {"model": "tiny-marian", "text": TEXT, "target": "Die Katze", field: value}
-    message = _refused(client.post("/api/model/attention", json=body), field)
-    assert "encoder-decoder" in message and "tiny-marian" in message
+    _refused(client.post("/api/model/attention", json=body), field)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("heads", [2]), ("rows", [1, 5]), ("cols", [0, 2]), ("pool", 2), ("measure", "value_norm")],
+)
+def test_map_options_shape_an_encoder_decoder_s_stacks(
+    client: TestClient, field: str, value: Any
+) -> None:
+    """Once refused; now every stack takes heads, pool and measure (rows/cols index the
+    source: the encoder's maps)."""
+    body = {"model": "tiny-marian", "text": TEXT, "target": "Die Katze", field: value}
+    response = client.post("/api/model/attention", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    heads = 1 if field == "heads" else 4
+    for key in ("attentions", "decoder_attentions", "cross_attentions"):
+        assert len(answer[key][0]) == heads, key
+    if field == "pool":  # every stack's maps pooled to at most 2 x 2 cells
+        assert answer["pooled"]["shape"] == [2, 2]
+        assert all(len(m[0]) <= 2 for m in answer["cross_attentions"])
 
 
 def test_one_stack_map_options_on_encoder_decoder_generation_are_a_422(
@@ -143,3 +153,15 @@ def test_loading_never_opens_a_connection(
         )
         assert written.status_code == 200, written.text
     assert attempts == []
+
+
+def test_hiding_a_target_of_special_tokens_only_answers_empty_maps(client: TestClient) -> None:
+    """With no target the decoder reads its start token alone, which hide_special hides:
+    the decoder and cross maps are empty (once an IndexError, a 500), pooled or not."""
+    for extra in ({}, {"pool": 4}):
+        body = {"model": "tiny-marian", "text": TEXT, "hide_special": True, **extra}
+        response = client.post("/api/model/attention", json=body)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert answer["target_tokens"] == []
+        assert all(len(head) == 0 for m in answer["cross_attentions"] for head in m)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from attention_core.models import ModelRegistry
+from attention_core.models.checkpoints.token_budget import kept_bytes_per_token, token_limit
 from attention_core.models.registry.family_table import Sizes
-from attention_core.models.token_budget import kept_bytes_per_token, token_limit
 
 # Llama-3.1-8B's shape: 32 layers, 32 query heads on 8 key/value heads of 128, 128k context.
 LLAMA_8B = Sizes(

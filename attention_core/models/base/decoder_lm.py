@@ -24,8 +24,8 @@ from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
 from ..checkpoints.files import matched_state, read_config, write_checkpoint
 from ..checkpoints.safetensors_io import load_checkpoint_tensors
+from ..checkpoints.weight_dtype import compute_in_float32, held_state
 from ..maps.blocked_pass import current_pass
-from ..weight_dtype import compute_in_float32, held_state
 from .kv_cache import KVCache
 from .outputs import DecoderOutput
 from .protocols import DecoderConfig, ForwardOptions, Wanted

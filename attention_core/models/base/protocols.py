@@ -9,8 +9,10 @@ import torch
 
 from ..checkpoints.model_size import DecoderConfig as DecoderConfig
 from ..maps.text_maps import ModelMaps, TokenizedLike
+from .contract import NO_OPTIONS, ModelPass, PassOptions
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
+from .result_cache import ResultCache
 
 
 def model_info(
@@ -152,8 +154,24 @@ class TextModel(Protocol):
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None: ...
 
+    def tokenize(self, text: str, *, field: str = "text") -> TokenizedLike: ...
+
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
 
     def trace(
         self, text: str, layer: int, text_b: str | None = None
     ) -> tuple[TokenizedLike, LayerTrace]: ...
+
+    # The contract (``contract``): every model's pass gives named stacks of kept layers.
+    long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass]
+
+    def forward_stacks(
+        self,
+        text: str,
+        *,
+        text_b: str | None = None,
+        target: str | None = None,
+        options: PassOptions = NO_OPTIONS,
+    ) -> ModelPass: ...
+
+    def head_outputs(self, stack: str, layer: int) -> torch.Tensor: ...

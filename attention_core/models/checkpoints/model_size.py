@@ -27,8 +27,8 @@ from typing import Any, Protocol
 import torch
 
 from ...errors import SpecError
-from ..weight_dtype import dtype_name, held_bytes, stored_dtype
 from .safetensors_io import SafetensorsHeader
+from .weight_dtype import dtype_name, held_bytes, stored_dtype
 
 
 class DecoderConfig(Protocol):

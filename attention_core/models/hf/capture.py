@@ -314,7 +314,7 @@ def core_attention(
             softcap,
             s_aux,
         )
-        steps = blocked.steps(layer if isinstance(layer, int) else None, call)
+        steps = blocked.steps(layer if isinstance(layer, int) else None, call, module)
     else:
         steps = attention_with_steps(
             query,

@@ -29,11 +29,11 @@ from ...errors import SpecError
 from ..base.device import CPU
 from ..base.kv_cache import KVCache
 from ..base.outputs import DecoderOutput, LayerTrace
+from ..base.placement import Placement
 from ..base.protocols import ForwardOptions, Wanted
 from ..base.stack import first_position
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
-from ..placement import Placement
-from ..weight_dtype import run_on, stored_dtype
+from ..checkpoints.weight_dtype import run_on, stored_dtype
 from .adapters import ADAPTED_TYPES, install_adapters
 from .capture import (
     ATTENTION_NAME,

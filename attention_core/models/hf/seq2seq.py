@@ -19,17 +19,21 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import InitVar, dataclass
+from dataclasses import InitVar, dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 import torch
 
 from ...errors import SpecError
 from ...progress import report
+from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, StackName, cached_pass
+from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
-from ..base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
-from ..maps.text_maps import TokenizedMaps
+from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..maps.long_maps import StackedPass, long_pass
+from ..maps.text_maps import TokenizedLike, TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
 from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
 from ..text.text_tokenizer import TextTokenizer, TokenizedText
@@ -153,6 +157,9 @@ class EncoderDecoder:
             int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None
         )
         self._cache: ResultCache[tuple[str, str | None], Seq2SeqMaps] = ResultCache(cache_bytes)
+        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
+            DEFAULT_LONG_CACHE_BYTES
+        )
         self.failures = FailureWatch()
         # Newer families renamed past_key_values (still accepted, with a warning).
         parameters = inspect.signature(self.model.forward).parameters
@@ -311,6 +318,81 @@ class EncoderDecoder:
         )
         self._cache.put((text, target), maps)
         return maps
+
+    def head_outputs(self, stack: str, layer: int) -> torch.Tensor:
+        """Each head's slice of the output projection of ``stack``'s layer ``layer``,
+        (H, D, C) (BART/Marian's ``out_proj``, T5's ``o``)."""
+        _, module = self.layer_modules[(cast(Stack, stack), layer)]
+        projection = next(
+            getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
+        )
+        info = self.info()
+        return head_slices(projection, cast(int, info["heads"]), cast(int, info["head_dim"]))
+
+    def forward_stacks(
+        self,
+        text: str,
+        *,
+        text_b: str | None = None,
+        target: str | None = None,
+        options: PassOptions = NO_OPTIONS,
+    ) -> ModelPass:
+        """The contract's pass (``contract.ModelPass``): the ``encoder`` stack (source ×
+        source), the ``decoder``'s (target × target) and ``cross`` (target × source),
+        every layer's q/k kept, no map held whole; ``options.view`` is the encoder's
+        (the other stacks' views are rebuilt from what they kept)."""
+        self.refuse_pair(text_b)
+        run = partial(self._pass, text, target)
+        return cached_pass(self.long_cache, (text, None, target), options, run)
+
+    def _pass(self, text: str, target: str | None, options: PassOptions) -> ModelPass:
+        source = self.tokenize(text)
+        decoder_input = self.target_text(target)
+        no_averages = replace(options, averages_up_to=0)  # no rollout crosses stacks
+        passes = {
+            "encoder": options.long_pass(self.num_layers, False, source, True, False),
+            "decoder": options.long_pass(self.num_decoder_layers, False, decoder_input, False),
+            "cross": no_averages.long_pass(self.layers_of("cross"), False, decoder_input, False),
+        }
+
+        def site(module: object) -> tuple[str, int]:
+            found = self.sites[id(module)]
+            return found.stack, found.layer
+
+        with torch.inference_mode(), long_pass(StackedPass(passes, site)):
+            out = self._forward(
+                input_ids=torch.tensor([source.input_ids]),
+                decoder_input_ids=torch.tensor([decoder_input.input_ids]),
+                output_hidden_states=options.hidden_states,
+                use_cache=False,
+            )
+
+        def stack(name: StackName, rows: TokenizedLike, hidden: Any) -> KeptStack:
+            pass_ = passes[name]
+            try:
+                layers = pass_.kept()
+            except RuntimeError as exc:  # a layer the capture did not see: said, not a 500
+                raise self.failures.fail(self.name, f"{name} stack: {exc}") from exc
+            return KeptStack(
+                name,
+                rows,
+                source if name != "decoder" else decoder_input,
+                layers,
+                (0,) * len(rows.tokens),
+                averages=tuple(pass_.averages[i] for i in sorted(pass_.averages)),
+                hidden_states=tuple(h[0] for h in hidden) if options.hidden_states else (),
+                query=pass_.query,
+                grids=tuple(pass_.grids[i] for i in sorted(pass_.grids)),
+                first_is_sink=False,
+            )
+
+        return ModelPass(
+            (
+                stack("encoder", source, out.encoder_hidden_states),
+                stack("decoder", decoder_input, out.decoder_hidden_states),
+                stack("cross", decoder_input, ()),
+            )
+        )
 
     def trace(
         self, text: str, layer: int, text_b: str | None = None

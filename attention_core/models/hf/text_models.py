@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import SpecError
+from ..base.placement import Placement
 from ..base.protocols import TextModel
-from ..placement import Placement
 from ..text.decoder import Decoder
 from ..text.text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
 from .capture import Kind

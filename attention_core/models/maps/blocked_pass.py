@@ -34,9 +34,12 @@ FULL_MAPS_BLOCK_ROWS = 64
 class BlockedPass(Protocol):
     """What the attention modules call inside ``blocked_pass``."""
 
-    def steps(self, layer: int | None, call: AttentionCall) -> AttentionSteps:
+    def steps(
+        self, layer: int | None, call: AttentionCall, module: object = None
+    ) -> AttentionSteps:
         """One attention call (``layer``: 0-based, None when the caller does not know it:
-        the pass counts the calls) as ``attention_with_steps`` would return it, with
+        the pass counts the calls; ``module``: the attention module, which tells an
+        encoder-decoder's stacks apart) as ``attention_with_steps`` would return it, with
         empty tensors for the steps the pass does not keep."""
         ...
 
@@ -63,7 +66,9 @@ class FullMapsPass:
     def __init__(self, block_rows: int = FULL_MAPS_BLOCK_ROWS) -> None:
         self.block_rows = block_rows
 
-    def steps(self, layer: int | None, call: AttentionCall) -> AttentionSteps:
+    def steps(
+        self, layer: int | None, call: AttentionCall, module: object = None
+    ) -> AttentionSteps:
         query = call.query
         weights = query.new_empty(*query.shape[:-1], call.key.shape[-2])  # (B, H, T, S)
 

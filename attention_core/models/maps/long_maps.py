@@ -1,24 +1,26 @@
-"""A long input's forward pass that never holds every full map: q and k kept, maps gathered.
+"""A forward pass that never holds every full map: q and k kept, maps gathered.
 
 Inside ``long_pass(pass_)`` (a ``blocked_pass.blocked_pass``) every attention
-layer of the core decoders (``GPT2Attention``, ``LlamaAttention``) and of the
-transformers backend (``hf.capture.core_attention``) goes to ``LongPass.steps``:
-it keeps what rebuilds any of the layer's maps (``KeptLayer``: q as the
-softmax saw it, after RoPE; the layer's k with its kv heads; the scale, mask,
-soft-cap, sinks and score bias), computes each head's map once through
-``blocked_attention`` (bounded blocks of rows, causal blocks skipping the
-keys no row of theirs sees), takes the context from those same blocks and
-gathers the answer's cells into a ``MapGrid`` as it goes.  No (H, T, T)
-tensor is made.  ``LongMaps`` is the result: the tokens, every layer's kept
-q/k, the grids of the spec it was run for, and ``grid(layer, spec)`` that
-rebuilds any other view (another pooling, a region, one head at full
-resolution) from the kept q/k, a block of rows at a time.
+layer of the core families (``GPT2Attention``, ``LlamaAttention``, BERT's
+layers) and of the transformers backend (``hf.capture.core_attention``) goes to
+``LongPass.steps``: it keeps what rebuilds any of the layer's maps
+(``KeptLayer``: q as the softmax saw it, after RoPE; the layer's k with its kv
+heads; v when an analysis needs it; the scale, mask, soft-cap, sinks and score
+bias), computes each head's map once through ``blocked_attention`` (bounded
+blocks of rows, causal blocks skipping the keys no row of theirs sees), takes
+the context from those same blocks and gathers the answer's cells into a
+``MapGrid`` as it goes.  No (H, T, T) tensor is made.  ``StackedPass`` sends
+an encoder-decoder's calls to one ``LongPass`` per stack.  What a pass kept
+is a ``contract.KeptStack`` per stack; its ``grid(layer, query)`` rebuilds
+any view (another pooling, a region, one head at full resolution) from the
+kept q/k, a block of rows at a time.  A short input is one block.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
@@ -31,9 +33,10 @@ from ...blocked_attention import (
 )
 from ...progress import report
 from .blocked_pass import BlockedPass, blocked_pass, context_steps
-from .map_grid import GridSpec, MapGrid
+from .map_grid import MapGrid, MapQuery
 from .pooling import Region
-from .text_maps import OfTokenized, TokenizedLike
+
+BlockSink = Callable[[int, int, torch.Tensor], None]
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,9 @@ class KeptLayer:
     """What rebuilds every map of one attention layer (batch axis dropped).
 
     Shapes: query (H, T, D) as the softmax saw it (after RoPE, q/k norms);
-    key (H_kv, S, D); ``mask`` boolean, broadcastable to (H, T, S), or None;
-    ``score_bias`` broadcastable to (H, T, S) or None; ``sinks`` (H,) or None.
+    key (H_kv, S, D); ``value`` (H_kv, S, D_v) when kept (else None); ``mask``
+    boolean, broadcastable to (H, T, S), or None; ``score_bias`` broadcastable
+    to (H, T, S) or None; ``sinks`` (H,) or None.
     """
 
     query: torch.Tensor
@@ -53,81 +57,153 @@ class KeptLayer:
     softcap: float | None = None
     sinks: torch.Tensor | None = None
     score_bias: torch.Tensor | None = None
+    value: torch.Tensor | None = None
 
     @property
     def num_heads(self) -> int:
         return int(self.query.shape[0])
 
-    def gather(self, grid: MapGrid, block_cells: int = DEFAULT_BLOCK_CELLS) -> MapGrid:
+    @property
+    def num_kv_heads(self) -> int:
+        return int(self.key.shape[0])
+
+    def call(self, heads: list[int] | None = None, values: bool = False) -> AttentionCall:
+        """The attention call of ``heads`` (0-based; None: all), each with its kv head:
+        (h, T, D) queries, (h, S, D) keys, values when ``values`` (else none: (h, S, 0))."""
+        H = self.num_heads
+        chosen = list(range(H)) if heads is None else heads
+        index = torch.tensor(chosen, dtype=torch.long, device=self.query.device)
+        kv_index = index // (H // self.num_kv_heads)
+        key = self.key.index_select(0, kv_index)
+        if values and self.value is None:
+            raise ValueError("this pass kept no values (run it with values=True)")
+        value = self.value.index_select(0, kv_index) if values and self.value is not None else None
+        return AttentionCall(
+            self.query.index_select(0, index),
+            key,
+            key[..., :0] if value is None else value,
+            _per_head(self.mask, index, H),
+            self.causal,
+            self.scale,
+            False,
+            _per_head(self.score_bias, index, H),
+            self.softcap,
+            None if self.sinks is None else self.sinks.index_select(0, index),
+        )
+
+    def blocks(
+        self,
+        on_block: BlockSink,
+        heads: list[int] | None = None,
+        rows: tuple[int, int] | None = None,
+        block_cells: int = DEFAULT_BLOCK_CELLS,
+        values: bool = False,
+    ) -> torch.Tensor:
+        """Every block of rows of ``heads``' maps handed to ``on_block`` (r0, c0, (h, n, w)),
+        never the whole map; the context (h, rows, D_v) of those heads (empty without
+        ``values``)."""
+        call = self.call(heads, values)
+        count = int(call.query.shape[0])
+        return blocked_attention(
+            call,
+            block_rows=rows_per_block(count, int(call.key.shape[-2]), block_cells),
+            on_block=on_block,
+            rows=rows,
+        )
+
+    def gather(
+        self,
+        grid: MapGrid,
+        block_cells: int = DEFAULT_BLOCK_CELLS,
+        column_scale: torch.Tensor | None = None,
+    ) -> MapGrid:
         """``grid`` filled with this layer's maps, rebuilt from q and k in blocks of rows.
 
         Only the heads the grid shows are computed, unless it wants the head
-        average (which reads every head).
+        average (which reads every head).  ``column_scale`` (H, S): each weight
+        times its head's scale of its key, each row re-summed to 1 (value_norm).
         """
-        H, H_kv = self.num_heads, int(self.key.shape[0])
         spec = grid.spec
+        if grid.empty or grid.heads.shape[-1] == 0:
+            return grid
+        H = self.num_heads
         heads = list(range(H)) if spec.heads is None or spec.average else list(spec.heads)
-        index = torch.tensor(heads)
-        query = self.query.index_select(0, index)  # (h, T, D)
-        key = self.key.index_select(0, index // (H // H_kv))  # (h, S, D): each head's kv head
-        sinks = None if self.sinks is None else self.sinks.index_select(0, index)
-        bias = self.score_bias
-        if bias is not None and bias.dim() >= 3 and bias.shape[-3] == H:
-            bias = bias.index_select(-3, index)
-        mask = self.mask
-        if mask is not None and mask.dim() >= 3 and mask.shape[-3] == H:
-            mask = mask.index_select(-3, index)
         if len(heads) < H:  # the grid counts heads among all H: give it back their places
-            just_these = GridSpec(spec.hidden, spec.region, spec.block, None, False)
-            inner = MapGrid(just_these, len(heads), grid.num_tokens)
+            just_these = MapQuery(
+                spec.hidden, spec.region, spec.block, None, False, hidden_keys=spec.hidden_keys
+            )
+            inner = MapGrid(just_these, len(heads), grid.num_tokens, grid.num_keys)
         else:
             inner = grid
-        blocked_attention(
-            # (h, S, 0) values: the weights are wanted, not the context
-            AttentionCall(
-                query,
-                key,
-                key[..., :0],
-                mask,
-                self.causal,
-                self.scale,
-                False,
-                bias,
-                self.softcap,
-                sinks,
-            ),
-            block_rows=rows_per_block(len(heads), int(key.shape[-2]), block_cells),
-            on_block=inner.add,
-            rows=grid.row_span,  # a region's rows only
-        )
+        sink: BlockSink = inner.add
+        if column_scale is not None:
+            scale = column_scale.index_select(0, torch.tensor(heads)).to(self.query.device)
+            sink = rescaled(inner.add, scale)
+        self.blocks(sink, heads, grid.row_span, block_cells)  # a region's rows only
         if inner is not grid:
             grid.heads.copy_(inner.heads)
         return grid
 
+    def value_lengths(self, out: torch.Tensor) -> torch.Tensor:
+        """‖v_j W_O^h‖ per head and key (Kobayashi et al. 2020): what a weight on key j
+        moves, through head h's slice of the output projection.  Shapes: ``out``
+        (H, D_v, C) -> (H, S); query head h reads kv head h // (H / H_kv)."""
+        if self.value is None:
+            raise ValueError("this pass kept no values (run it with values=True)")
+        per_head = self.value.repeat_interleave(self.num_heads // self.num_kv_heads, dim=0)
+        lengths: torch.Tensor = torch.linalg.vector_norm(per_head @ out.to(per_head), dim=-1)
+        return lengths
+
     @property
     def nbytes(self) -> int:
-        tensors = [self.query, self.key]
-        tensors += [t for t in (self.mask, self.sinks, self.score_bias) if t is not None]
-        return sum(t.numel() * t.element_size() for t in tensors)
+        return sum(t.numel() * t.element_size() for t in kept_tensors(self))
+
+
+def rescaled(on_block: BlockSink, scale: torch.Tensor) -> BlockSink:
+    """``on_block`` given each block's weights times ``scale`` (h, S) of their columns,
+    rows re-summed to 1 (a block holds every key its rows see, so its rows are whole)."""
+
+    def sink(r0: int, c0: int, weights: torch.Tensor) -> None:
+        part = weights * scale[:, None, c0 : c0 + weights.shape[-1]]
+        totals = part.sum(dim=-1, keepdim=True)
+        on_block(r0, c0, part / totals.clamp_min(torch.finfo(part.dtype).tiny))
+
+    return sink
+
+
+def _per_head(t: torch.Tensor | None, index: torch.Tensor, H: int) -> torch.Tensor | None:
+    """A mask or bias broadcast over heads, cut to the heads of ``index`` when per head."""
+    if t is not None and t.dim() >= 3 and t.shape[-3] == H:
+        return t.index_select(-3, index)
+    return t
+
+
+def kept_tensors(layer: KeptLayer) -> list[torch.Tensor]:
+    held = (layer.query, layer.key, layer.value, layer.mask, layer.sinks, layer.score_bias)
+    return [t for t in held if t is not None]
 
 
 @dataclass(eq=False)
 class LongPass:
-    """The state of one long forward pass: each layer's ``KeptLayer`` and ``MapGrid``.
+    """The state of one stack's forward pass: each layer's ``KeptLayer`` and ``MapGrid``.
 
-    ``report_layers``: report ``("forward", layer, layers)`` after each
-    attention layer (the transformers backend; the core decoders' ``run_blocks``
-    reports its blocks itself).
+    ``query``: the view gathered while the pass runs (None: none; any view is
+    rebuilt afterwards from the kept q/k).  ``report_layers``: report
+    ``("forward", layer, layers)`` after each attention layer (the
+    transformers backend and BERT; the core decoders' ``run_blocks`` reports
+    its blocks itself).  ``keep_values``: keep each layer's v too (value-norm
+    maps, the head trace).  ``full_averages``: keep each layer's head average
+    at full resolution, (T, S) (the rollout).
     """
 
-    spec: GridSpec
+    query: MapQuery | None
     num_layers: int
     report_layers: bool = False
     block_cells: int = DEFAULT_BLOCK_CELLS
     full_averages: bool = False
+    keep_values: bool = False
     layers: dict[int, KeptLayer] = field(default_factory=dict)
     grids: dict[int, MapGrid] = field(default_factory=dict)
-    # With ``full_averages``: each layer's head average at full resolution, (T, T).
     averages: dict[int, torch.Tensor] = field(default_factory=dict)
 
     def attend(self, layer: int, call: AttentionCall) -> torch.Tensor:
@@ -154,31 +230,37 @@ class LongPass:
             softcap=call.softcap,
             sinks=call.sinks,
             score_bias=unbatched(call.score_bias),
+            value=call.value[0].contiguous() if self.keep_values else None,
         )
-        H, T = int(query.shape[1]), int(query.shape[2])
-        grid = MapGrid(self.spec, H, T)
-        whole = Region(0, T, 0, T)
-        average = MapGrid(GridSpec(None, whole, (1, 1), ()), H, T) if self.full_averages else None
+        H, T, S = int(query.shape[1]), int(query.shape[2]), int(key.shape[-2])
+        grid = None if self.query is None else MapGrid(self.query, H, T, S)
+        whole = Region(0, T, 0, S)
+        average = (
+            MapGrid(MapQuery(None, whole, (1, 1), ()), H, T, S) if self.full_averages else None
+        )
 
         def gather(r0: int, c0: int, weights: torch.Tensor) -> None:
-            grid.add(r0, c0, weights[0])
-            if average is not None:
-                average.add(r0, c0, weights[0])
+            for target in (grid, average):
+                if target is not None:
+                    target.add(r0, c0, weights[0])
 
         context = blocked_attention(
             call,
-            block_rows=rows_per_block(H, int(key.shape[-2]), self.block_cells),
+            block_rows=rows_per_block(H, S, self.block_cells),
             on_block=gather,
         )
         self.layers[layer] = kept
-        self.grids[layer] = grid
+        if grid is not None:
+            self.grids[layer] = grid
         if average is not None and average.average is not None:
             self.averages[layer] = average.average
         if self.report_layers:
             report("forward", len(self.layers), self.num_layers)
         return context
 
-    def steps(self, layer: int | None, call: AttentionCall) -> AttentionSteps:
+    def steps(
+        self, layer: int | None, call: AttentionCall, module: object = None
+    ) -> AttentionSteps:
         """``attend`` as a ``BlockedPass``: the context only (the scores and weights were
         gathered block by block; their tensors here are empty).  ``layer`` None: the
         next layer in call order."""
@@ -186,45 +268,35 @@ class LongPass:
         context = self.attend(index, call)
         return context_steps(call.query, context, None, self.layers[index].scale)
 
+    def kept(self) -> tuple[KeptLayer, ...]:
+        """Every layer's ``KeptLayer`` in order; a ``RuntimeError`` when one was not seen."""
+        if sorted(self.layers) != list(range(self.num_layers)):
+            raise RuntimeError(f"the pass saw layers {sorted(self.layers)} of {self.num_layers}")
+        return tuple(self.layers[i] for i in range(self.num_layers))
 
-def long_pass(pass_: LongPass) -> AbstractContextManager[BlockedPass]:
+
+@dataclass(eq=False)
+class StackedPass:
+    """An encoder-decoder's pass: each call goes to its stack's ``LongPass`` (``site`` maps
+    ``id(module)`` to the call's (stack, 0-based layer)); ``forward`` progress counts the
+    encoder's and the decoder's self-attention layers."""
+
+    passes: Mapping[str, LongPass]
+    site: Callable[[object], tuple[str, int]]
+    progress_stacks: tuple[str, ...] = ("encoder", "decoder")
+
+    def steps(
+        self, layer: int | None, call: AttentionCall, module: object = None
+    ) -> AttentionSteps:
+        stack, index = self.site(module)
+        steps = self.passes[stack].steps(index, call)
+        if stack in self.progress_stacks:
+            done = sum(len(self.passes[s].layers) for s in self.progress_stacks)
+            total = sum(self.passes[s].num_layers for s in self.progress_stacks)
+            report("forward", done, total)
+        return steps
+
+
+def long_pass(pass_: BlockedPass) -> AbstractContextManager[BlockedPass]:
     """Every attention layer run by this thread inside the block goes to ``pass_``."""
     return blocked_pass(pass_)
-
-
-@dataclass(frozen=True)
-class LongMaps(OfTokenized):
-    """One long text through a model: its tokens, every layer's kept q/k, the first grids.
-
-    ``grids``: per layer, the ``MapGrid`` of ``spec`` (the view the pass was
-    run for); ``grid(layer, spec)`` gives that one or rebuilds another.
-    ``rollout``: ``features.attention_rollout`` of the full head averages, when
-    the pass kept them (``LongPass(full_averages=True)``: T² a layer), else None.
-    """
-
-    tokenized: TokenizedLike
-    layers: tuple[KeptLayer, ...]
-    spec: GridSpec
-    grids: tuple[MapGrid, ...]
-    rollout: torch.Tensor | None = None  # (L, T, T) when the pass kept full head averages
-
-    def grid(self, layer: int, spec: GridSpec) -> MapGrid:
-        """Layer ``layer``'s (0-based) maps as ``spec`` shows them."""
-        if replace(spec, average=self.spec.average) == self.spec and (
-            self.spec.average or not spec.average
-        ):
-            return self.grids[layer]
-        kept = self.layers[layer]
-        return kept.gather(MapGrid(spec, kept.num_heads, len(self.tokens)))
-
-    @property
-    def nbytes(self) -> int:
-        kept = {id(t): t for layer in self.layers for t in _tensors(layer)}  # masks are shared
-        held = sum(t.numel() * t.element_size() for t in kept.values())
-        rollout = 0 if self.rollout is None else self.rollout.numel() * 4
-        return held + rollout + sum(g.nbytes for g in self.grids)
-
-
-def _tensors(layer: KeptLayer) -> list[torch.Tensor]:
-    held = (layer.query, layer.key, layer.mask, layer.sinks, layer.score_bias)
-    return [t for t in held if t is not None]

@@ -1,34 +1,40 @@
-"""One layer's maps as the API shows them, gathered from blocks of rows as they are computed.
+"""The one map query (``MapQuery``) and its gatherer (``MapGrid``), for every length.
 
-A long input's (H, T, T) maps are never held: ``blocked_attention`` hands
-over a block of rows at a time and ``MapGrid.add`` keeps only what the
-answer shows, in the order the full path applies it (``app.map_view``): the
-head average over every head; hide the special tokens (drop their rows and
-columns, renormalize each row over the shown columns); keep some heads; crop
-the region; max-pool it (``pooling``: a cell is its block's maximum).  A
-pooled block may straddle two blocks of rows: its halves meet by ``amax``,
-so the result does not depend on how the rows were split.
+A text's (H, T, S) maps are never held: ``blocked_attention`` hands over a
+block of rows at a time (a short input: one block) and ``MapGrid.add`` keeps
+only what the answer shows, in one order: the head average over every head;
+hide the special tokens (drop their rows and columns, renormalize each row
+over the shown columns); keep some heads; crop the region; max-pool it
+(``pooling``: a cell is its block's maximum).  A pooled block may straddle two
+blocks of rows: its halves meet by ``amax``, so the result does not depend on
+how the rows were split.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 
 from .pooling import Region
 
+Measure = Literal["weights", "value_norm"]
+
 
 @dataclass(frozen=True)
-class GridSpec:
-    """What to keep of a layer's maps.
+class MapQuery:
+    """What to show of a stack's maps: the one map query, answered at every length.
 
-    ``hidden``: per token of the text, True where ``hide_special`` hides it
-    (None: nothing hidden, no renormalizing); ``region`` is over the shown
-    tokens; ``block`` (rows, cols) is the pooling block ((1, 1): full
-    resolution); ``heads``: the 0-based heads kept (None: all);
-    ``average``: also gather the head average (over every head).
+    ``hidden``: per query token (row), True where ``hide_special`` hides it
+    (None: nothing hidden, no renormalizing); ``hidden_keys``: the same per
+    key token (column), None for the rows' own (self-attention); ``region`` is
+    over the shown tokens; ``block`` (rows, cols) is the pooling block ((1, 1):
+    full resolution); ``heads``: the 0-based heads kept (None: all);
+    ``average``: also gather the head average (over every head); ``layers``:
+    the 0-based layers asked for (None: all); ``measure``: the weights, or
+    ``value_norm`` (each weight times its key's ‖v_j W_O^h‖, rows re-summed to 1).
     """
 
     hidden: tuple[bool, ...] | None
@@ -36,6 +42,9 @@ class GridSpec:
     block: tuple[int, int]
     heads: tuple[int, ...] | None
     average: bool = True
+    layers: tuple[int, ...] | None = None
+    measure: Measure = "weights"
+    hidden_keys: tuple[bool, ...] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -43,24 +52,28 @@ class GridSpec:
         rows, cols = r.row_stop - r.row_start, r.col_stop - r.col_start
         return -(-rows // self.block[0]), -(-cols // self.block[1])
 
+    def same_cells(self, other: MapQuery) -> bool:
+        """Whether ``other`` shows the same cells (its layers and average aside)."""
+        return replace(other, average=self.average, layers=self.layers) == self
+
 
 class MapGrid:
     """One layer's shown maps gathered from blocks of rows: ``heads`` (n, r, c) and
     ``average`` (r, c)."""
 
-    def __init__(self, spec: GridSpec, num_heads: int, num_tokens: int) -> None:
+    def __init__(
+        self, spec: MapQuery, num_heads: int, num_rows: int, num_cols: int | None = None
+    ) -> None:
         self.spec = spec
-        self.num_tokens = num_tokens
-        shown = (
-            torch.arange(num_tokens)
-            if spec.hidden is None
-            else torch.tensor([not h for h in spec.hidden]).nonzero().squeeze(-1)
-        )  # (K,) positions of the shown tokens
+        self.num_tokens = num_rows
+        self.num_keys = num_rows if num_cols is None else num_cols
+        hidden_keys = spec.hidden_keys if spec.hidden_keys is not None else spec.hidden
+        shown = _shown(spec.hidden, num_rows)  # (K,) positions of the shown rows
         r = spec.region
-        self._shown = None if spec.hidden is None else shown
+        self._shown = None if hidden_keys is None else _shown(hidden_keys, self.num_keys)
         self._cols = slice(r.col_start, r.col_stop)  # over the shown tokens
         # Per position of the text: the output row it is pooled into, -1 when not shown.
-        self._out_row = torch.full((num_tokens,), -1, dtype=torch.long)
+        self._out_row = torch.full((num_rows,), -1, dtype=torch.long)
         self._out_row[shown[r.row_start : r.row_stop]] = (
             torch.arange(r.row_stop - r.row_start) // spec.block[0]
         )
@@ -68,6 +81,11 @@ class MapGrid:
         kept = num_heads if spec.heads is None else len(spec.heads)
         self.heads = torch.zeros(kept, *spec.shape)
         self.average = torch.zeros(spec.shape) if spec.average else None
+
+    @property
+    def empty(self) -> bool:
+        """Whether the grid shows no row (every target token hidden, say)."""
+        return not bool((self._out_row >= 0).any())
 
     @property
     def row_span(self) -> tuple[int, int]:
@@ -95,8 +113,8 @@ class MapGrid:
                 if cells.shape[-1]:
                     _max_into(grid[..., first : first + cells.shape[-1]], out_rows, cells)
                 continue
-            right = self.num_tokens - c0 - part.shape[-1]
-            _max_into(grid, out_rows, self._shown_cells(F.pad(part, (c0, right))))  # (h, n, T)
+            right = self.num_keys - c0 - part.shape[-1]
+            _max_into(grid, out_rows, self._shown_cells(F.pad(part, (c0, right))))  # (h, n, S)
 
     def _visible_cells(self, c0: int, part: torch.Tensor) -> tuple[int, torch.Tensor]:
         """Nothing hidden: the pooled cells of the columns a block holds (c0..), within the
@@ -139,6 +157,22 @@ class MapGrid:
     def nbytes(self) -> int:
         tensors = [self.heads] + ([self.average] if self.average is not None else [])
         return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def shown(maps: torch.Tensor, query: MapQuery) -> torch.Tensor:
+    """Full maps (n, T, S) held whole (a generated text's, a rollout) as ``query`` shows
+    each: the gatherer's own hiding, cropping and pooling, the whole map one block.
+    ``query``'s heads and average do not apply: (n, rows, cols)."""
+    grid = MapGrid(replace(query, heads=None, average=False), maps.shape[0], *maps.shape[-2:])
+    grid.add(0, 0, maps)
+    return grid.heads
+
+
+def _shown(hidden: tuple[bool, ...] | None, count: int) -> torch.Tensor:
+    """(K,) positions of the tokens not ``hidden`` (every one when None)."""
+    if hidden is None:
+        return torch.arange(count)
+    return torch.tensor([not h for h in hidden]).nonzero().squeeze(-1)
 
 
 def _max_into(out: torch.Tensor, rows: torch.Tensor, cells: torch.Tensor) -> None:

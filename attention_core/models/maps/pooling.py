@@ -6,9 +6,9 @@ so a viewer asks for an overview (every map pooled to at most ``cells`` ×
 **maximum** of its block: a sharp head (previous token, one attended word)
 keeps its one-cell-wide line at full strength however far it is pooled,
 where a block's mean would dim it by the block's width and make it look like
-a uniform head.  (The /model page's thumbnails and the notebook views pool by
-the maximum too.)  Masked cells are 0, so a block is 0 only when every cell
-in it is masked or unattended.
+a uniform head.  Pooling is written once, in ``map_grid.MapGrid`` (the pages
+and the notebook draw the cells the server pooled).  Masked cells are 0, so a
+block is 0 only when every cell in it is masked or unattended.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 POOL_REDUCE = "maximum"  # what a pooled cell is, as the API says it
 
@@ -41,24 +40,3 @@ class Region:
     def crop(self, maps: torch.Tensor) -> torch.Tensor:
         """Shapes: (..., Tq, Tk) -> (..., rows, cols); a view, no copy."""
         return maps[..., self.row_start : self.row_stop, self.col_start : self.col_stop]
-
-
-def max_pool_blocks(maps: torch.Tensor, block_rows: int, block_cols: int) -> torch.Tensor:
-    """Each ``block_rows`` × ``block_cols`` block's maximum; the last blocks may be partial.
-
-    Shapes: (..., Tq, Tk) -> (..., ceil(Tq / block_rows), ceil(Tk / block_cols)).
-    """
-    if block_rows == 1 and block_cols == 1:
-        return maps
-    *lead, Tq, Tk = maps.shape
-    flat = maps.reshape(-1, 1, Tq, Tk)  # (N, 1, Tq, Tk): max_pool2d's (batch, channel, H, W)
-    pooled = F.max_pool2d(flat, (block_rows, block_cols), (block_rows, block_cols), ceil_mode=True)
-    return pooled.reshape(*lead, *pooled.shape[-2:])
-
-
-def pool_to(maps: torch.Tensor, cells: int) -> tuple[torch.Tensor, tuple[int, int]]:
-    """``maps`` (..., Tq, Tk) max-pooled to at most ``cells`` × ``cells``, and the block
-    (rows, cols) used: each axis gets the smallest block that fits it."""
-    Tq, Tk = int(maps.shape[-2]), int(maps.shape[-1])
-    block = (block_size(Tq, cells), block_size(Tk, cells))
-    return max_pool_blocks(maps, *block), block

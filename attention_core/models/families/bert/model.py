@@ -15,21 +15,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from ....attention import AttentionSteps, attention_with_steps
+from ....blocked_attention import AttentionCall
 from ....errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ....progress import report
+from ...base.contract import (
+    NO_OPTIONS,
+    KeptStack,
+    ModelPass,
+    PassOptions,
+    cached_pass,
+    refuse_target,
+)
 from ...base.device import CPU, move, running_on, to_cpu
 from ...base.outputs import LayerTrace, check_layer
 from ...base.protocols import model_info
-from ...base.result_cache import DEFAULT_CACHE_BYTES, ResultCache
+from ...base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
+from ...checkpoints.weight_dtype import float32_copy
+from ...maps.blocked_pass import current_pass
+from ...maps.long_maps import long_pass
 from ...maps.text_maps import TokenizedMaps
-from ...weight_dtype import float32_copy
 from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights
@@ -84,6 +96,18 @@ def _layer_trace(
     )
 
 
+def _attention(
+    layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+) -> AttentionSteps:
+    """One layer's attention, or the current blocked pass's (one text: (H, T, D) each,
+    given the batch axis of 1 a pass takes and returned without it)."""
+    blocked = current_pass()
+    if blocked is None or query.dim() != 3:
+        return attention_with_steps(query, key, value)
+    steps = blocked.steps(layer, AttentionCall(query[None], key[None], value[None]))
+    return replace(steps, context_vec=steps.context_vec[0])
+
+
 @dataclass(eq=False, repr=False)
 class Encoder:
     """A loaded checkpoint: tokenizer, weights, and the forward pass.
@@ -106,6 +130,9 @@ class Encoder:
     def __post_init__(self, cache_bytes: int) -> None:
         self._act = _activation(self.config.hidden_act)
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
+        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
+            DEFAULT_LONG_CACHE_BYTES
+        )
         self.device = CPU
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
@@ -163,7 +190,9 @@ class Encoder:
 
     # --- the forward pass -------------------------------------------------------------
 
-    def tokenize(self, text: str, text_b: str | None = None) -> Tokenized:
+    def tokenize(self, text: str, text_b: str | None = None, *, field: str = "text") -> Tokenized:
+        """``text`` (and ``text_b``) in WordPieces; ``field``: the request's name for
+        ``text`` (its errors say ``text``: a pair's two texts are told apart by it)."""
         return self.tokenizer.tokenize(text, text_b)
 
     def encode(self, text: str, text_b: str | None = None) -> EncoderOutput:
@@ -186,6 +215,45 @@ class Encoder:
         self._cache.put(key, output)
         return output
 
+    def head_outputs(self, stack: str, layer: int) -> torch.Tensor:
+        """Each head's slice of layer ``layer``'s output projection, (H, D, C)."""
+        W = self.layers[layer].W_out  # (C, H*D), nn.Linear layout
+        return W.T.reshape(self.config.num_attention_heads, self.config.head_dim, -1)
+
+    def forward_stacks(
+        self,
+        text: str,
+        *,
+        text_b: str | None = None,
+        target: str | None = None,
+        options: PassOptions = NO_OPTIONS,
+    ) -> ModelPass:
+        """The contract's pass (``contract.ModelPass``): the ``encoder`` stack of ``text``
+        (and ``text_b``), every layer's q/k kept, no map held whole."""
+        refuse_target(target, self.name, causal=False)
+        run = partial(self._pass, text, text_b)
+        return cached_pass(self.long_cache, (text, text_b, None), options, run)
+
+    def _pass(self, text: str, text_b: str | None, options: PassOptions) -> ModelPass:
+        tokenized = self.tokenize(text, text_b)
+        ids, types = torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
+        self._check_length(ids)
+        pass_ = options.long_pass(len(self.layers), False, tokenized)
+        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+            _, hidden, _ = self.forward_layers(ids, types)
+        stack = KeptStack(
+            "encoder",
+            tokenized,
+            tokenized,
+            to_cpu(pass_.kept()),
+            tokenized.token_type_ids,
+            pass_.query,
+            tuple(pass_.grids[i].to_cpu() for i in sorted(pass_.grids)),
+            to_cpu(tuple(pass_.averages[i] for i in sorted(pass_.averages))),
+            to_cpu(hidden) if options.hidden_states else (),
+        )
+        return ModelPass((stack,))
+
     def trace(
         self, text: str, layer: int, text_b: str | None = None
     ) -> tuple[Tokenized, LayerTrace]:
@@ -201,7 +269,7 @@ class Encoder:
             types = torch.tensor(tokenized.token_type_ids)
             self._check_length(ids)
             with torch.inference_mode():
-                _, _, trace = self._forward(ids, types, trace_layer=layer)
+                _, _, trace = self.forward_layers(ids, types, trace_layer=layer)
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
         return tokenized, to_cpu(trace)
@@ -218,7 +286,7 @@ class Encoder:
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         with torch.inference_mode():
-            attentions, hidden, _ = self._forward(input_ids, token_type_ids)
+            attentions, hidden, _ = self.forward_layers(input_ids, token_type_ids)
         return attentions, hidden
 
     def _check_length(self, input_ids: torch.Tensor) -> None:
@@ -235,15 +303,18 @@ class Encoder:
                 setting=MODEL_CONTEXT,
             )
 
-    def _forward(
+    def forward_layers(
         self,
         input_ids: torch.Tensor,
         token_type_ids: torch.Tensor,
         trace_layer: int | None = None,
         edit_context: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], LayerTrace | None]:
-        """ids (T,), or (B, T) for a batch (then every shape below gains B in front).
+        """Every layer's attentions and hidden states (and layer ``trace_layer``'s trace),
+        without ``forward``'s length check and inference mode: the caller's (head analysis
+        runs batches of edited passes through it).
 
+        ids (T,), or (B, T) for a batch (then every shape below gains B in front).
         ``edit_context(layer, context (…, T, C))`` may replace each layer's
         concatenated head outputs before the output projection (head ablation).
         """
@@ -265,7 +336,7 @@ class Encoder:
             qkv = F.linear(x, w.W_qkv, w.b_qkv)  # (T, 3C)
             # (T, 3C) -> (T, 3, H, D) -> (3, H, T, D): query, key, value per head
             query, key, value = qkv.view(*lead, T, 3, H, D).movedim(-3, 0).transpose(-3, -2)
-            steps = attention_with_steps(query, key, value)  # weights (H, T, T)
+            steps = _attention(index, query, key, value)  # weights (H, T, T)
             attentions.append(steps.attn_weights)
             if index == trace_layer:
                 trace = _layer_trace(index, x, query, key, value, steps)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .checkpoints.model_size import FALLBACK_MEMORY_BYTES, machine_memory
+from .model_size import FALLBACK_MEMORY_BYTES, machine_memory
 
 if TYPE_CHECKING:
-    from .checkpoints.model_size import Sizes
+    from .model_size import Sizes
 
 # The share of the memory beside the weights that the kept q and k may take.
 KEPT_SHARE = 0.5

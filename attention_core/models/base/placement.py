@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from .checkpoints.safetensors_io import SafetensorsHeader
-from .weight_dtype import LAYER_NUMBER, dtype_name, size_text
+from ..checkpoints.safetensors_io import SafetensorsHeader
+from ..checkpoints.weight_dtype import LAYER_NUMBER, dtype_name, size_text
 
 OFFLOAD_DIR_SETTING = "ATTENTION_VIZ_OFFLOAD_DIR"
 ACCELERATE_INSTALL = "pip install 'attention-viz[transformers]'"

@@ -28,8 +28,8 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.utils.hooks import RemovableHandle
 
-from ..progress import report
-from .checkpoints.safetensors_io import SafetensorsHeader
+from ...progress import report
+from .safetensors_io import SafetensorsHeader
 
 DTYPE_SETTING = "ATTENTION_VIZ_DTYPE"
 AUTO = "auto"

@@ -1,0 +1,13 @@
+"""The API's JSON replies, below the routes (``routes.common`` and ``work_stream`` send them)."""
+
+from __future__ import annotations
+
+import orjson
+from fastapi import Response
+
+
+def json_response(payload: object) -> Response:
+    """JSON via orjson: float32 arrays as shortest exact decimals, -inf as null."""
+    return Response(
+        orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
+    )

@@ -1,0 +1,130 @@
+"""The one contract's analyses at long context, side by side in one run (issue 28's figures).
+
+    .venv/bin/python bench/bench_contract.py [--tokens 4096] [--rounds 3] [--pool 128]
+
+GPT-2 small's shape with random weights (``bench/random_gpt2.py``, positions =
+``--tokens``), one torch thread, in one process, rounds alternating the order of
+the sides; every side of ours runs the model's pass anew (its pass cache off):
+
+- ``sdpa``: transformers' ``GPT2LMHeadModel``, ``attn_implementation="sdpa"``, one
+  forward without attentions;
+- ``overview``: the contract's pass (``forward_stacks``) gathering every layer's 144
+  maps, their average and nothing else, pooled to at most pool × pool cells;
+- ``value_norm``: the same overview of the value-weighted maps (the pass keeps v;
+  each layer's maps rebuilt block by block, each key weighed by ‖v W_O‖);
+- ``head_scores``: all five scores of the 144 heads (``score_heads``: the four text
+  scores summed block by block from the pass, induction on its repeated block).
+
+Printed: each side's median seconds and the ratios the issue sets goals for
+(head scores ≤ 1.5× the overview, value-weighted ≤ 1.5× the overview, the
+overview ≤ 1.3× one SDPA forward), with the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_long import served_dir, text_of  # noqa: E402
+from bench.random_gpt2 import DEFAULT_DIR, gpt2_small  # noqa: E402
+
+
+def sides(directory: Path, tokens: int, pool: int) -> dict[str, Callable[[], object]]:
+    import torch
+    import transformers
+
+    from attention_core.analysis import score_heads
+    from attention_core.models import ModelRegistry
+    from attention_core.models.base.contract import PassOptions
+    from attention_core.models.base.result_cache import ResultCache
+    from attention_core.models.maps.map_grid import MapQuery
+    from attention_core.models.maps.pooling import Region, block_size
+
+    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[directory.parent])
+    name = registry.entries()[0].name
+    model = registry.load(name)
+    model.long_cache = ResultCache(0)  # every side runs its own pass
+    text = text_of(tokens, directory)
+    T = len(model.tokenize(text, field="text").tokens)
+    block = (block_size(T, pool), block_size(T, pool))
+    overview = MapQuery(None, Region(0, T, 0, T), block, None)
+    weighted = MapQuery(None, Region(0, T, 0, T), block, None, measure="value_norm")
+    hf = transformers.GPT2LMHeadModel.from_pretrained(
+        directory, attn_implementation="sdpa", dtype=torch.float32
+    ).eval()
+    ids = torch.tensor([model.tokenize(text, field="text").input_ids])
+    print(f"{name}: {T} tokens, pooled to {overview.shape}", flush=True)
+
+    def sdpa() -> object:
+        with torch.inference_mode():
+            return hf(ids, use_cache=False).logits.shape
+
+    def pooled_overview() -> object:
+        with torch.inference_mode():
+            return model.forward_stacks(text, options=PassOptions(view=lambda *_: overview))
+
+    def value_norm() -> object:
+        with torch.inference_mode():
+            stack = model.forward_stacks(text, options=PassOptions(values=True)).stack()
+            grids = []
+            for layer in range(len(stack.layers)):
+                out = model.head_outputs(stack.name, layer)
+                grids.append(stack.grid(layer, weighted, stack.layers[layer].value_lengths(out)))
+            return grids
+
+    def head_scores() -> object:
+        with torch.inference_mode():
+            return score_heads(model, text)
+
+    return {
+        "sdpa": sdpa,
+        "overview": pooled_overview,
+        "value_norm": value_norm,
+        "head_scores": head_scores,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tokens", type=int, default=4096)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pool", type=int, default=128)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    checkpoint = gpt2_small(
+        DEFAULT_DIR.with_name(f"gpt2-small-{args.tokens}"), positions=args.tokens
+    )
+    directory = served_dir(checkpoint)
+    load_before = os.getloadavg()[0]
+    run = sides(directory, args.tokens, args.pool)
+    times: dict[str, list[float]] = {side: [] for side in run}
+    for r in range(args.rounds):
+        order = list(run) if r % 2 == 0 else list(reversed(run))
+        for side in order:
+            start = time.perf_counter()
+            run[side]()
+            times[side].append(time.perf_counter() - start)
+            print(f"round {r + 1} {side}: {times[side][-1]:.2f} s", flush=True)
+    median = {side: statistics.median(found) for side, found in times.items()}
+    for side, seconds in median.items():
+        print(f"{side:<12} median {seconds:.2f} s")
+    print(
+        f"head_scores / overview: {median['head_scores'] / median['overview']:.2f}x (goal <= 1.5)"
+    )
+    print(f"value_norm / overview: {median['value_norm'] / median['overview']:.2f}x (goal <= 1.5)")
+    print(f"overview / sdpa: {median['overview'] / median['sdpa']:.2f}x (goal <= 1.3)")
+    print(f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""attention_viz.why and attention_viz.attribute: the API's answers as data (equal to the
+core's), and a view that draws them in a browser without an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from playwright.sync_api import Browser
+
+import app
+from attention_core.analysis import head_model
+from attention_core.analysis.attribution import attribute as core_attribute
+from attention_core.analysis.qk_decomposition import why as core_why
+from attention_core.errors import SpecError
+from attention_core.models import GPT2, Decoder
+
+BANK = Path(__file__).resolve().parents[2] / "attention_core/models/builtin/tiny-bank-gpt"
+TEXT = "Kim counted the cash, then went to the bank "
+
+
+def drawn(browser: Browser, view: app.NotebookView, tmp_path: Path) -> str:
+    """The view's page opened offline: its text once drawn; asserts no console error."""
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(view.save(tmp_path / "view.html").as_uri())
+        page.wait_for_selector("body[data-drawn='1']", timeout=30_000)
+        text = page.inner_text("main")
+    finally:
+        page.close()
+    assert errors == []
+    return text
+
+
+def test_why_is_the_cores_and_draws(browser: Browser, tmp_path: Path) -> None:
+    result = app.why("tiny-bank-gpt", TEXT, 2, 1, 43, 19, top=5)
+    decoder = Decoder.from_dir(BANK, GPT2.from_pretrained, "gpt2")
+    heads = head_model(decoder)
+    expected = core_why(heads, heads.tokenize(TEXT).ids, 1, 0, 43, 19)
+    assert result["score"] == pytest.approx(expected.score)
+    assert result["weight"] == pytest.approx(expected.weight) and result["weight"] > 0.8
+    torch.testing.assert_close(torch.from_numpy(result["grid"]), expected.grid)
+    assert len(result["contributions"]) == 5
+    text = drawn(browser, result.view, tmp_path)
+    assert "Why layer 2, head 1 looks from '␣' (row 43) at 'h' (column 19)" in text
+    assert "layer 1 MLP at '␣'" in text and f"{result['weight']:.4f}" in text
+    assert result._repr_html_().startswith("<iframe")
+
+
+def test_attribute_is_the_cores_and_draws(browser: Browser, tmp_path: Path) -> None:
+    result = app.attribute("tiny-bank-gpt", TEXT, "exact", "zero", (43, None))
+    decoder = Decoder.from_dir(BANK, GPT2.from_pretrained, "gpt2")
+    heads = head_model(decoder)
+    expected = core_attribute(heads, heads.tokenize(TEXT).ids, "exact", "zero", (43, None))
+    assert expected.exact is not None and result["target_text"] == "a"
+    torch.testing.assert_close(torch.from_numpy(result["exact"]), expected.exact)
+    torch.testing.assert_close(torch.from_numpy(result["estimate"]), expected.estimate)
+    assert [(c["layer"], c["head"]) for c in result["confirmed"]] == [(2, 1), (1, 3), (1, 4)]
+    text = drawn(browser, result.view, tmp_path)
+    assert "estimate ranks L2 H1 first" in text and "exact ablation ranks L1 H3 first" in text
+
+
+def test_an_encoder_is_refused_with_the_reason() -> None:
+    with pytest.raises(SpecError, match="masked-language-model head"):
+        app.attribute("sentence-transformers/all-MiniLM-L6-v2", "the river bank")
