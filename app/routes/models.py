@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from attention_core.models import ModelEntry, ModelRegistry
+from attention_core.models.registry.backends import capture_path
 from attention_core.models.registry.model_registry import is_default
 from attention_core.training.runs import run_probe
 
@@ -27,6 +28,7 @@ def summary(entry: ModelEntry, registry: ModelRegistry, default: str | None) -> 
         "causal": entry.causal,
         "backend": entry.backend,
         "kind": entry.kind,
+        "capture": capture_path(entry.backend, entry.family) if entry.supported else None,
         "layers": sizes.layers if sizes else None,
         "heads": sizes.heads if sizes else None,
         "kv_heads": sizes.kv_heads if sizes else None,
