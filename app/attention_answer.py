@@ -24,7 +24,6 @@ layer's full head average kept, L products of T × T; past that it is null and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,16 +32,22 @@ import torch
 from attention_core.models import ModelRegistry, TextModel, hidden_tokens, hide_special
 from attention_core.models.base.contract import KeptStack, ModelPass, PassOptions
 from attention_core.models.maps.features import attention_rollout
-from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
+from attention_core.models.maps.map_grid import MapGrid, MapQuery
 from attention_core.models.maps.pooling import Region
 from attention_core.models.maps.text_maps import TokenizedLike
 from attention_core.progress import report
 
 from .limits import check_answer_cells
-from .map_view import describe, map_query, select_layers, shown_count
-from .model_payloads import check_json_maps, float_array, map_json, require_attention
+from .map_view import map_query, select_layers, shown_count
+from .model_payloads import (
+    check_json_maps,
+    float_array,
+    map_json,
+    maps_fields,
+    require_attention,
+)
 from .model_registry import load
-from .schemas.model import MapOptions, ModelAttentionRequest
+from .schemas.model import ModelAttentionRequest
 from .settings import Settings
 
 FULL_MAPS_SETTING = "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
@@ -182,50 +187,8 @@ def rollout_of(model: TextModel, stack: KeptStack, measure: str, up_to: int) -> 
     return attention_rollout(averages)
 
 
-def pooled(maps: torch.Tensor, query: MapQuery) -> torch.Tensor:
-    """One full (T, S) map (a rollout) as ``query`` shows it."""
-    return shown(maps[None], query)[0]
-
-
 def shown_positions(hidden: tuple[bool, ...] | None, count: int) -> list[int]:
     return list(range(count)) if hidden is None else [i for i, h in enumerate(hidden) if not h]
-
-
-def maps_fields(
-    tokens: TokenizedLike,
-    positions: list[int],
-    query: MapQuery,
-    body: MapOptions,
-    layers: list[int],
-    heads: int,
-    grids: list[MapGrid],
-    rollout: torch.Tensor | Sequence[torch.Tensor] | None,
-    rollout_layers: list[int],
-) -> dict[str, Any]:
-    """``MapsResponse``'s fields of one stack's rows (``tokens``: they and their
-    ``token_type_ids``), written once for a text's answer and a generated one's."""
-    type_ids = getattr(tokens, "token_type_ids", None) or (0,) * len(tokens.tokens)
-    return {
-        "tokens": [tokens.tokens[i] for i in positions],
-        "token_type_ids": [type_ids[i] for i in positions],
-        "positions": positions,
-        "all_tokens": list(tokens.tokens),
-        "special": list(tokens.special),
-        "hide_special": body.hide_special,
-        "layers": layers,
-        "heads": heads,
-        "format": body.format,
-        "attentions": [map_json(g.heads, body) for g in grids],
-        "head_average": (
-            [map_json(g.average, body) for g in grids if g.average is not None]
-            if body.head_average
-            else None
-        ),
-        "rollout": None
-        if rollout is None
-        else [map_json(pooled(rollout[n - 1], query), body) for n in rollout_layers],
-        **describe(query, body.pool is not None, heads, (len(positions), len(positions))),
-    }
 
 
 def stacks_answer(model: TextModel, kept: ModelPass, plan: MapsPlan) -> dict[str, Any]:

@@ -88,7 +88,8 @@ def pooled_maps(
     from attention_core.models.maps.text_maps import TokenizedLike
     from attention_core.progress import reporting
 
-    from .attention_answer import ROLLOUT_NOTE, pooled
+    from .attention_answer import ROLLOUT_NOTE
+    from .model_payloads import pooled
     from .settings import get_settings
 
     def view(rows: TokenizedLike, _first_is_sink: bool) -> MapQuery:

@@ -5,6 +5,7 @@ Plain dicts and float32 numpy arrays, serialized by orjson (``-inf`` as null).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,10 +19,11 @@ from attention_core.models import (
     hidden_tokens,
     hide_special,
 )
-from attention_core.models.maps.map_grid import MapGrid
+from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
+from attention_core.models.maps.text_maps import TokenizedLike
 
 from .limits import check_answer_cells, over_limit
-from .map_view import map_query, select_layers
+from .map_view import describe, map_query, select_layers
 from .schemas.model import MapOptions
 from .settings import Settings
 from .steps import HEAD_STEPS
@@ -82,8 +84,6 @@ def maps_payload(
     """``MapsResponse`` of maps a pass held whole (a generated text's, which the KV cache
     computed step by step), shown through the one map query and the gatherer's pooling
     (``attention_answer.pooled``), as ``attention_answer`` shows a text's."""
-    from .attention_answer import maps_fields
-
     num_layers = len(maps.layer_attentions)
     layers = select_layers(options.layers, num_layers)
     hidden = hidden_tokens(maps.special) if options.hide_special else None
@@ -172,4 +172,46 @@ def head_payload(
         "source": None,
         "heads": [steps],
         "output": None,
+    }
+
+
+def pooled(maps: torch.Tensor, query: MapQuery) -> torch.Tensor:
+    """One full (T, S) map (a rollout) as ``query`` shows it."""
+    return shown(maps[None], query)[0]
+
+
+def maps_fields(
+    tokens: TokenizedLike,
+    positions: list[int],
+    query: MapQuery,
+    body: MapOptions,
+    layers: list[int],
+    heads: int,
+    grids: list[MapGrid],
+    rollout: torch.Tensor | Sequence[torch.Tensor] | None,
+    rollout_layers: list[int],
+) -> dict[str, Any]:
+    """``MapsResponse``'s fields of one stack's rows (``tokens``: they and their
+    ``token_type_ids``), written once for a text's answer and a generated one's."""
+    type_ids = getattr(tokens, "token_type_ids", None) or (0,) * len(tokens.tokens)
+    return {
+        "tokens": [tokens.tokens[i] for i in positions],
+        "token_type_ids": [type_ids[i] for i in positions],
+        "positions": positions,
+        "all_tokens": list(tokens.tokens),
+        "special": list(tokens.special),
+        "hide_special": body.hide_special,
+        "layers": layers,
+        "heads": heads,
+        "format": body.format,
+        "attentions": [map_json(g.heads, body) for g in grids],
+        "head_average": (
+            [map_json(g.average, body) for g in grids if g.average is not None]
+            if body.head_average
+            else None
+        ),
+        "rollout": None
+        if rollout is None
+        else [map_json(pooled(rollout[n - 1], query), body) for n in rollout_layers],
+        **describe(query, body.pool is not None, heads, (len(positions), len(positions))),
     }

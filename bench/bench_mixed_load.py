@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_mixed_load.py --part latency [--rounds 2] [--duration 20]
     .venv/bin/python bench/bench_mixed_load.py --part soak [--rounds 4] [--duration 30]
     .venv/bin/python bench/bench_mixed_load.py --part long [--rounds 2] [--duration 20]
+    .venv/bin/python bench/bench_mixed_load.py --part cancel [--rounds 6]
 
 ``latency``: ``--rounds`` rounds; in each, for each server configuration
 (``--servers``: ``after``, the app as shipped; ``before``, the model work on as
@@ -34,6 +35,12 @@ only) and **long** (a client sends one long model request after another, a new
 ``GET /`` (a page), ``GET /api/models`` (a listing) and ``GET /healthz``, one
 request at a time every 50 ms each (goal: page and listing p99 ≤ 250 ms, healthz
 p99 ≤ 50 ms, beside idle).
+
+``cancel`` (issue 32 item 9): the same server; ``--rounds`` rounds of 10 generations
+(GPT-2 small, 250 new tokens asked, maps kept) each closed after 20 tokens, then 5 s
+of idle; the server's RSS after each round.  A plateau: the memory of a cancelled
+generation is freed when it stops, not when a later request happens to run the
+cyclic garbage collector.
 
 Needs ``wrk`` (latency, soak).  Linux only (``/proc``).  Loopback only.
 """
@@ -305,9 +312,9 @@ LONG_PROBES = {"page": "/", "listing": "/api/models", "healthz": "/healthz"}
 class LongRequests(threading.Thread):
     """One long model request after another (a fresh text each, never a cached answer)."""
 
-    def __init__(self, url: str, model: str) -> None:
+    def __init__(self, url: str, model: str, text: str) -> None:
         super().__init__(daemon=True)
-        self.url, self.model = url, model
+        self.url, self.model, self.text = url, model, text
         self.seconds: list[float] = []
         self.statuses: list[int] = []
         self._halt = threading.Event()
@@ -316,8 +323,10 @@ class LongRequests(threading.Thread):
         n = 0
         while not self._halt.is_set():
             n += 1
-            text = f"request {n}: " + "the river bank was muddy and the money was in the bank " * 90
-            body = orjson.dumps({"model": self.model, "text": text, "format": "compact"})
+            text = f"{n} {self.text}"
+            body = orjson.dumps(
+                {"model": self.model, "text": text, "format": "compact", "pool": 128}
+            )
             connection = http.client.HTTPConnection(*host_port(self.url), timeout=600)
             start = time.perf_counter()
             try:
@@ -343,10 +352,18 @@ class LongRequests(threading.Thread):
         }
 
 
-def part_long(args: argparse.Namespace) -> int:
-    from random_gpt2 import gpt2_small
+def served_model() -> Path:
+    """GPT-2 small, random, with a tokenizer, alone in its directory (bench_long.py's)."""
+    from bench_long import served_dir
 
-    checkpoint = gpt2_small(positions=1024)
+    return served_dir(Path(tempfile.gettempdir()) / "attention-viz-bench" / "mixed" / "gpt2")
+
+
+def part_long(args: argparse.Namespace) -> int:
+    from bench_long import text_of
+
+    checkpoint = served_model()
+    text = text_of(900, checkpoint)
     results: dict[str, list[dict[str, dict[str, float]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         env = {
@@ -360,7 +377,7 @@ def part_long(args: argparse.Namespace) -> int:
             model = checkpoint.name
             for round_ in range(args.rounds):
                 for phase in ("idle", "long"):
-                    long = LongRequests(url, model) if phase == "long" else None
+                    long = LongRequests(url, model, text) if phase == "long" else None
                     if long is not None:
                         long.start()
                         time.sleep(2)  # the first pass is running
@@ -389,9 +406,51 @@ def part_long(args: argparse.Namespace) -> int:
     return 0
 
 
+def cancel_generation(url: str, model: str, n: int) -> None:
+    """Stream a generation and close the connection once 20 tokens are written."""
+    body = orjson.dumps({"model": model, "prompt": f"the bank {n}", "max_new_tokens": 250})
+    connection = http.client.HTTPConnection(*host_port(url), timeout=600)
+    connection.request(
+        "POST", "/api/model/generate/stream", body, {"content-type": "application/json"}
+    )
+    response = connection.getresponse()
+    for line in response:
+        if b'"stage":"generate","done":20,' in line:
+            break
+    connection.sock.shutdown(2)  # type: ignore[union-attr]
+    connection.close()
+
+
+def part_cancel(args: argparse.Namespace) -> int:
+    checkpoint = served_model()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            "ATTENTION_VIZ_MODELS": str(checkpoint.parent),
+            "ATTENTION_VIZ_HF_CACHE": "0",
+            "ATTENTION_VIZ_RUNS_DIR": tmp,
+        }
+        url, process = start_server(env)
+        try:
+            cancel_generation(url, checkpoint.name, -1)  # loads the model
+            print(f"start: {rss_mb(process.pid):.0f} MiB")
+            series = []
+            for round_ in range(args.rounds):
+                for n in range(10):
+                    cancel_generation(url, checkpoint.name, 10 * round_ + n)
+                time.sleep(5)
+                series.append(rss_mb(process.pid))
+                print(
+                    f"round {round_ + 1}: 10 cancelled, RSS {series[-1]:.0f} MiB (load {loadavg()})"
+                )
+        finally:
+            stop_server(process)
+    print("RSS after each round: " + " -> ".join(f"{v:.0f}" for v in series) + " MiB")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=["latency", "soak", "long"], default="latency")
+    parser.add_argument("--part", choices=["latency", "soak", "long", "cancel"], default="latency")
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rounds", type=int, help="default: 2 (latency), 4 (soak)")
@@ -399,10 +458,12 @@ def main() -> int:
         "--servers", help="comma-separated: after,before (latency), tuned,untuned (soak)"
     )
     args = parser.parse_args()
-    args.rounds = args.rounds or (2 if args.part == "latency" else 4)
+    args.rounds = args.rounds or {"latency": 2, "long": 2, "cancel": 6}.get(args.part, 4)
     args.servers = args.servers or ("after,before" if args.part == "latency" else "tuned,untuned")
     if args.part == "long":
         return part_long(args)
+    if args.part == "cancel":
+        return part_cancel(args)
     return part_latency(args) if args.part == "latency" else part_soak(args)
 
 

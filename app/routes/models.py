@@ -7,6 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from attention_core.models import ModelEntry, ModelRegistry
+from attention_core.models.registry.backends import capture_path
+from attention_core.models.registry.model_registry import is_default
 from attention_core.training.runs import run_probe
 
 from ..model_registry import RegistryDep
@@ -26,6 +28,7 @@ def summary(entry: ModelEntry, registry: ModelRegistry, default: str | None) -> 
         "causal": entry.causal,
         "backend": entry.backend,
         "kind": entry.kind,
+        "capture": capture_path(entry.backend, entry.family) if entry.supported else None,
         "layers": sizes.layers if sizes else None,
         "heads": sizes.heads if sizes else None,
         "kv_heads": sizes.kv_heads if sizes else None,
@@ -59,5 +62,5 @@ def list_models(registry: RegistryDep) -> Response:
 def listing(registry: ModelRegistry) -> dict[str, Any]:
     """``GET /api/models``'s body (the model page renders its picker from it too)."""
     entries = registry.entries()
-    default = next((e.name for e in entries if e.source in ("default", "package")), None)
+    default = next((e.name for e in entries if is_default(e)), None)
     return {"default": default, "models": [summary(e, registry, default) for e in entries]}

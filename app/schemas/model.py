@@ -73,6 +73,13 @@ class ModelSummary(BaseModel):
     kind: Literal["encoder", "decoder", "encoder-decoder"] | None = Field(
         description="the model's kind; null if unknown"
     )
+    capture: Literal["core", "interface", "adapter"] | None = Field(
+        None,
+        description="how its attention reaches the core, decided when listed: 'core' (a "
+        "hand-written family), 'interface' (transformers' attention interface) or 'adapter' "
+        "(Bloom, MPT, Falcon, DeBERTa-v2, FSMT: attention in the family's own code, run "
+        "through the core); null when unsupported",
+    )
     layers: int | None
     heads: int | None
     kv_heads: int | None = Field(description="key/value heads (fewer than heads with GQA)")

@@ -36,7 +36,7 @@ def models_dir(
     hf_checkpoints: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
     root = tmp_path_factory.mktemp("refusals")
-    for name in ("tiny-qwen3", "tiny-roberta"):
+    for name in ("tiny-qwen3", "tiny-roberta", "tiny-bloom"):
         shutil.copytree(hf_checkpoints(name), root / name)
     make_seq2seq(root / "tiny-bart", "bart")
     make_own_code_seq2seq(root / "tiny-led", "led")
@@ -73,6 +73,18 @@ def test_led_is_listed_with_the_reason_before_any_request(client: TestClient) ->
         assert detail["type"] == "model_unsupported"
         assert listed["reason"] in detail["msg"]
     assert _listed(client)[name] == listed  # never changed by a request
+
+
+def test_the_listing_says_how_each_attention_is_captured(client: TestClient) -> None:
+    listed = _listed(client)
+    mine = ("tiny-qwen3", "tiny-roberta", "tiny-bart", "tiny-bloom", "tiny-led")
+    assert {n: (listed[n]["capture"], listed[n]["loaded"]) for n in mine} == {
+        "tiny-qwen3": ("interface", False),
+        "tiny-roberta": ("interface", False),
+        "tiny-bart": ("interface", False),
+        "tiny-bloom": ("adapter", False),
+        "tiny-led": (None, False),
+    }
 
 
 @pytest.mark.parametrize("name", sorted(FAULTY))

@@ -81,6 +81,7 @@ def test_models_lists_every_model_with_its_sizes(
         "causal": True,
         "backend": "core",
         "kind": "decoder",
+        "capture": "core",
         "layers": 2,
         "heads": 4,
         "kv_heads": 4,

@@ -74,8 +74,14 @@ def run_blocks(
     # num_logits 0 (a viewer's pass) keeps no rows: the head's matmul is (B, 0, C) @ (C, V),
     # no FLOPs (tests/models/test_lm_head_skipped.py counts them).
     kept = x if num_logits is None else x[:, x.shape[1] - num_logits :]
+    vocabulary = getattr(lm_head, "out_features", None)
+    if kept.shape[1] == 0 and isinstance(vocabulary, int):
+        # Not even called: a 16-bit head would cast its whole weight to float32 for nothing.
+        logits = kept.new_zeros(kept.shape[0], 0, vocabulary)
+    else:
+        logits = lm_head(kept)
     return DecoderOutput(
-        logits=lm_head(kept),
+        logits=logits,
         attentions=tuple(attentions),
         hidden_states=tuple(hidden),
         trace=trace,

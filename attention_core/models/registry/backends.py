@@ -178,6 +178,19 @@ def refusal(error: SpecError) -> Any:
     return partial(_refuse, error)
 
 
+def capture_path(backend: str | None, family: str | None) -> str | None:
+    """How a model's attention reaches the core: ``core`` (a hand-written family),
+    ``interface`` (transformers' attention interface) or ``adapter`` (the family computes
+    attention in its own code, run through the core by ``hf.adapters``); None if unknown."""
+    if backend == CORE:
+        return "core"
+    if backend != TRANSFORMERS or family is None:
+        return None
+    from ..hf.adapters import ADAPTED_TYPES
+
+    return "adapter" if family in ADAPTED_TYPES else "interface"
+
+
 def transformers_loader(kind: str, family: str, placement: Any = None) -> Any:
     """``placement``: a ``placement.Placement`` (accelerate spreads the model), or None."""
     return partial(load_with_transformers, kind=kind, family=family, placement=placement)

@@ -392,8 +392,8 @@ class ModelRegistry:
 
     @property
     def default_name(self) -> str | None:
-        """The name of the model a request without ``model`` gets (``_is_default``)."""
-        return next((name for name, c in self.named() if _is_default(c)), None)
+        """The name of the model a request without ``model`` gets (``is_default``)."""
+        return next((name for name, c in self.named() if is_default(c)), None)
 
     def entry(self, name: str | None) -> ModelEntry:
         """The entry called ``name`` (None: the default model); ``ModelNotFound`` if none is.
@@ -402,7 +402,7 @@ class ModelRegistry:
         checked against the cached description)."""
         named = self.named()
         for found, candidate in named:
-            if found == name if name is not None else _is_default(candidate):
+            if found == name if name is not None else is_default(candidate):
                 return replace(self._describe(candidate), name=found)
         names = [found for found, _ in named]
         if name is None:
@@ -499,10 +499,10 @@ def _free_name(name: str, source: str, taken: set[str]) -> str:
     return candidate
 
 
-def _is_default(candidate: Candidate) -> bool:
-    """The model a request without ``model`` gets: the ``default`` source's, else the
-    package's (the first of them in priority order)."""
-    return candidate.source in ("default", "package")
+def is_default(found: Candidate | ModelEntry) -> bool:
+    """From a source whose model a request without ``model`` gets: the ``default``
+    source's, else the package's (the first of them in priority order)."""
+    return found.source in ("default", "package")
 
 
 def _names(names: Sequence[str]) -> str:
