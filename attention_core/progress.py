@@ -28,6 +28,11 @@ class Cancelled(Exception):
     """The work was cancelled (its ``cancelled`` event was set) before it finished."""
 
 
+class StopForward(Exception):
+    """Raised by a hook that already holds what it needed: the rest of the forward pass
+    is skipped on purpose (not a failure, so no backend reports it as one)."""
+
+
 @dataclass(frozen=True)
 class _Reporter:
     on_progress: ProgressCallback | None

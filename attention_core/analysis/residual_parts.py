@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models.families.bert import Encoder
+from ..progress import StopForward
 from .access import DecoderHeadModel, editing
 
 
@@ -38,7 +39,7 @@ class Parts:
     layer_input: torch.Tensor  # (T, C): the layer's input at every position
 
 
-class _Stop(Exception):
+class _Stop(StopForward):
     """Raised at the asked layer's block: the layers above it are not needed."""
 
 

@@ -17,7 +17,7 @@ from typing import TypeVar
 import torch
 
 from ...errors import SpecError
-from ...progress import Cancelled
+from ...progress import Cancelled, StopForward
 from .capture import CaptureFailed
 
 T = TypeVar("T")
@@ -45,7 +45,7 @@ def guarded(watch: FailureWatch, name: str, run: Callable[[], T]) -> T:
     """``run()``; any failure not the input's, a cancel's or memory's is a ``CaptureFailed``."""
     try:
         return run()
-    except (SpecError, Cancelled, MemoryError, torch.OutOfMemoryError):
+    except (SpecError, Cancelled, StopForward, MemoryError, torch.OutOfMemoryError):
         raise
     except Exception as exc:  # noqa: BLE001 - the model's code failed: said, never a 500
         text = str(exc)
