@@ -48,7 +48,9 @@ def sides(directory: Path, tokens: int, pool: int) -> dict[str, Callable[[], obj
     from attention_core.models.maps.map_grid import MapQuery
     from attention_core.models.maps.pooling import Region, block_size
 
-    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[directory.parent])
+    registry = ModelRegistry(
+        include_package=False, builtin_dir=None, env_paths=[directory.parent], max_tokens=tokens
+    )
     name = registry.entries()[0].name
     model = registry.load(name)
     model.long_cache = ResultCache(0)  # every side runs its own pass
@@ -101,10 +103,10 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    checkpoint = gpt2_small(
-        DEFAULT_DIR.with_name(f"gpt2-small-{args.tokens}"), positions=args.tokens
-    )
-    directory = served_dir(checkpoint)
+    shared = DEFAULT_DIR.with_name(f"gpt2-small-{args.tokens}")
+    checkpoint = gpt2_small(shared, positions=args.tokens)
+    # alone in its parent directory, which the registry reads
+    directory = served_dir(shared.with_name(f"served-{args.tokens}") / "gpt2-small", checkpoint)
     load_before = os.getloadavg()[0]
     run = sides(directory, args.tokens, args.pool)
     times: dict[str, list[float]] = {side: [] for side in run}
