@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from attention_core.blocked_attention import AttentionCall, blocked_attention, rows_per_block
-from attention_core.models.maps.map_grid import GridSpec, MapGrid, _max_into
+from attention_core.models.maps.map_grid import MapGrid, MapQuery, _max_into
 from attention_core.models.maps.pooling import Region
 
 
@@ -77,7 +77,7 @@ def main() -> None:
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, H, T, D, generator=generator) for _ in range(3))
     block = -(-T // args.pool)
-    spec = GridSpec(hidden=None, region=Region(0, T, 0, T), block=(block, block), heads=None)
+    spec = MapQuery(hidden=None, region=Region(0, T, 0, T), block=(block, block), heads=None)
     rows = rows_per_block(H, T)
     call = AttentionCall(q, k, v, is_causal=True, scale=D**-0.5)
 

@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from attention_core.models import Decoder, ModelRegistry, read_header
+from attention_core.models.base.contract import KeptStack, PassOptions
 from attention_core.models.checkpoints.weight_dtype import held_bytes, size_text
-from attention_core.models.maps.map_grid import GridSpec
+from attention_core.models.maps.map_grid import MapQuery
 from attention_core.models.maps.pooling import Region
 from attention_core.progress import reporting
 from tests.models.checkpoints import make_gpt2, make_llama
@@ -161,6 +162,11 @@ def test_half_the_layers_on_disk_give_the_maps_of_the_model_in_memory(tmp_path: 
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
 
+def kept_stack(model: Decoder, query: MapQuery) -> KeptStack:
+    """The model's one pass (the contract), ``query`` gathered during it."""
+    return model.forward_stacks(TEXT, options=PassOptions(view=lambda *_: query)).stack()
+
+
 def test_the_long_path_of_a_bf16_model_is_the_float32_path(tmp_path: Path) -> None:
     """Kept q and k float32, pooled maps and one head at full resolution: as the checkpoint
     upcast whole at load gives them."""
@@ -169,14 +175,14 @@ def test_the_long_path_of_a_bf16_model_is_the_float32_path(tmp_path: Path) -> No
     upcast = registry_of(tmp_path / "models", dtype=torch.float32).load("llama-bf16")
     assert isinstance(held, Decoder) and isinstance(upcast, Decoder)
     T = len(held.tokenize(TEXT))
-    spec = GridSpec(None, Region(0, T, 0, T), (4, 4), None)
-    ours, before = held.encode_long(TEXT, spec), upcast.encode_long(TEXT, spec)
+    spec = MapQuery(None, Region(0, T, 0, T), (4, 4), None)
+    ours, before = kept_stack(held, spec), kept_stack(upcast, spec)
     for layer in range(2):
         assert ours.layers[layer].query.dtype == torch.float32
         torch.testing.assert_close(
             ours.grids[layer].heads, before.grids[layer].heads, atol=1e-6, rtol=0
         )
-        one = GridSpec(None, Region(0, T, 0, T), (1, 1), (1,), average=False)
+        one = MapQuery(None, Region(0, T, 0, T), (1, 1), (1,), average=False)
         full = held.encode(TEXT).layer_attentions[layer][[1]]
         torch.testing.assert_close(ours.grid(layer, one).heads, full, atol=1e-6, rtol=0)
 
