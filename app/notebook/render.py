@@ -25,7 +25,7 @@ import orjson
 from .bundle import bundle, stylesheet
 
 ENTRY = "notebook.js"
-STYLESHEETS = ("app.css", "model.css", "notebook.css")
+STYLESHEETS = ("app.css", "model.css", "why.css", "notebook.css")
 # Room the frame takes before its page has measured itself.
 INITIAL_HEIGHT = 640
 

@@ -13,6 +13,7 @@ import { dimLabels, tokenLabels } from "./labels.js";
 import { modelApi } from "./model-data.js";
 import { plainModelError } from "./model-errors.js";
 import { modelPageLink, readRealHead } from "./model-state.js";
+import { setupWhy } from "./model-why.js";
 import { captionPipeline, drawPipeline } from "./pipeline.js";
 
 // What the pages call each family: the server's (app/family_labels.py).
@@ -239,8 +240,17 @@ export async function bootRealHead(root) {
       status.textContent = "The link is in the address bar.";
     }
   });
+  mountWhy(root, request, trace);
   if (await done) {
     status.textContent = "";
     root.dataset.ready = "real";
   }
+}
+
+/** Why a clicked cell of the weights map (model-why.js): one text's self-attention only. */
+function mountWhy(root, request, trace) {
+  const card = byTestId("why-cell", root);
+  if (!card || trace.stack || request.text_b || request.target) return;
+  const context = { model: trace.model, text: request.text, layer: trace.layer, head: trace.head, tokens: trace.tokens, causal: trace.causal };
+  setupWhy({ card, zoom: byTestId("plot-attn_weights", root), context: () => context, where: "the attention-weights map (attn_weights)" });
 }

@@ -3,8 +3,8 @@
 // (query component, key component) pairs ranked, named in words, and a component ×
 // component grid of the strongest components, with the softmax weight beside the score.
 //
-// setupWhy({card, zoom, context}) fills `card` (hidden until a cell is asked) and listens
-// for clicks on `zoom` (the large map: the quick SVG map or Plotly's); context() gives
+// setupWhy({card, zoom, context, where}) fills `card` (hidden until a cell is asked) and listens
+// for clicks on `zoom` (the map, `where` in words: the quick SVG map or Plotly's); context() gives
 // {model, text, layer, head, tokens, causal} of the map shown (head a number, else no
 // cell is explained), or null.  Returns {clear()}.  whyNodes(answer) draws an answer
 // (the notebook's attention_viz.why too).  Token text goes in through textContent.
@@ -134,14 +134,13 @@ export function whyNodes(answer) {
   };
 }
 
-export function setupWhy({ card, zoom, context }) {
+export function setupWhy({ card, zoom, context, where = "the large map" }) {
   let controller = new AbortController();
   let seq = 0;
   const title = el("h2", { id: "why-title", text: "Why this cell" });
   const hint = el("p", {
     class: "hint",
-    text:
-      "A head's score for a cell, q_row · k_col × scale, split over what wrote to the residual stream before its layer: the embedding, each earlier head's output, each earlier MLP, and the biases. Every norm is frozen at its value in the forward pass, so queries and keys are sums over these components and the score a sum over (query component, key component) pairs. Click a cell of the large map.",
+    text: `A head's score for a cell, q_row · k_col × scale, split over what wrote to the residual stream before its layer: the embedding, each earlier head's output, each earlier MLP, and the biases. Every norm is frozen at its value in the forward pass, so queries and keys are sums over these components and the score a sum over (query component, key component) pairs. Click a cell of ${where}.`,
   });
   const status = el("p", { class: "status", "data-testid": "why-status", "aria-live": "polite" });
   const error = el("p", { class: "error", role: "alert", "data-testid": "why-error" });
