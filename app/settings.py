@@ -179,7 +179,8 @@ class Settings(BaseSettings):
     max_ablation_cells: int = Field(
         4_194_304,
         ge=1,
-        description="layers × heads × T² of one each_head ablation (POST /api/model/ablate): "
+        description="layers × heads × T² of one each_head ablation (POST /api/model/ablate) "
+        "or one exact attribution (POST /api/model/attribute; atp_star: heads × this): "
         "every head ablated on its own is that many attention cells per layer, batched",
     )
 
