@@ -67,6 +67,7 @@ def attribute_payload(
         "estimate": _grid(result.estimate),
         "exact": None if result.exact is None else _grid(result.exact),
         "direct": _grid(result.direct),
+        "cancellation": None if result.cancellation is None else _grid(result.cancellation),
         "confirmed": [
             {"layer": n + 1, "head": h + 1, "estimate": float(result.estimate[n, h]), "exact": e}
             for n, h, e in result.confirmed

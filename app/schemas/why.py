@@ -122,6 +122,12 @@ class AttributeResponse(BaseModel):
         "atp_star, attribution patching's otherwise"
     )
     exact: Grid | None = Field(description="with exact: [layer][head] the Δloss ablation gives")
+    cancellation: Grid | None = Field(
+        default=None,
+        description="with atp_star: [layer][head] GradDrop, Σ over later layers ℓ of "
+        "|attribution patching with the gradient through ℓ's residual contribution dropped − "
+        "attribution patching|; large where a head's effect cancels across paths",
+    )
     confirmed: list[Confirmed] = Field(description="with confirm_top: those heads, exactly")
     direct: Grid = Field(
         description="[layer][head] direct logit attribution: the head's output through the "

@@ -19,6 +19,10 @@ positions, as ``ablation`` does; its effect is the change in the loss.
   far is no longer scored by the softmax's slope at the clean point.
   Cancellation between such first-hop terms and the rest of the gradient is
   kept exact per later layer; effects through two attention hops stay linear.
+  AtP*'s GradDrop flags effects that cancel across paths: for each later layer
+  ℓ, attribution patching again with the gradient through layer ℓ's residual
+  contribution (its attention and MLP output) dropped; ``cancellation`` is
+  Σ_ℓ |AtP with ℓ dropped − AtP| per head (one more backward per later layer).
 - ``direct``: direct logit attribution, each head's output at the scored
   position(s) through the final norm, frozen, onto the unembedding of the
   scored token (the text's mean over positions for the next-token loss).
@@ -70,6 +74,7 @@ class Attribution:
     direct: torch.Tensor
     target: Target = None
     confirmed: tuple[tuple[int, int, float], ...] = ()  # (layer, head, exact Δloss), 0-based
+    cancellation: torch.Tensor | None = None  # atp_star's GradDrop sum, (L, H)
 
 
 @dataclass(frozen=True)
@@ -141,8 +146,11 @@ def loss_of(
     return loss
 
 
-def gradient_pass(heads: DecoderHeadModel, ids: Sequence[int], target: Target) -> Pass:
-    """One forward and one backward pass: contexts, their gradients, block inputs."""
+def gradient_pass(
+    heads: DecoderHeadModel, ids: Sequence[int], target: Target, drop: int | None = None
+) -> Pass:
+    """One forward and one backward pass: contexts, their gradients, block inputs; with
+    ``drop``, no gradient flows through that layer's residual contribution (GradDrop)."""
     L, T = heads.num_layers, len(ids)
     width = heads.num_heads * heads.head_dim
     tensor = torch.tensor([list(ids)])
@@ -150,6 +158,11 @@ def gradient_pass(heads: DecoderHeadModel, ids: Sequence[int], target: Target) -
         leaves = [torch.zeros(1, T, width, requires_grad=True) for _ in range(L)]
         contexts: dict[int, torch.Tensor] = {}
         inputs: dict[int, torch.Tensor] = {}
+        live: dict[int, torch.Tensor] = {}
+
+        def skip(x: torch.Tensor) -> torch.Tensor:
+            """x's value, its gradient only through the dropped layer's skip connection."""
+            return live[drop] + (x - live[drop]).detach() if drop is not None else x
 
         def edit(n: int, context: torch.Tensor) -> torch.Tensor:
             contexts[n] = context.detach()[0].float()
@@ -157,12 +170,18 @@ def gradient_pass(heads: DecoderHeadModel, ids: Sequence[int], target: Target) -
 
         def keep(n: int, x: torch.Tensor) -> torch.Tensor:
             inputs[n] = x.detach()[0].float()
-            return x
+            live[n] = x
+            return skip(x) if drop is not None and n == drop + 1 else x
 
-        with editing(edit, keep), _final_input(heads) as final_input:
+        last = drop is not None and drop == L - 1
+        with editing(edit, keep), _final_input(heads, skip if last else None) as final_input:
             final = heads.decoder.model(tensor, num_logits=0, output_hidden_states=True)
             loss = loss_of(heads, tensor[0], target)(final.hidden_states[-1])[0]
-        grads = torch.autograd.grad(loss, leaves)
+        found = torch.autograd.grad(loss, leaves, allow_unused=True)  # dropped: unused
+        grads = [
+            torch.zeros_like(leaf) if g is None else g
+            for g, leaf in zip(found, leaves, strict=True)
+        ]
     shape = (T, heads.num_heads, heads.head_dim)
     return Pass(
         float(loss.detach()),
@@ -174,17 +193,23 @@ def gradient_pass(heads: DecoderHeadModel, ids: Sequence[int], target: Target) -
 
 
 class _final_input:
-    """Within the block, this thread's final-norm input is kept (a forward pre-hook)."""
+    """Within the block, this thread's final-norm input is kept (a forward pre-hook) and,
+    with ``swap``, replaced by swap(input)."""
 
-    def __init__(self, heads: DecoderHeadModel) -> None:
+    def __init__(
+        self, heads: DecoderHeadModel, swap: Callable[[torch.Tensor], torch.Tensor] | None = None
+    ) -> None:
+        self.swap = swap
         self.module = heads.final_norm
         self.kept: list[torch.Tensor] = []
         self.thread = threading.get_ident()
 
     def __enter__(self) -> list[torch.Tensor]:
-        def grab(_m: object, args: tuple[torch.Tensor, ...]) -> None:
-            if threading.get_ident() == self.thread:
-                self.kept.insert(0, args[0].detach()[0].float())
+        def grab(_m: object, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+            if threading.get_ident() != self.thread:
+                return None
+            self.kept.insert(0, args[0].detach()[0].float())
+            return None if self.swap is None else (self.swap(args[0]), *args[1:])
 
         self.handle = self.module.register_forward_pre_hook(grab)
         return self.kept
@@ -208,6 +233,18 @@ def patching_estimate(run: Pass, mode: str) -> torch.Tensor:
             for z, g in zip(run.contexts, run.grads, strict=True)
         ]
     )
+
+
+def cancellation(
+    heads: DecoderHeadModel, ids: Sequence[int], target: Target, mode: str, plain: torch.Tensor
+) -> torch.Tensor:
+    """(L, H): GradDrop, Σ over later layers ℓ of |attribution patching with the gradient
+    through ℓ's residual contribution dropped − attribution patching| (``plain``)."""
+    out = torch.zeros_like(plain)
+    for layer in range(1, heads.num_layers):
+        dropped = patching_estimate(gradient_pass(heads, ids, target, drop=layer), mode)
+        out[:layer] += (dropped[:layer] - plain[:layer]).abs()
+    return out
 
 
 def star_correction(heads: DecoderHeadModel, run: Pass, mode: str) -> torch.Tensor:
@@ -335,6 +372,9 @@ def _attribute(
     confirm_top: int,
 ) -> Attribution:
     run = gradient_pass(decoder, ids, target)
+    cancelled = None
+    if method == "atp_star":
+        cancelled = cancellation(decoder, ids, target, mode, patching_estimate(run, mode))
     with torch.no_grad():
         estimate = patching_estimate(run, mode)
         if method == "atp_star":
@@ -349,4 +389,6 @@ def _attribute(
     confirmed = tuple(
         (layer, head, float(e)) for (layer, head), e in zip(pairs, effects, strict=True)
     )
-    return Attribution(method, mode, run.loss, estimate, exact, direct, target, confirmed)
+    return Attribution(
+        method, mode, run.loss, estimate, exact, direct, target, confirmed, cancelled
+    )

@@ -251,7 +251,8 @@ def reference_patching(
     rows = []
     for n in range(layers):
         z = kept[n][0].detach().view(len(ids), heads, -1)
-        g = kept[n].grad[0].view(len(ids), heads, -1)
+        grad = kept[n].grad  # None where no gradient reaches it (a dropped layer)
+        g = (torch.zeros_like(kept[n]) if grad is None else grad)[0].view(len(ids), heads, -1)
         change = -z if mode == "zero" else z.mean(0, keepdim=True) - z
         rows.append((g * change).sum((0, 2)))
     return torch.stack(rows)
@@ -365,6 +366,59 @@ def test_atp_star_is_attribution_patching_on_the_last_layer(models: dict[str, Te
     star = attribute(heads, ids, "atp_star", "mean")
     torch.testing.assert_close(star.estimate[-1], plain.estimate[-1])
     assert not torch.allclose(star.estimate[0], plain.estimate[0], atol=1e-6)
+
+
+def reference_dropped(reference: Any, ids: Sequence[int], mode: str, drop: int) -> torch.Tensor:
+    """GPT-2 attribution patching with no gradient through block ``drop``'s residual
+    contribution: a forward hook makes its output input + (output − input).detach()."""
+    block = reference.transformer.h[drop]
+    seen: list[torch.Tensor] = []
+    pre = block.register_forward_pre_hook(lambda _m, a: seen.append(a[0]))
+
+    def cut(_m: Any, _a: Any, out: Any) -> Any:
+        hidden = out[0] if isinstance(out, tuple) else out
+        kept = seen[-1] + (hidden - seen[-1]).detach()
+        return (kept, *out[1:]) if isinstance(out, tuple) else kept
+
+    post = block.register_forward_hook(cut)
+    try:
+        projection_of = functools.partial(hf_projection, reference)
+        H = reference.config.n_head
+        return reference_patching(reference, projection_of, ids, H, mode, None)
+    finally:
+        pre.remove()
+        post.remove()
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_atp_star_cancellation_is_graddrop_computed_with_transformers(
+    mode: str, models: dict[str, TextModel], references: dict[str, Any]
+) -> None:
+    """cancellation[n, h] = Σ over layers ℓ > n of |AtP with ℓ's residual gradient dropped
+    − AtP|, each term from transformers' GPT-2 and autograd."""
+    heads = head_model(models["tiny-gpt2"])
+    ids = heads.tokenize(TEXT).ids
+    reference = references["tiny-gpt2"]
+    L = reference.config.n_layer
+    plain = reference_patching(
+        reference,
+        functools.partial(hf_projection, reference),
+        ids,
+        reference.config.n_head,
+        mode,
+        None,
+    )
+    expected = torch.zeros_like(plain)
+    for layer in range(1, L):
+        expected[:layer] += (
+            reference_dropped(reference, ids, mode, layer)[:layer] - plain[:layer]
+        ).abs()
+    got = attribute(heads, ids, "atp_star", mode).cancellation
+    assert got is not None and L >= 2
+    torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-4)
+    assert float(expected[0].abs().sum()) > 1e-4  # dropping a later layer changes layer 1's
+    assert float(got[-1].abs().sum()) == 0.0  # no layer after the last
+    assert attribute(heads, ids, "attribution_patching", mode).cancellation is None
 
 
 def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
