@@ -87,12 +87,15 @@ def test_attribute_is_the_cores_estimate(client: TestClient, gpt2: Decoder) -> N
     torch.testing.assert_close(torch.tensor(got["estimate"]), expected.estimate)
     torch.testing.assert_close(torch.tensor(got["direct"]), expected.direct)
     assert got["loss"] == pytest.approx(expected.loss) and got["exact"] is None
+    assert expected.cancellation is not None
+    torch.testing.assert_close(torch.tensor(got["cancellation"]), expected.cancellation)
     by_id = post(
         client, "/api/model/attribute", {**body, "target": {"position": 5, "token": ids[6]}}
     )
     assert by_id["estimate"] == got["estimate"]
     plain = post(client, "/api/model/attribute", {"model": "tiny-gpt2", "text": TEXT})
     assert plain["method"] == "attribution_patching" and plain["target"] is None
+    assert plain["cancellation"] is None
     assert len(plain["estimate"]) == 2 and len(plain["estimate"][0]) == 4
 
 
