@@ -9,6 +9,7 @@ same model in memory for the one spread over memory and disk.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from attention_core.models.base.contract import KeptStack, PassOptions
 from attention_core.models.checkpoints.weight_dtype import held_bytes, size_text
 from attention_core.models.maps.map_grid import MapQuery
 from attention_core.models.maps.pooling import Region
-from attention_core.progress import reporting
+from attention_core.progress import Cancelled, reporting
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.requires import require
 
@@ -194,3 +195,16 @@ def test_loading_reads_the_weights_in_layer_by_layer(tmp_path: Path) -> None:
     with reporting(lambda *event: seen.append(event)):
         registry_of(tmp_path / "models").load("llama-bf16")
     assert seen == [("load", 1, 3), ("load", 2, 3), ("load", 3, 3)]
+
+
+def test_a_load_cancelled_by_its_request_is_not_remembered_as_a_failure(tmp_path: Path) -> None:
+    """A client that leaves while its model loads stops the load; the model stays listed
+    supported and the next request loads it (it once was refused as unreadable for good)."""
+    make_llama(tmp_path / "models" / "llama-bf16", dtype=torch.bfloat16, seed=15)
+    registry = registry_of(tmp_path / "models")
+    gone = threading.Event()
+    gone.set()
+    with reporting(cancelled=gone), pytest.raises(Cancelled):
+        registry.load("llama-bf16")
+    assert registry.entry("llama-bf16").reason is None
+    assert isinstance(registry.load("llama-bf16"), Decoder)

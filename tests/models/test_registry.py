@@ -23,6 +23,7 @@ from attention_core.models import (
 from attention_core.models.registry import model_registry as registry_module
 from attention_core.models.registry.discovery import hf_cache_dir, split_paths
 from attention_core.models.registry.loaded import LoadedModels
+from attention_core.progress import Cancelled
 from tests.models.checkpoints import write_config
 from tests.models.conftest import CHECKPOINTS, DECODERS
 
@@ -338,3 +339,30 @@ def test_a_failed_load_is_not_remembered() -> None:
         models.get("a", fail)
     assert models.get("a", lambda: "loaded") == "loaded"
     assert models.get("b", lambda: "b") == "b" and "a" not in models
+
+
+def test_a_waiter_loads_the_model_itself_when_its_loader_was_cancelled() -> None:
+    """Two requests ask for one model; the first, loading it, is cancelled (its client left):
+    the second does not inherit that ``Cancelled`` but loads the model itself."""
+    models: LoadedModels[str, str] = LoadedModels(1)
+    loading = threading.Event()
+    answers: list[str] = []
+
+    def cancelled_load() -> str:
+        loading.set()
+        pending = models._loading["m"]  # the first's load, which the second waits on
+        blocked = threading.Event()
+        while not pending._condition._waiters:  # until the second is blocked in result()
+            blocked.wait(0.001)
+        raise Cancelled("load cancelled after 1 of 2")
+
+    def second() -> None:
+        loading.wait(timeout=60)
+        answers.append(models.get("m", lambda: "loaded by the second"))
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with pytest.raises(Cancelled):
+        models.get("m", cancelled_load)
+    thread.join(timeout=60)
+    assert answers == ["loaded by the second"]

@@ -15,6 +15,8 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
+from ...progress import Cancelled
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -29,19 +31,22 @@ class LoadedModels(Generic[K, V]):
         self._lock = threading.Lock()
 
     def get(self, key: K, load: Callable[[], V]) -> V:
-        """The model for ``key``, calling ``load()`` only if no one has it or is loading it."""
-        with self._lock:
-            if key in self._ready:
-                self._ready.move_to_end(key)
-                return self._ready[key]
-            pending = self._loading.get(key)
-            if pending is None:
-                pending = self._loading[key] = Future()
-                owner = True
-            else:
-                owner = False
-        if not owner:
-            return pending.result()
+        """The model for ``key``, calling ``load()`` only if no one has it or is loading it.
+
+        A waiter whose loader was cancelled (that request left) loads it itself."""
+        while True:
+            with self._lock:
+                if key in self._ready:
+                    self._ready.move_to_end(key)
+                    return self._ready[key]
+                pending = self._loading.get(key)
+                if pending is None:
+                    pending = self._loading[key] = Future()
+                    break
+            try:
+                return pending.result()
+            except Cancelled:
+                continue
         try:
             value = load()
         except BaseException as exc:

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from ...errors import SpecError
+from ...progress import Cancelled
 from ..base.device import CPU
 from ..base.placement import ACCELERATE_INSTALL, Placement, can_offload, plan
 from ..base.protocols import TextModel
@@ -438,6 +439,8 @@ class ModelRegistry:
         self.loaded.discard(lambda key: key[0] == path and key != entry.key)
         try:
             return self.loaded.get(entry.key, lambda: self._load_on_device(family, entry))
+        except (Cancelled, MemoryError, torch.OutOfMemoryError):
+            raise  # the request's or the machine's, not the checkpoint's: nothing remembered
         except Exception as exc:  # noqa: BLE001 - remembered, and said as this model's reason
             reason = failure_reason(path, exc)
             with self._lock:
