@@ -175,12 +175,13 @@ def seq2seq_head_payload(
     *,
     name: str,
     text: str,
-    target: str | None,
+    target: str | tuple[int, ...] | None,
     stack: Stack,
     layer: int,
     head: int,
 ) -> dict[str, Any]:
-    """``ModelHeadResponse`` for one head (layer and head 1-based) of one stack."""
+    """``ModelHeadResponse`` for one head (layer and head 1-based) of one stack; ``target``
+    is the decoder's text or its ids."""
     rows, layer_trace, source = model.trace_stack(text, target, stack, layer - 1)
     trace: HeadTrace = head_trace(layer_trace, head - 1, causal=stack == "decoder")
     payload = head_payload(trace, rows.tokens, rows.special, model=name, family=model.family)

@@ -8,6 +8,7 @@ and its setting (``app.limits``).
 
 from __future__ import annotations
 
+from attention_core import SpecError
 from attention_core.models import TextModel
 
 from .full_maps import refuse_full_maps
@@ -29,3 +30,32 @@ def refuse_target(model: TextModel, target: str | None, settings: Settings, what
     if target is not None and is_encoder_decoder(model):
         tokens = len(model.target_text(target))
         refuse_full_maps(model, tokens, "target", settings, what)
+
+
+def head_target(
+    model: TextModel,
+    target: str | None,
+    target_ids: list[int] | None,
+    settings: Settings,
+    what: str,
+) -> str | tuple[int, ...] | None:
+    """The decoder's input of a head's trace: ``target`` (its text, tokenized) or
+    ``target_ids`` (the ids a generation answered, read as they are, so the rows are the
+    map's), not both; either is bounded as ``text`` is, under its own name."""
+    if target_ids is None:
+        refuse_target(model, target, settings, what)
+        return target
+    if not is_encoder_decoder(model):
+        raise SpecError(
+            "target_ids (the decoder's ids) are for encoder-decoders (T5, BART, Marian)",
+            field="target_ids",
+        )
+    if target is not None:
+        raise SpecError(
+            "give the target as text (target) or as ids (target_ids), not both",
+            field="target_ids",
+        )
+    ids = tuple(target_ids)
+    tokens = len(model.target_from_ids(ids))  # ids in the vocabulary, under the token limit
+    refuse_full_maps(model, tokens, "target_ids", settings, what)
+    return ids

@@ -58,7 +58,7 @@ from ..seq2seq_payloads import (
     seq2seq_head_payload,
 )
 from ..settings import Settings
-from ..work_limits import refuse_target
+from ..work_limits import head_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -154,7 +154,8 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
-    refuse_target(model, body.target, settings, "a decoder or cross head's trace over target")
+    what = "a decoder or cross head's trace over target"
+    target = head_target(model, body.target, body.target_ids, settings, what)
     if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
         model.refuse_pair(body.text_b)
         with torch.inference_mode():
@@ -162,7 +163,7 @@ def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Setti
                 model,
                 name=entry.name,
                 text=body.text,
-                target=body.target,
+                target=target,
                 stack=body.stack or "encoder",
                 layer=body.layer,
                 head=body.head,
