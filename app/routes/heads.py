@@ -26,7 +26,6 @@ from attention_core.analysis.access import HeadModel
 from attention_core.analysis.model_scores import score_model
 from attention_core.models import ModelRegistry
 
-from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
@@ -122,7 +121,6 @@ async def ablate_heads(body: AblateRequest, request: Request, settings: Settings
 
 def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "ablation")
     heads = head_model(model)
     chosen = [(layer - 1, head - 1) for layer, head in body.heads or []]
     if not body.each_head or chosen:
@@ -177,7 +175,6 @@ async def lens(body: LogitLensRequest, request: Request, settings: SettingsDep) 
 
 def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "the logit lens")
     heads = head_model(model)
     result = logit_lens(model, body.text)
     ids = result.top_ids.tolist()

@@ -102,8 +102,10 @@ def _attention(
     """One layer's attention, or the current blocked pass's (one text: (H, T, D) each,
     given the batch axis of 1 a pass takes and returned without it)."""
     blocked = current_pass()
-    if blocked is None or query.dim() != 3:
+    if blocked is None:
         return attention_with_steps(query, key, value)
+    if query.dim() == 4:  # a batch of texts (B, H, T, D): head analysis's edited passes
+        return blocked.steps(layer, AttentionCall(query, key, value))
     steps = blocked.steps(layer, AttentionCall(query[None], key[None], value[None]))
     return replace(steps, context_vec=steps.context_vec[0])
 
