@@ -11,7 +11,6 @@ from __future__ import annotations
 from attention_core.models import TextModel
 
 from .full_maps import refuse_full_maps
-from .seq2seq_payloads import is_encoder_decoder
 from .settings import Settings
 
 
@@ -26,6 +25,6 @@ def refuse_induction(model: TextModel, length: int | None, settings: Settings) -
 def refuse_target(model: TextModel, target: str | None, settings: Settings, what: str) -> None:
     """An encoder-decoder's ``target`` (the decoder's text) sizes the decoder's and the
     cross-attention's maps: bounded as ``text`` is, and refused under its own name."""
-    if target is not None and is_encoder_decoder(model):
-        tokens = len(model.target_text(target))
+    if target is not None:
+        tokens = model.target_tokens(target)
         refuse_full_maps(model, tokens, "target", settings, what)

@@ -155,6 +155,11 @@ class TextModel(StackedModel, Protocol):
 
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
 
+    def target_tokens(self, target: str) -> int:
+        """How many tokens the decoder reads for ``target`` (a ``SpecError`` on ``target``
+        from a model that reads none)."""
+        ...
+
     def trace(
         self, text: str, layer: int, text_b: str | None = None
     ) -> tuple[TokenizedLike, LayerTrace]: ...
