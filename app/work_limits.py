@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from attention_core import SpecError
 from attention_core.models import TextModel
+from attention_core.models.base.capabilities import Target
 
 from .full_maps import refuse_full_maps
-from .seq2seq_payloads import is_encoder_decoder
 from .settings import Settings
 
 
@@ -27,8 +27,8 @@ def refuse_induction(model: TextModel, length: int | None, settings: Settings) -
 def refuse_target(model: TextModel, target: str | None, settings: Settings, what: str) -> None:
     """An encoder-decoder's ``target`` (the decoder's text) sizes the decoder's and the
     cross-attention's maps: bounded as ``text`` is, and refused under its own name."""
-    if target is not None and is_encoder_decoder(model):
-        tokens = len(model.target_text(target))
+    if target is not None:
+        tokens = model.target_tokens(target)
         refuse_full_maps(model, tokens, "target", settings, what)
 
 
@@ -38,24 +38,20 @@ def head_target(
     target_ids: list[int] | None,
     settings: Settings,
     what: str,
-) -> str | tuple[int, ...] | None:
+) -> Target | None:
     """The decoder's input of a head's trace: ``target`` (its text, tokenized) or
     ``target_ids`` (the ids a generation answered, read as they are, so the rows are the
     map's), not both; either is bounded as ``text`` is, under its own name."""
     if target_ids is None:
         refuse_target(model, target, settings, what)
         return target
-    if not is_encoder_decoder(model):
-        raise SpecError(
-            "target_ids (the decoder's ids) are for encoder-decoders (T5, BART, Marian)",
-            field="target_ids",
-        )
     if target is not None:
         raise SpecError(
             "give the target as text (target) or as ids (target_ids), not both",
             field="target_ids",
         )
     ids = tuple(target_ids)
-    tokens = len(model.target_from_ids(ids))  # ids in the vocabulary, under the token limit
+    # Refused by a one-stack model; ids in the vocabulary and under the token limit.
+    tokens = model.target_tokens(ids)
     refuse_full_maps(model, tokens, "target_ids", settings, what)
     return ids

@@ -9,6 +9,7 @@ import torch
 
 from ..checkpoints.model_size import DecoderConfig as DecoderConfig
 from ..maps.text_maps import ModelMaps, TokenizedLike
+from .capabilities import Target
 from .contract import ModelPass, StackedModel
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
@@ -154,6 +155,11 @@ class TextModel(StackedModel, Protocol):
     def tokenize(self, text: str, *, field: str = "text") -> TokenizedLike: ...
 
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
+
+    def target_tokens(self, target: Target) -> int:
+        """How many tokens the decoder reads for ``target`` (a ``SpecError`` on ``target``
+        from a model that reads none)."""
+        ...
 
     def trace(
         self, text: str, layer: int, text_b: str | None = None

@@ -28,7 +28,8 @@ import torch
 
 from ...errors import LimitExceeded, SpecError
 from ...progress import report
-from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, StackName, cached_pass
+from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
+from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, cached_pass
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
@@ -120,7 +121,7 @@ class EncoderDecoder:
     """
 
     causal = False  # the encoder's maps (``attentions``) are bidirectional
-    kind = "encoder-decoder"
+    capabilities = Capabilities(STACK_NAMES, writes=True)  # it writes a target
 
     name: str
     model: Any
@@ -241,7 +242,7 @@ class EncoderDecoder:
             "name": self.name,
             "family": self.family,
             "causal": self.causal,
-            "kind": self.kind,
+            "kind": self.capabilities.kind,
             "layers": self.num_layers,
             "decoder_layers": self.num_decoder_layers,
             "heads": heads,
@@ -310,6 +311,9 @@ class EncoderDecoder:
         if isinstance(target, tuple):
             return self.target_from_ids(target)
         return self.target_text(target)
+
+    def target_tokens(self, target: Target) -> int:
+        return len(self.decoder_input(target))
 
     def refuse_pair(self, text_b: str | None) -> None:
         refuse_pair(
@@ -437,6 +441,24 @@ class EncoderDecoder:
         tokens, trace, _ = self.trace_stack(text, None, "encoder", layer)
         assert isinstance(tokens, TokenizedText)  # the encoder's rows are the source
         return tokens, trace
+
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """``trace_stack`` as the contract asks it (``stack`` None: the encoder), with the
+        source's tokens for ``cross``."""
+        self.refuse_pair(text_b)
+        chosen = self.capabilities.stack(stack)
+        rows, trace, source = self.trace_stack(text, target, chosen, layer)
+        if source is None:
+            return StackTrace(chosen, rows, trace)
+        return StackTrace(chosen, rows, trace, source[0], self.tokenize(text).tokens)
 
     def trace_stack(
         self, text: str, target: str | tuple[int, ...] | None, stack: Stack, layer: int
