@@ -415,6 +415,15 @@ class ModelHeadRequest(Strict):
         None, min_length=1, max_length=MAX_TEXT_CHARS, description="encoders only, as above"
     )
     target: str | None = Field(None, **TARGET_FIELD)
+    target_ids: list[JsonInt] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="encoder-decoders only, instead of target: the target as token ids, "
+        "as /api/model/generate answered them (generated_ids); the decoder reads the start "
+        "token then every id, as the generation's maps do, so the rows are that map's "
+        "(a written target tokenized again may split differently)",
+    )
     stack: Stack | None = Field(
         None,
         description="encoder-decoders: the head's stack ('encoder', 'decoder' or 'cross'; "

@@ -25,7 +25,7 @@ from ..maps.long_maps import KeptLayer, LongPass, kept_tensors
 from ..maps.map_grid import MapGrid, MapQuery
 from ..maps.text_maps import OfTokenized, TokenizedLike
 from .capabilities import STACK_NAMES as STACK_NAMES
-from .capabilities import Capabilities, StackName, StackTrace
+from .capabilities import Capabilities, StackName, StackTrace, Target
 from .result_cache import ResultCache
 
 # (a stack's rows, whether its first token is a sink) -> the view gathered during the pass
@@ -220,7 +220,7 @@ class StackedModel(Protocol):
         layer: int,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         stack: str | None = None,
     ) -> StackTrace:
         """Every tensor of attention layer ``layer`` (0-based) of ``stack`` (None: the first)."""

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
-from ..base.capabilities import Capabilities, StackTrace
+from ..base.capabilities import Capabilities, StackTrace, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -162,7 +162,7 @@ class TextModelBase(Generic[ModelT]):
         """One stack, ``decoder`` (which writes) or ``encoder``."""
         return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
 
-    def target_tokens(self, target: str) -> int:
+    def target_tokens(self, target: Target) -> int:
         """A model with one stack reads no target: refused."""
         self.capabilities.check_fields(self.name, target)
         return 0
@@ -275,7 +275,7 @@ class TextModelBase(Generic[ModelT]):
         layer: int,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         stack: str | None = None,
     ) -> StackTrace:
         """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""
