@@ -17,6 +17,7 @@ from attention_core.models.maps.pooling import POOL_REDUCE
 from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
+from .tensors import MapsOut, MatrixOut
 
 # Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
 # token), small enough to tokenize in milliseconds.  The token limit itself is checked
@@ -250,8 +251,7 @@ class ModelAttentionRequest(MapOptions):
     )
 
 
-Matrix = list[list[float]]
-Weights = Matrix | list[Matrix] | CompactTensorOut
+Weights = MapsOut | CompactTensorOut
 
 
 class MapRegion(BaseModel):
@@ -356,7 +356,7 @@ class Seq2SeqMaps(BaseModel):
 
 
 class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
-    hidden_states: list[Rows] | None = Field(
+    hidden_states: list[MatrixOut] | None = Field(
         None, description="per listed layer (T, hidden), when asked for; rows of shown tokens"
     )
 
