@@ -128,6 +128,7 @@ def blocked_attention(
             score_bias=bias,
             softcap=call.softcap,
             sinks=call.sinks,
+            keep_steps=False,
         )
         if on_block is not None:
             on_block(r0, c0, steps.attn_weights)

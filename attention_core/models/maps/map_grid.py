@@ -125,12 +125,10 @@ class MapGrid:
         if lo >= hi:
             return 0, part[..., :0]
         first = (lo - r.col_start) // width
-        start = r.col_start + first * width  # the first cell's first column
-        cells = -(-(hi - start) // width)
-        piece = F.pad(part[..., lo - c0 : hi - c0], (lo - start, start + cells * width - hi))
+        piece = part[..., lo - c0 : hi - c0]
         if width == 1:
             return first, piece
-        return first, piece.view(*piece.shape[:-1], cells, width).amax(dim=-1)
+        return first, _pooled_columns(piece, lo - r.col_start - first * width, width)
 
     def _shown_cells(self, rows: torch.Tensor) -> torch.Tensor:
         """Shapes: (h, n, T) -> (h, n, cols pooled): hidden columns dropped and rows
@@ -173,6 +171,24 @@ def _shown(hidden: tuple[bool, ...] | None, count: int) -> torch.Tensor:
     if hidden is None:
         return torch.arange(count)
     return torch.tensor([not h for h in hidden]).nonzero().squeeze(-1)
+
+
+def _pooled_columns(piece: torch.Tensor, offset: int, width: int) -> torch.Tensor:
+    """Each run of ``width`` columns' maximum, the first run ``offset`` columns short (a
+    cell that starts before the piece) and the last cut where the piece ends: what padding
+    the piece with zeros to whole cells gives for weights (never negative), without the
+    padded copy.  Shapes: (h, n, w) -> (h, n, cells)."""
+    parts = []
+    head = min(piece.shape[-1], width - offset) if offset else 0
+    if head:
+        parts.append(piece[..., :head].amax(dim=-1, keepdim=True))
+    whole = (piece.shape[-1] - head) // width
+    body = piece[..., head : head + whole * width]
+    if whole:
+        parts.append(body.unflatten(-1, (whole, width)).amax(dim=-1))
+    if head + whole * width < piece.shape[-1]:
+        parts.append(piece[..., head + whole * width :].amax(dim=-1, keepdim=True))
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
 
 
 def _max_into(out: torch.Tensor, rows: torch.Tensor, cells: torch.Tensor) -> None:
