@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -244,8 +244,9 @@ class LongPass:
                 if target is not None:
                     target.add(r0, c0, weights[0])
 
+        own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
         context = blocked_attention(
-            call,
+            own if kept.value is None else replace(own, value=kept.value[None]),
             block_rows=rows_per_block(H, S, self.block_cells),
             on_block=gather,
         )
