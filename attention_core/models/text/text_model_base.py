@@ -22,6 +22,7 @@ from ..base.contract import (
     KeptStack,
     ModelPass,
     PassOptions,
+    StackName,
     cached_pass,
     refuse_target,
 )
@@ -216,7 +217,13 @@ class TextModelBase(Generic[ModelT]):
             tokenized = self.tokenize(text)
             layers = self.config.num_layers
             # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-            pass_ = options.long_pass(layers, not isinstance(self.model, DecoderLM), tokenized)
+            name: StackName = "decoder" if self.causal else "encoder"
+            pass_ = options.long_pass(
+                layers,
+                not isinstance(self.model, DecoderLM),
+                tokenized,
+                head_outputs=lambda layer: self.head_outputs(name, layer),
+            )
             with torch.inference_mode(), running_on(self.device), long_pass(pass_):
                 out = self.model(
                     torch.tensor([tokenized.input_ids]),
@@ -224,7 +231,7 @@ class TextModelBase(Generic[ModelT]):
                     output_hidden_states=options.hidden_states,
                 )
             stack = KeptStack(
-                "decoder" if self.causal else "encoder",
+                name,
                 tokenized,
                 tokenized,
                 to_cpu(pass_.kept()),
