@@ -39,10 +39,9 @@ def test_lean_call_equals_the_kept_one_bit_for_bit(name: str, kv_heads: int) -> 
         mask = options["attn_mask"]
         assert isinstance(mask, torch.Tensor)
         mask[..., 0] = True
-    kept = attention_with_steps(q, k, v, enable_gqa=kv_heads != 4, **options)  # type: ignore[arg-type]
-    lean = attention_with_steps(
-        q, k, v, enable_gqa=kv_heads != 4, keep_steps=False, **options  # type: ignore[arg-type]
-    )
+    gqa = kv_heads != 4
+    kept = attention_with_steps(q, k, v, enable_gqa=gqa, **options)  # type: ignore[arg-type]
+    lean = attention_with_steps(q, k, v, enable_gqa=gqa, keep_steps=False, **options)  # type: ignore[arg-type]
     assert torch.equal(lean.attn_weights, kept.attn_weights)
     assert torch.equal(lean.context_vec, kept.context_vec)
     assert (lean.sink_weights is None) == (kept.sink_weights is None)

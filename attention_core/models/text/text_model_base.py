@@ -18,13 +18,12 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
-from ..base.capabilities import Capabilities, StackTrace, Target
+from ..base.capabilities import Capabilities, StackName, StackTrace, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
     PassOptions,
-    StackName,
     cached_pass,
 )
 from ..base.decoder_lm import DecoderLM
