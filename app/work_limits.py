@@ -8,7 +8,9 @@ and its setting (``app.limits``).
 
 from __future__ import annotations
 
+from attention_core import SpecError
 from attention_core.models import TextModel
+from attention_core.models.base.capabilities import Target
 
 from .full_maps import refuse_full_maps
 from .settings import Settings
@@ -28,3 +30,28 @@ def refuse_target(model: TextModel, target: str | None, settings: Settings, what
     if target is not None:
         tokens = model.target_tokens(target)
         refuse_full_maps(model, tokens, "target", settings, what)
+
+
+def head_target(
+    model: TextModel,
+    target: str | None,
+    target_ids: list[int] | None,
+    settings: Settings,
+    what: str,
+) -> Target | None:
+    """The decoder's input of a head's trace: ``target`` (its text, tokenized) or
+    ``target_ids`` (the ids a generation answered, read as they are, so the rows are the
+    map's), not both; either is bounded as ``text`` is, under its own name."""
+    if target_ids is None:
+        refuse_target(model, target, settings, what)
+        return target
+    if target is not None:
+        raise SpecError(
+            "give the target as text (target) or as ids (target_ids), not both",
+            field="target_ids",
+        )
+    ids = tuple(target_ids)
+    # Refused by a one-stack model; ids in the vocabulary and under the token limit.
+    tokens = model.target_tokens(ids)
+    refuse_full_maps(model, tokens, "target_ids", settings, what)
+    return ids

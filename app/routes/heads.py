@@ -78,25 +78,29 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
     )
     result = scored.scored
     layers, heads = result.scores.first_token.shape
-    found = result.scores.as_dict()
-    grids = {name: _grid(found[name]) if name in found else None for name in SCORE_GRIDS}
+    found = {name: _grid(grid) for name, grid in result.scores.as_dict().items()}
     return json_response(
-        {
-            "model": entry.name,
-            "family": model.family,
-            "causal": scored.stack == "decoder",
-            "layers": layers,
-            "heads": heads,
-            "tokens": list(result.tokens),
-            "labels": SCORE_LABELS,
-            **grids,
-            "induction_ids": list(result.induction_ids),
-            "induction_tokens": scored.pieces(result.induction_ids),
-            "induction_start": result.induction_start,
-            "induction_length": result.induction_length,
-            "stack": model.capabilities.named(scored.stack),
-            "not_applicable": [name for name in SCORE_GRIDS if name not in found],
-        }
+        HeadScoresResponse(
+            model=entry.name,
+            family=model.family,
+            causal=scored.stack == "decoder",
+            layers=layers,
+            heads=heads,
+            tokens=list(result.tokens),
+            labels=SCORE_LABELS,
+            previous_token=found.get("previous_token"),
+            duplicate_token=found.get("duplicate_token"),
+            first_token=found["first_token"],
+            entropy=found["entropy"],
+            induction=found.get("induction"),
+            diagonal=found.get("diagonal"),
+            induction_ids=list(result.induction_ids),
+            induction_tokens=scored.pieces(result.induction_ids),
+            induction_start=result.induction_start,
+            induction_length=result.induction_length,
+            stack=model.capabilities.named(scored.stack),
+            not_applicable=[name for name in SCORE_GRIDS if name not in found],
+        )
     )
 
 

@@ -51,7 +51,7 @@ from ..schemas.model import (
     ModelInfo,
 )
 from ..settings import Settings
-from ..work_limits import refuse_target
+from ..work_limits import head_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -149,11 +149,12 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
-    refuse_target(model, body.target, settings, "a decoder or cross head's trace over target")
+    what = "a decoder or cross head's trace over target"
+    target = head_target(model, body.target, body.target_ids, settings, what)
     require_attention(entry.name, model.info())
     with torch.inference_mode():
         traced = model.stack_trace(
-            body.text, body.layer - 1, text_b=body.text_b, target=body.target, stack=body.stack
+            body.text, body.layer - 1, text_b=body.text_b, target=target, stack=body.stack
         )
         payload = stack_head_payload(
             traced,

@@ -21,6 +21,8 @@ from .outputs import LayerTrace
 
 StackName = Literal["encoder", "decoder", "cross"]
 STACK_NAMES: tuple[StackName, ...] = ("encoder", "decoder", "cross")
+# An encoder-decoder's target: its text, or its ids as a generation answered them.
+Target = str | tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -103,11 +105,18 @@ class Capabilities:
         have = ", ".join(repr(n) for n in self.stacks)
         raise SpecError(f"stack {name!r} does not exist; this model has {have}", field="stack")
 
-    def check_fields(self, name: str, target: str | None, stack: str | None = None) -> None:
-        """A model with one stack takes no ``target`` and no ``stack`` but its own."""
+    def check_fields(self, name: str, target: Target | None, stack: str | None = None) -> None:
+        """A model with one stack takes no ``target`` (text or ids) and no ``stack`` but
+        its own."""
         if self.reads_target:
             return
         kind = self.kind
+        if isinstance(target, tuple):
+            raise SpecError(
+                f"target_ids (the decoder's ids) are for encoder-decoders (T5, BART, Marian); "
+                f"{name!r} is {'an' if kind == 'encoder' else 'a'} {kind}",
+                field="target_ids",
+            )
         if target is not None:
             raise SpecError(
                 f"target (the decoder's text) is for encoder-decoders (T5, BART, Marian); "
@@ -124,7 +133,7 @@ class Capabilities:
     def one_stack_trace(
         self,
         name: str,
-        target: str | None,
+        target: Target | None,
         stack: str | None,
         trace: Callable[[], tuple[TokenizedLike, LayerTrace]],
     ) -> StackTrace:

@@ -9,6 +9,7 @@ import torch
 
 from ..checkpoints.model_size import DecoderConfig as DecoderConfig
 from ..maps.text_maps import ModelMaps, TokenizedLike
+from .capabilities import Target
 from .contract import ModelPass, StackedModel
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
@@ -155,7 +156,7 @@ class TextModel(StackedModel, Protocol):
 
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
 
-    def target_tokens(self, target: str) -> int:
+    def target_tokens(self, target: Target) -> int:
         """How many tokens the decoder reads for ``target`` (a ``SpecError`` on ``target``
         from a model that reads none)."""
         ...

@@ -26,9 +26,9 @@ from typing import Any, Unpack, cast
 
 import torch
 
-from ...errors import SpecError
+from ...errors import LimitExceeded, SpecError
 from ...progress import report
-from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace
+from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
 from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, cached_pass
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
@@ -277,8 +277,43 @@ class EncoderDecoder:
             labels.input_ids,
         )
 
-    def target_tokens(self, target: str) -> int:
-        return len(self.target_text(target))
+    def target_from_ids(self, ids: tuple[int, ...], field: str = "target_ids") -> TargetText:
+        """The decoder's input for a target given as ids (as a generation answered them):
+        the start token, then every id, the last included, as the generation's maps read
+        it; the tokens are the text each id adds, as there."""
+        vocabulary = int(self.model.config.vocab_size)
+        bad = next((i for i in ids if not 0 <= i < vocabulary), None)
+        if bad is not None:
+            raise SpecError(
+                f"{field} holds token id {bad}; {self.name}'s ids are 0..{vocabulary - 1}",
+                field=field,
+            )
+        limit = self.max_tokens - 1  # the start token is a position too
+        if len(ids) > limit:
+            raise LimitExceeded(
+                f"{field} is {len(ids)} tokens; the limit is {limit} "
+                f"({self.tokenizer.limit_source}, less the start token)",
+                field=field,
+                limit=limit,
+                found=len(ids),
+                setting=self.tokenizer.limit_setting,
+            )
+        start, start_special = self.start_token()
+        special_ids = self.tokenizer.special_ids
+        return TargetText(
+            (self.start_id, *ids),
+            (start, *self.tokenizer.continuation([], ids)),
+            (start_special, *(i in special_ids for i in ids)),
+        )
+
+    def decoder_input(self, target: str | tuple[int, ...] | None) -> TargetText:
+        """``target`` as text (``target_text``) or as ids (``target_from_ids``)."""
+        if isinstance(target, tuple):
+            return self.target_from_ids(target)
+        return self.target_text(target)
+
+    def target_tokens(self, target: Target) -> int:
+        return len(self.decoder_input(target))
 
     def refuse_pair(self, text_b: str | None) -> None:
         refuse_pair(
@@ -354,7 +389,9 @@ class EncoderDecoder:
         decoder_input = self.target_text(target)
         no_averages = replace(options, averages_up_to=0)  # no rollout crosses stacks
         passes = {
-            "encoder": options.long_pass(self.num_layers, False, source, True, False),
+            "encoder": options.long_pass(
+                self.num_layers, False, source, True, False, partial(self.head_outputs, "encoder")
+            ),
             "decoder": options.long_pass(self.num_decoder_layers, False, decoder_input, False),
             "cross": no_averages.long_pass(self.layers_of("cross"), False, decoder_input, False),
         }
@@ -413,7 +450,7 @@ class EncoderDecoder:
         layer: int,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         stack: str | None = None,
     ) -> StackTrace:
         """``trace_stack`` as the contract asks it (``stack`` None: the encoder), with the
@@ -426,9 +463,10 @@ class EncoderDecoder:
         return StackTrace(chosen, rows, trace, source[0], self.tokenize(text).tokens)
 
     def trace_stack(
-        self, text: str, target: str | None, stack: Stack, layer: int
+        self, text: str, target: str | tuple[int, ...] | None, stack: Stack, layer: int
     ) -> tuple[TokenizedText | TargetText, LayerTrace, torch.Tensor | None]:
-        """Every tensor of one attention layer (0-based) of ``stack``.
+        """Every tensor of one attention layer (0-based) of ``stack``; ``target`` is the
+        target's text or its ids (``decoder_input``).
 
         Returns the tokens of its rows (the source for the encoder, else the
         target), the ``LayerTrace`` (x: that attention's input, after its norm),
@@ -437,7 +475,7 @@ class EncoderDecoder:
         """
         check_layer(layer, self.layers_of(stack), f"the {stack} stack of this model")
         source = self.tokenize(text)
-        decoder_input = self.target_text(target)
+        decoder_input = self.decoder_input(target)
         path, module = self.layer_modules[(stack, layer)]
 
         def wanted(site: Site) -> bool:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
-from ..base.capabilities import Capabilities, StackTrace
+from ..base.capabilities import Capabilities, StackName, StackTrace, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -162,7 +162,7 @@ class TextModelBase(Generic[ModelT]):
         """One stack, ``decoder`` (which writes) or ``encoder``."""
         return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
 
-    def target_tokens(self, target: str) -> int:
+    def target_tokens(self, target: Target) -> int:
         """A model with one stack reads no target: refused."""
         self.capabilities.check_fields(self.name, target)
         return 0
@@ -227,7 +227,13 @@ class TextModelBase(Generic[ModelT]):
             tokenized = self.tokenize(text)
             layers = self.config.num_layers
             # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-            pass_ = options.long_pass(layers, not isinstance(self.model, DecoderLM), tokenized)
+            name: StackName = "decoder" if self.causal else "encoder"
+            pass_ = options.long_pass(
+                layers,
+                not isinstance(self.model, DecoderLM),
+                tokenized,
+                head_outputs=lambda layer: self.head_outputs(name, layer),
+            )
             with torch.inference_mode(), running_on(self.device), long_pass(pass_):
                 out = self.model(
                     torch.tensor([tokenized.input_ids]),
@@ -235,7 +241,7 @@ class TextModelBase(Generic[ModelT]):
                     output_hidden_states=options.hidden_states,
                 )
             stack = KeptStack(
-                "decoder" if self.causal else "encoder",
+                name,
                 tokenized,
                 tokenized,
                 to_cpu(pass_.kept()),
@@ -275,7 +281,7 @@ class TextModelBase(Generic[ModelT]):
         layer: int,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         stack: str | None = None,
     ) -> StackTrace:
         """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""

@@ -25,7 +25,7 @@ from ....attention import AttentionSteps, attention_with_steps
 from ....blocked_attention import AttentionCall
 from ....errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ....progress import report
-from ...base.capabilities import Capabilities, StackTrace, WordComparison
+from ...base.capabilities import Capabilities, StackTrace, Target, WordComparison
 from ...base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -195,7 +195,7 @@ class Encoder:
         """One stack, the encoder; its WordPiece vocabulary answers word questions."""
         return Capabilities(("encoder",), words=self)
 
-    def target_tokens(self, target: str) -> int:
+    def target_tokens(self, target: Target) -> int:
         """A model with one stack reads no target: refused."""
         self.capabilities.check_fields(self.name, target)
         return 0
@@ -254,7 +254,8 @@ class Encoder:
         tokenized = self.tokenize(text, text_b)
         ids, types = torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
         self._check_length(ids)
-        pass_ = options.long_pass(len(self.layers), False, tokenized)
+        outputs = partial(self.head_outputs, "encoder")
+        pass_ = options.long_pass(len(self.layers), False, tokenized, head_outputs=outputs)
         with torch.inference_mode(), running_on(self.device), long_pass(pass_):
             _, hidden, _ = self.forward_layers(ids, types)
         stack = KeptStack(
@@ -296,7 +297,7 @@ class Encoder:
         layer: int,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         stack: str | None = None,
     ) -> StackTrace:
         """``trace`` as the contract asks it: the encoder's layer ``layer`` (0-based)."""
