@@ -60,7 +60,9 @@ def test_two_texts_side_by_side_and_their_difference(page: Page, server_url: str
         wait_for_plot(page, f"tt-plot-{key}")
     close(plot_data(page, "tt-plot-a"), map_a)
     close(plot_data(page, "tt-plot-b"), map_b)
-    diff = [[b - a for a, b in zip(ra, rb, strict=True)] for ra, rb in zip(map_a, map_b)]
+    diff = [
+        [b - a for a, b in zip(ra, rb, strict=True)] for ra, rb in zip(map_a, map_b, strict=True)
+    ]
     close(plot_data(page, "tt-plot-diff"), diff)
     colours = plot_data(page, "tt-plot-diff", field="colorscale")
     assert colours[0][1] == "#0571b0" and colours[-1][1] == "#ca0020"  # diverging, 0 white
