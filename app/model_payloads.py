@@ -120,20 +120,24 @@ def head_numbers(trace: HeadTrace) -> int:
     return sum(t.numel() for t in tensors)
 
 
-def head_payload(
-    trace: HeadTrace, tokens: tuple[str, ...], special: tuple[bool, ...], *, model: str, family: str
-) -> dict[str, Any]:
-    """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
-    numbers = head_numbers(trace)
+def check_head_numbers(numbers: int, tokens: int) -> None:
+    """A 422 on ``pool`` when one head's trace would be over ``MAX_JSON_WEIGHTS`` numbers."""
     if numbers > MAX_JSON_WEIGHTS:
         raise over_limit(
-            ["body", "text"],
-            f"this head's trace is {numbers} numbers for {len(tokens)} tokens; the limit is "
-            f"{MAX_JSON_WEIGHTS}: use a shorter text",
+            ["body", "pool"],
+            f"this head's trace is {numbers} numbers for {tokens} tokens; the limit is "
+            f"{MAX_JSON_WEIGHTS}: ask with pool or a smaller rows/cols region",
             limit=MAX_JSON_WEIGHTS,
             found=numbers,
             setting=JSON_WEIGHTS_SETTING,
         )
+
+
+def head_payload(
+    trace: HeadTrace, tokens: tuple[str, ...], special: tuple[bool, ...], *, model: str, family: str
+) -> dict[str, Any]:
+    """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
+    check_head_numbers(head_numbers(trace), len(tokens))
     rope = trace.q_unrotated is not None
     steps: dict[str, np.ndarray | None] = {
         name: float_array(getattr(trace, name)) for name in HEAD_STEPS

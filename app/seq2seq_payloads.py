@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import torch
 
 from attention_core import SpecError
-from attention_core.models import HeadTrace, TextModel, head_trace, hidden_tokens
+from attention_core.models import TextModel, hidden_tokens
 
 from .map_view import select_layers
-from .model_payloads import check_json_maps, float_array, head_payload, map_json
-from .schemas.model import MapOptions, ModelAttentionRequest, ModelHeadRequest, Stack
+from .model_payloads import check_json_maps, float_array, map_json
+from .schemas.model import MapOptions, ModelAttentionRequest, ModelHeadRequest
 
 if TYPE_CHECKING:  # importing them imports transformers (the optional extra)
     from attention_core.models.hf.seq2seq import EncoderDecoder, GeneratedTarget, Seq2SeqMaps
@@ -167,34 +167,6 @@ def seq2seq_generation_payload(
             "seed": result.seed,
         }
     )
-    return payload
-
-
-def seq2seq_head_payload(
-    model: EncoderDecoder,
-    *,
-    name: str,
-    text: str,
-    target: str | None,
-    stack: Stack,
-    layer: int,
-    head: int,
-) -> dict[str, Any]:
-    """``ModelHeadResponse`` for one head (layer and head 1-based) of one stack."""
-    rows, layer_trace, source = model.trace_stack(text, target, stack, layer - 1)
-    trace: HeadTrace = head_trace(layer_trace, head - 1, causal=stack == "decoder")
-    payload = head_payload(trace, rows.tokens, rows.special, model=name, family=model.family)
-    payload["stack"] = stack
-    if source is not None:
-        source_tokens = model.tokenize(text).tokens
-        payload.update(
-            {
-                "cross": True,
-                "source_tokens": list(source_tokens),
-                "source": float_array(source[0]),  # (S, C)
-            }
-        )
-        payload["shapes"]["source"] = list(source[0].shape)
     return payload
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import torch
 from fastapi import APIRouter, Query, Request, Response
 
 from attention_core.models import (
@@ -28,15 +27,14 @@ from attention_core.models import (
     ModelRegistry,
     ModelUnsupported,
     TextModel,
-    head_trace,
 )
 from attention_core.models.registry.backends import sliding_windows
 
 from ..attention_answer import attention_answer
 from ..errors import error_response
 from ..full_maps import refuse_full_maps, token_count
+from ..head_answer import head_answer
 from ..limits import over_limit
-from ..model_payloads import head_payload, require_attention
 from ..model_registry import RegistryDep, load
 from ..model_work import model_answer
 from ..schemas.model import (
@@ -52,13 +50,9 @@ from ..schemas.model import (
     ModelInfo,
 )
 from ..seq2seq_payloads import (
-    check_fields,
-    is_encoder_decoder,
     model_kind,
-    seq2seq_head_payload,
 )
 from ..settings import Settings
-from ..work_limits import refuse_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -153,30 +147,7 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
-    refuse_target(model, body.target, settings, "a decoder or cross head's trace over target")
-    if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
-        model.refuse_pair(body.text_b)
-        with torch.inference_mode():
-            payload = seq2seq_head_payload(
-                model,
-                name=entry.name,
-                text=body.text,
-                target=body.target,
-                stack=body.stack or "encoder",
-                layer=body.layer,
-                head=body.head,
-            )
-        return json_response(payload)
-    check_fields(model, entry.name, body)
-    require_attention(entry.name, model.info())
-    with torch.inference_mode():
-        tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)
-        trace = head_trace(layer_trace, body.head - 1, causal=model.causal)
-        payload = head_payload(
-            trace, tokenized.tokens, tokenized.special, model=entry.name, family=model.family
-        )
-    return json_response(payload)
+    return json_response(head_answer(model, entry.name, body, settings))
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
