@@ -22,12 +22,12 @@ from fastapi import APIRouter, Query, Request, Response
 
 from attention_core.models import (
     DECODE_DESCRIPTION,
-    Encoder,
     ModelNotFound,
     ModelRegistry,
     ModelUnsupported,
     TextModel,
 )
+from attention_core.models.base.capabilities import WordModel
 from attention_core.models.registry.backends import sliding_windows
 
 from ..attention_answer import attention_answer
@@ -35,6 +35,7 @@ from ..errors import error_response
 from ..full_maps import refuse_full_maps, token_count
 from ..head_answer import head_answer
 from ..limits import over_limit
+from ..model_payloads import require_attention
 from ..model_registry import RegistryDep, load
 from ..model_work import model_answer
 from ..schemas.model import (
@@ -49,10 +50,8 @@ from ..schemas.model import (
     ModelHeadResponse,
     ModelInfo,
 )
-from ..seq2seq_payloads import (
-    model_kind,
-)
 from ..settings import Settings
+from ..work_limits import head_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -67,15 +66,17 @@ ModelQuery = Annotated[
 ]
 
 
-def encoder_only(entry_name: str, model: TextModel, what: str) -> Encoder:
-    """``model`` if it is an encoder; else the error that says ``what`` needs one."""
-    if not isinstance(model, Encoder):
+def word_model(entry_name: str, model: TextModel, what: str) -> WordModel:
+    """``model``'s word model (its own word vocabulary); else the error that says ``what``
+    needs one."""
+    words = model.capabilities.words
+    if words is None:
         raise ModelUnsupported(
             f"{what} works with encoders (their WordPiece vocabulary: the BERT family); "
-            f"{entry_name!r} is a {model.family} {model_kind(model)}",
+            f"{model.capabilities.described(entry_name, model.family)}",
             field="model",
         )
-    return model
+    return words
 
 
 @router.get("", response_model=ModelInfo, responses=ERRORS)
@@ -147,7 +148,10 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    return json_response(head_answer(model, entry.name, body, settings))
+    what = "a decoder or cross head's trace over target"
+    target = head_target(model, body.target, body.target_ids, settings, what)
+    require_attention(entry.name, model.info())
+    return json_response(head_answer(model, entry.name, body, target, settings))
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
@@ -162,11 +166,11 @@ def _compare_word(
     body: CompareWordRequest, registry: ModelRegistry, settings: Settings
 ) -> Response:
     entry, model = load(registry, body.model)
-    encoder = encoder_only(entry.name, model, "compare-word")
+    words = word_model(entry.name, model, "compare-word")
     for field, text in (("text_a", body.text_a), ("text_b", body.text_b)):
-        tokens = token_count(encoder, text, field)
-        refuse_full_maps(encoder, tokens, field, settings, "compare-word")
-    result = encoder.compare_word(body.text_a, body.text_b, body.word)
+        tokens = token_count(model, text, field)
+        refuse_full_maps(model, tokens, field, settings, "compare-word")
+    result = words.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
         {
             "model": entry.name,
@@ -209,13 +213,13 @@ def _embeddings(body: EmbeddingsRequest, registry: ModelRegistry, settings: Sett
                 setting="ATTENTION_VIZ_MAX_TOKEN_CHARS",
             )
     entry, model = load(registry, body.model)
-    encoder = encoder_only(entry.name, model, "embeddings")
+    encoder = word_model(entry.name, model, "embeddings")
     pieces = encoder.word_pieces(body.words)
     vectors = encoder.word_vectors(body.words)
     return json_response(
         {
             "model": entry.name,
-            "dim": encoder.config.hidden_size,
+            "dim": encoder.hidden_size,
             "words": body.words,
             "pieces": [list(p) for p in pieces],
             "vectors": vectors.numpy(),

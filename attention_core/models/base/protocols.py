@@ -9,7 +9,8 @@ import torch
 
 from ..checkpoints.model_size import DecoderConfig as DecoderConfig
 from ..maps.text_maps import ModelMaps, TokenizedLike
-from .contract import ModelPass, StackedModel
+from .capabilities import Target
+from .contract import ModelPass, PassKey, StackedModel
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .result_cache import ResultCache
@@ -155,8 +156,13 @@ class TextModel(StackedModel, Protocol):
 
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
 
+    def target_tokens(self, target: Target) -> int:
+        """How many tokens the decoder reads for ``target`` (a ``SpecError`` on ``target``
+        from a model that reads none)."""
+        ...
+
     def trace(
         self, text: str, layer: int, text_b: str | None = None
     ) -> tuple[TokenizedLike, LayerTrace]: ...
 
-    long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass]
+    long_cache: ResultCache[PassKey, ModelPass]
