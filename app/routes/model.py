@@ -148,8 +148,7 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    what = "a decoder or cross head's trace over target"
-    target = head_target(model, body.target, body.target_ids, settings, what)
+    target = head_target(model, body.target, body.target_ids)
     require_attention(entry.name, model.info())
     return json_response(head_answer(model, entry.name, body, target, settings))
 
