@@ -56,7 +56,9 @@ def head_answer(
         kept = model.forward_stacks(body.text, text_b=body.text_b, target=target).stack(
             model.capabilities.stack(body.stack)
         )
-        check_layer(body.layer - 1, len(kept.layers), f"the {kept.name} stack of this model")
+        several = model.capabilities.named(kept.name) is not None
+        owner = f"the {kept.name} stack of this model" if several else "this model"
+        check_layer(body.layer - 1, len(kept.layers), owner)
         if not 1 <= body.head <= kept.num_heads:
             raise SpecError(
                 f"head {body.head} does not exist; this layer has heads 1 to {kept.num_heads}",
