@@ -105,12 +105,12 @@ class MapsPlan:
         return hidden
 
     def view(self, rows: TokenizedLike, first_is_sink: bool) -> MapQuery | None:
-        """The first stack's query, its size checked before any work; None (nothing
-        gathered during the pass) for value-weighted maps, which need the values first."""
+        """The first stack's query (value-weighted too: the pass weighs each layer's
+        blocks by its values as it goes), its size checked before any work."""
         hidden = self.hidden_of(rows, first_is_sink)
         query = map_query(self.body, self.heads, hidden, len(rows.tokens))
         self.check_size(query, len(rows.tokens), shown_count(hidden, len(rows.tokens)))
-        return query if self.body.measure == "weights" else None
+        return query
 
     def check_size(self, query: MapQuery, tokens: int, shown: int) -> None:
         """The answer's cells (``model_max_answer_cells``, 422 on ``pool``) and its JSON
@@ -165,8 +165,9 @@ def stack_grids(
     grids = []
     present = [n for n in layers if n <= len(stack.layers)]
     for i, n in enumerate(present):
-        grid = stack.grid(n - 1, query, column_scale(model, stack, n - 1, measure))
-        if not any(grid is g for g in stack.grids):
+        grid = stack.gathered(n - 1, query)
+        if grid is None:
+            grid = stack.grid(n - 1, query, column_scale(model, stack, n - 1, measure))
             report("maps", i + 1, len(present))
         grids.append(grid)
     return grids

@@ -102,7 +102,10 @@ def blocked_attention(
     scores a block.  ``rows`` = [start, stop): only these query rows (a
     region's), context (..., H, stop - start, D_v).
     """
-    query, key, value, attn_mask = call.query, call.key, call.value, call.attn_mask
+    # Contiguous once: a view (GPT-2's q/k/v split from one projection) would be copied by
+    # every block's matmul (the keys up to the block's last row: ~6 MB a block at T = 4,096).
+    query, key, value = call.query.contiguous(), call.key.contiguous(), call.value.contiguous()
+    attn_mask = call.attn_mask
     is_causal, score_bias = call.is_causal, call.score_bias
     T, S = query.shape[-2], key.shape[-2]
     heads = query.shape[-3] if query.dim() >= 3 else 1
@@ -128,6 +131,7 @@ def blocked_attention(
             score_bias=bias,
             softcap=call.softcap,
             sinks=call.sinks,
+            keep_steps=False,
         )
         if on_block is not None:
             on_block(r0, c0, steps.attn_weights)

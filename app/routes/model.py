@@ -35,7 +35,7 @@ from ..errors import error_response
 from ..full_maps import refuse_full_maps, token_count
 from ..head_answer import head_answer
 from ..limits import over_limit
-from ..model_payloads import require_attention
+from ..model_payloads import float_array, require_attention
 from ..model_registry import RegistryDep, load
 from ..model_work import model_answer
 from ..schemas.model import (
@@ -171,16 +171,16 @@ def _compare_word(
         refuse_full_maps(model, tokens, field, settings, "compare-word")
     result = words.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
-        {
-            "model": entry.name,
-            "word": result.word,
-            "pieces": list(result.pieces),
-            "tokens_a": list(result.tokens_a),
-            "tokens_b": list(result.tokens_b),
-            "span_a": list(result.span_a),
-            "span_b": list(result.span_b),
-            "cosines": list(result.cosines),
-        }
+        CompareWordResponse(
+            model=entry.name,
+            word=result.word,
+            pieces=list(result.pieces),
+            tokens_a=list(result.tokens_a),
+            tokens_b=list(result.tokens_b),
+            span_a=list(result.span_a),
+            span_b=list(result.span_b),
+            cosines=list(result.cosines),
+        )
     )
 
 
@@ -216,11 +216,11 @@ def _embeddings(body: EmbeddingsRequest, registry: ModelRegistry, settings: Sett
     pieces = encoder.word_pieces(body.words)
     vectors = encoder.word_vectors(body.words)
     return json_response(
-        {
-            "model": entry.name,
-            "dim": encoder.hidden_size,
-            "words": body.words,
-            "pieces": [list(p) for p in pieces],
-            "vectors": vectors.numpy(),
-        }
+        EmbeddingsResponse(
+            model=entry.name,
+            dim=encoder.hidden_size,
+            words=body.words,
+            pieces=[list(p) for p in pieces],
+            vectors=float_array(vectors),
+        )
     )

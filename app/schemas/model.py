@@ -545,6 +545,6 @@ class EmbeddingsResponse(BaseModel):
     dim: int
     words: list[str]
     pieces: list[list[str]]
-    vectors: list[list[float]] = Field(
+    vectors: MatrixOut = Field(
         description="word-embedding-table rows, mean over each word's WordPieces (no context)"
     )

@@ -40,6 +40,12 @@ class FrozenNorm:
             parts = parts - parts.mean(dim=-1, keepdim=True)
         return parts * self.gain
 
+    def adjoint(self, reads: torch.Tensor) -> torch.Tensor:
+        """reads (..., P, C) -> w with ⟨apply(x), reads⟩ = ⟨x, w⟩ per position (centering
+        is its own adjoint): a readout through the norm, without any component's image."""
+        out = reads * self.gain
+        return out - out.mean(dim=-1, keepdim=True) if self.centered else out
+
 
 def is_layer_norm(module: nn.Module) -> bool:
     name = type(module).__name__

@@ -295,7 +295,7 @@ export function heatmapFigure(opts, width, range = weightRange) {
   }
   if (kind === "weights") {
     let [lo, hi] = [opts.zmin ?? 0, opts.zmax ?? 1];
-    let title = "0–1 fixed";
+    let title = opts.scaleTitle ?? "0–1 fixed";
     if (range === "fitted" && opts.zmin === undefined && opts.zmax === undefined) {
       [lo, hi] = dataRange(z);
       if (hi - lo < 1e-12) [lo, hi] = [lo - 1e-6, hi + 1e-6];

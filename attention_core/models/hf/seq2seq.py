@@ -387,7 +387,9 @@ class EncoderDecoder:
         decoder_input = self.decoder_input(target)
         no_averages = replace(options, averages_up_to=0)  # no rollout crosses stacks
         passes = {
-            "encoder": options.long_pass(self.num_layers, False, source, True, False),
+            "encoder": options.long_pass(
+                self.num_layers, False, source, True, False, partial(self.head_outputs, "encoder")
+            ),
             "decoder": options.long_pass(self.num_decoder_layers, False, decoder_input, False),
             "cross": no_averages.long_pass(self.layers_of("cross"), False, decoder_input, False),
         }

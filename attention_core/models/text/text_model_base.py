@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
-from ..base.capabilities import Capabilities, StackTrace, Target
+from ..base.capabilities import Capabilities, StackName, StackTrace, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -226,7 +226,13 @@ class TextModelBase(Generic[ModelT]):
             tokenized = self.tokenize(text)
             layers = self.config.num_layers
             # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-            pass_ = options.long_pass(layers, not isinstance(self.model, DecoderLM), tokenized)
+            name: StackName = "decoder" if self.causal else "encoder"
+            pass_ = options.long_pass(
+                layers,
+                not isinstance(self.model, DecoderLM),
+                tokenized,
+                head_outputs=lambda layer: self.head_outputs(name, layer),
+            )
             with torch.inference_mode(), running_on(self.device), long_pass(pass_):
                 out = self.model(
                     torch.tensor([tokenized.input_ids]),
@@ -234,7 +240,7 @@ class TextModelBase(Generic[ModelT]):
                     output_hidden_states=options.hidden_states,
                 )
             stack = KeptStack(
-                "decoder" if self.causal else "encoder",
+                name,
                 tokenized,
                 tokenized,
                 to_cpu(pass_.kept()),

@@ -253,7 +253,8 @@ class Encoder:
         tokenized = self.tokenize(text, text_b)
         ids, types = torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
         self._check_length(ids)
-        pass_ = options.long_pass(len(self.layers), False, tokenized)
+        outputs = partial(self.head_outputs, "encoder")
+        pass_ = options.long_pass(len(self.layers), False, tokenized, head_outputs=outputs)
         with torch.inference_mode(), running_on(self.device), long_pass(pass_):
             _, hidden, _ = self.forward_layers(ids, types)
         stack = KeptStack(
