@@ -241,5 +241,5 @@ def test_a_4096_token_head_trace_answers_a_region_or_pooled_from_the_kept_layer(
     decoder.long_cache = ResultCache(0)  # no cached pass: it runs under the watch
     request = ModelHeadRequest.model_validate({**body, "rows": [T - 64, T]})
     with LargestOutput() as watched:
-        head_answer(decoder, NAME, request, Settings(models="unused", hf_cache=False))
+        head_answer(decoder, NAME, request, None, Settings(models="unused", hf_cache=False))
     assert watched.largest < T * T // 2
