@@ -2,7 +2,7 @@
 
 For each model type of transformers' causal-LM, masked-LM and seq2seq auto
 mappings: its config's defaults shrunk as the listing's dry run shrinks them
-(``hf.probe.shrunk``: 2 layers, 4 heads of 128, a 256-token vocabulary), a
+(``hf.shrink.shrunk``: 2 layers, at most 4 heads, a 256-token vocabulary), a
 random checkpoint written by ``save_pretrained`` with a small word-level
 ``tokenizer.json``, then listed and loaded by the app's registry and its maps
 compared with transformers' eager attention (``output_attentions=True``) on
@@ -42,7 +42,7 @@ from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from attention_core.models import ModelRegistry  # noqa: E402
 from attention_core.models.hf.language_model import auto_class  # noqa: E402
-from attention_core.models.hf.probe import VOCAB, shrunk  # noqa: E402
+from attention_core.models.hf.shrink import VOCAB, shrunk  # noqa: E402
 from attention_core.models.registry.backends import transformers_kind  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent

@@ -574,7 +574,15 @@ class EncoderDecoder:
 
 # Attention modules' names (BART/Marian: self_attn, encoder_attn; T5: SelfAttention,
 # EncDecAttention): the modules whose input is the attention's x.
-_ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
+# The attention modules' names (NLLB-MoE's cross-attention is ``cross_attention``).
+_ATTENTION_SUFFIXES = (
+    "self_attn",
+    "encoder_attn",
+    "SelfAttention",
+    "EncDecAttention",
+    "cross_attention",
+    "cross_attn",
+)
 
 
 class ForwardFailed(SpecError):
