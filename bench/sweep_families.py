@@ -41,7 +41,7 @@ from transformers.models.auto import modeling_auto  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
 from attention_core.models import ModelRegistry  # noqa: E402
-from attention_core.models.hf.language_model import auto_class  # noqa: E402
+from attention_core.models.hf.language_model import auto_class, transformers_config  # noqa: E402
 from attention_core.models.hf.shrink import VOCAB, shrunk  # noqa: E402
 from attention_core.models.registry.backends import transformers_kind  # noqa: E402
 
@@ -74,13 +74,28 @@ def word_tokenizer(directory: Path, vocab: int) -> None:
     tokenizer.save(str(directory / "tokenizer.json"))
 
 
+def completed(defaults: dict[str, Any]) -> dict[str, Any]:
+    """A default config's gaps that every real checkpoint fills: ``head_dim``,
+    ``num_key_value_heads`` and ``vocab_size`` left None (Ministral, Nemotron, ESM)."""
+    out = dict(defaults)
+    heads, width = out.get("num_attention_heads"), out.get("hidden_size")
+    if "head_dim" in out and out["head_dim"] is None and heads and width:
+        out["head_dim"] = width // heads
+    if "num_key_value_heads" in out and out["num_key_value_heads"] is None and heads:
+        out["num_key_value_heads"] = heads
+    if "vocab_size" in out and out["vocab_size"] is None:
+        out["vocab_size"] = VOCAB
+    return out
+
+
 def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
     """A random checkpoint of ``model_type`` with shrunk defaults; its kind and config."""
-    raw = {**shrunk(CONFIG_MAPPING[model_type]().to_dict()), "model_type": model_type}
+    defaults = completed(CONFIG_MAPPING[model_type]().to_dict())
+    raw = {**shrunk(defaults), "model_type": model_type}
     kind = transformers_kind(raw, f"model_type {model_type!r}")
     if kind == "encoder-decoder" and raw.get("decoder_start_token_id") is None:
         raw["decoder_start_token_id"] = raw.get("pad_token_id") or 0  # as T5's checkpoints
-    config = CONFIG_MAPPING[model_type].from_dict(raw)
+    config = transformers_config(raw)
     auto = auto_class(model_type, kind) if kind != "encoder" else transformers.AutoModelForMaskedLM
     torch.manual_seed(0)
     model = auto.from_config(config)

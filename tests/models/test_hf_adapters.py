@@ -1,6 +1,7 @@
 """What the adapters (``hf.adapters``) show as steps of their own: ALiBi (Bloom, MPT,
 Falcon with ALiBi) and DeBERTa's content-to-position and position-to-content terms are the
-score bias (``biased_scores``), computed by the family's own code; ALBERT's one shared
+score bias (``biased_scores``), computed by the family's own code (DeBERTa v1 and v2);
+GPT-Neo's unscaled scores and local window; ALBERT's one shared
 attention module is counted once per call, in layer order.  (The maps, generation and a
 head against transformers' eager attention: ``test_hf_families``.)"""
 
@@ -73,6 +74,41 @@ def test_deberta_position_terms_are_a_step_of_their_own(
     bias = steps.biased_scores - steps.scaled_scores
     torch.testing.assert_close(bias, expected.view_as(bias), atol=1e-5, rtol=1e-5)
     assert float(bias.abs().mean()) > 0.01  # the position terms move the scores
+
+
+def test_deberta_v1_position_terms_are_a_step_of_their_own(
+    hf_checkpoints: Callable[[str], Path],
+) -> None:
+    """DeBERTa (v1): its q with q_bias, the terms from the scaled q, as the module computes."""
+    model = _load(hf_checkpoints("tiny-deberta"))
+    _, trace = model.trace(LONG_TEXT, 1)
+    steps = trace.steps
+    assert steps.biased_scores is not None
+    scale = math.sqrt(trace.q.shape[-1] * 3)  # content, c2p, p2c
+    assert steps.scale == pytest.approx(1 / scale)
+    encoder = model.model.model.encoder
+    attention = encoder.layer[1].attention.self
+    with torch.inference_mode():
+        relative = encoder.get_rel_pos(trace.x)
+        expected = attention.disentangled_att_bias(
+            trace.q / scale, trace.k, relative, encoder.get_rel_embedding(), 3
+        )
+    bias = steps.biased_scores - steps.scaled_scores
+    torch.testing.assert_close(bias, expected, atol=1e-5, rtol=1e-5)
+    assert float(bias.abs().mean()) > 0.01
+
+
+def test_gpt_neo_local_layer_reads_its_window_unscaled(
+    hf_checkpoints: Callable[[str], Path],
+) -> None:
+    """GPT-Neo: no 1/sqrt(d) scale; its local layer's own window (4 keys) is the mask."""
+    model = _load(hf_checkpoints("tiny-gpt-neo"))
+    tokenized, trace = model.trace(LONG_TEXT, 1)
+    assert trace.steps.scale == 1.0
+    T = len(tokenized.input_ids)
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    assert trace.steps.allowed is not None
+    assert torch.equal(trace.steps.allowed[0, 0], (j <= i) & (i - j < 4))
 
 
 def test_albert_counts_its_shared_attention_once_per_layer(

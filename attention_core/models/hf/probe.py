@@ -61,14 +61,12 @@ def check(raw: Mapping[str, Any], kind: str) -> None:
 
 def build_tiny(raw: Mapping[str, Any], kind: str) -> torch.nn.Module:
     """A tiny random model of the checkpoint's class, loaded as the app loads it."""
-    from transformers import CONFIG_MAPPING
-
     from .adapters import install_adapters
     from .capture import register
-    from .language_model import attention_implementation, auto_class
+    from .language_model import attention_implementation, auto_class, transformers_config
 
     register()
-    config = CONFIG_MAPPING[raw["model_type"]].from_dict(shrunk(raw))
+    config = transformers_config(shrunk(raw))
     auto = auto_class(str(raw["model_type"]), kind)
     state = torch.random.get_rng_state()
     try:

@@ -6,8 +6,8 @@ config's fields still holds:
 
 - heads: every head count (attention, key/value, Mamba, linear-attention
   heads...) is divided by one factor ``d`` (the largest that keeps them whole and
-  leaves at most ``HEADS`` attention heads); per-head sizes (``head_dim``,
-  MLA's ``qk_rope_head_dim``...) stay as they are;
+  leaves at least ``HEADS`` attention heads; one key/value head stays one);
+  per-head sizes (``head_dim``, MLA's ``qk_rope_head_dim``...) stay as they are;
 - widths: the hidden size and every size equal to it are divided by ``d`` (so
   ``hidden = heads * head_dim`` and ``expand * hidden = mamba_heads * mamba_head_dim``
   still hold), feed-forward sizes too (rounded up);
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 LAYERS = 2
 HEADS = 4
@@ -45,7 +45,9 @@ _LAYER_KEYS = (
 _MAIN_HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads")
 _HEAD_COUNT = re.compile(r"(heads|^n_head|^n_head_kv|query_groups|query_group_num)$")
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim", "hidden_dim", "emb_dim")
-_FFN = re.compile(r"(intermediate_size|ffn_dim|^d_ff|^n_inner|^d_inner|ffn_hidden_size|dim_ff|mlp_dim)$")
+_FFN = re.compile(
+    r"(intermediate_size|ffn_dim|^d_ff|^n_inner|^d_inner|ffn_hidden_size|dim_ff|mlp_dim)$"
+)
 _DIMENSION = re.compile(r"(size|dim|width|embd|channels|inner)$")
 _POSITION_KEYS = (
     "max_position_embeddings",
@@ -104,7 +106,7 @@ def shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -126,6 +128,8 @@ def _shrunk(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["attention_window"] = min(window, WINDOW)
     elif isinstance(window, list):
         out["attention_window"] = [min(w, WINDOW) if _int(w) else w for w in window]
+    if _int(out.get("num_kv_shared_layers")):  # Gemma 3n: the last layers reuse others' keys
+        out["num_kv_shared_layers"] = 0
     _cut_vocabulary(raw, out)
     return out
 
@@ -180,8 +184,8 @@ def _divisor(raw: Mapping[str, Any], counts: list[int], widths: list[int]) -> in
     if heads is None or heads <= HEADS or not counts:
         return 1
     gcd = 0
-    for value in (*counts, *widths):
-        gcd = math.gcd(gcd, value)
+    for value in (*counts, *widths):  # one key/value head (MQA) stays one
+        gcd = math.gcd(gcd, value) if value > 1 else gcd
     best = 1
     for d in range(1, gcd + 1):
         if gcd % d == 0 and heads // d >= HEADS:
@@ -200,7 +204,7 @@ def _cut_heads(raw: Mapping[str, Any], out: dict[str, Any]) -> None:
         if not _int(value) or value <= 0:
             continue
         if key in counts or key in widths:
-            out[key] = value // d
+            out[key] = max(1, value // d)
         elif _FFN.search(key):
             out[key] = -(-value // d)
         elif value in hidden and _DIMENSION.search(key):  # tied to the width (embedding_size...)
