@@ -47,7 +47,7 @@ from .model_payloads import (
     require_attention,
 )
 from .model_registry import load
-from .schemas.model import ModelAttentionRequest
+from .schemas.model import ModelAttentionRequest, ModelAttentionResponse
 from .settings import Settings
 
 FULL_MAPS_SETTING = "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
@@ -125,7 +125,7 @@ class MapsPlan:
 
 def attention_answer(
     body: ModelAttentionRequest, registry: ModelRegistry, settings: Settings
-) -> dict[str, Any]:
+) -> ModelAttentionResponse:
     """The tokens and the asked-for maps of ``body.text`` (see ``model_attention``'s docs)."""
     entry, model = load(registry, body.model)
     require_attention(entry.name, model.info())
@@ -143,7 +143,9 @@ def attention_answer(
             body.text, text_b=body.text_b, target=body.target, options=options
         )
         answer = stacks_answer(model, kept, plan)
-    return {"model": entry.name, "family": model.family, "causal": model.causal, **answer}
+    return ModelAttentionResponse.model_validate(
+        {"model": entry.name, "family": model.family, "causal": model.causal, **answer}
+    )
 
 
 def column_scale(

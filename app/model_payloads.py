@@ -16,9 +16,11 @@ from attention_core.models import (
     ModelMaps,
     ModelUnsupported,
     encode_compact,
+    head_trace,
     hidden_tokens,
     hide_special,
 )
+from attention_core.models.base.capabilities import StackTrace
 from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
 from attention_core.models.maps.text_maps import TokenizedLike
 
@@ -173,6 +175,29 @@ def head_payload(
         "heads": [steps],
         "output": None,
     }
+
+
+def stack_head_payload(
+    traced: StackTrace, head: int, *, model: str, family: str, stack: str | None
+) -> dict[str, Any]:
+    """``ModelHeadResponse`` for head ``head`` (0-based) of one layer of any stack
+    (``stack``: its name where the model has several); a cross head adds the encoder's
+    output its keys and values come from."""
+    trace = head_trace(traced.layer, head, causal=traced.causal)
+    rows = traced.rows
+    payload = head_payload(trace, rows.tokens, rows.special, model=model, family=family)
+    if stack is not None:
+        payload["stack"] = stack
+    if traced.source is not None:
+        payload.update(
+            {
+                "cross": True,
+                "source_tokens": list(traced.source_tokens),
+                "source": float_array(traced.source),  # (S, C)
+            }
+        )
+        payload["shapes"]["source"] = list(traced.source.shape)
+    return payload
 
 
 def pooled(maps: torch.Tensor, query: MapQuery) -> torch.Tensor:

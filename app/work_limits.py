@@ -8,10 +8,11 @@ and its setting (``app.limits``).
 
 from __future__ import annotations
 
+from attention_core import SpecError
 from attention_core.models import TextModel
+from attention_core.models.base.capabilities import Target
 
 from .full_maps import refuse_full_maps
-from .seq2seq_payloads import is_encoder_decoder
 from .settings import Settings
 
 
@@ -26,6 +27,31 @@ def refuse_induction(model: TextModel, length: int | None, settings: Settings) -
 def refuse_target(model: TextModel, target: str | None, settings: Settings, what: str) -> None:
     """An encoder-decoder's ``target`` (the decoder's text) sizes the decoder's and the
     cross-attention's maps: bounded as ``text`` is, and refused under its own name."""
-    if target is not None and is_encoder_decoder(model):
-        tokens = len(model.target_text(target))
+    if target is not None:
+        tokens = model.target_tokens(target)
         refuse_full_maps(model, tokens, "target", settings, what)
+
+
+def head_target(
+    model: TextModel,
+    target: str | None,
+    target_ids: list[int] | None,
+    settings: Settings,
+    what: str,
+) -> Target | None:
+    """The decoder's input of a head's trace: ``target`` (its text, tokenized) or
+    ``target_ids`` (the ids a generation answered, read as they are, so the rows are the
+    map's), not both; either is bounded as ``text`` is, under its own name."""
+    if target_ids is None:
+        refuse_target(model, target, settings, what)
+        return target
+    if target is not None:
+        raise SpecError(
+            "give the target as text (target) or as ids (target_ids), not both",
+            field="target_ids",
+        )
+    ids = tuple(target_ids)
+    # Refused by a one-stack model; ids in the vocabulary and under the token limit.
+    tokens = model.target_tokens(ids)
+    refuse_full_maps(model, tokens, "target_ids", settings, what)
+    return ids

@@ -17,6 +17,7 @@ from attention_core.models.maps.pooling import POOL_REDUCE
 from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
+from .tensors import MapsOut, MatrixOut
 
 # Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
 # token), small enough to tokenize in milliseconds.  The token limit itself is checked
@@ -250,8 +251,7 @@ class ModelAttentionRequest(MapOptions):
     )
 
 
-Matrix = list[list[float]]
-Weights = Matrix | list[Matrix] | CompactTensorOut
+Weights = MapsOut | CompactTensorOut
 
 
 class MapRegion(BaseModel):
@@ -356,7 +356,7 @@ class Seq2SeqMaps(BaseModel):
 
 
 class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
-    hidden_states: list[Rows] | None = Field(
+    hidden_states: list[MatrixOut] | None = Field(
         None, description="per listed layer (T, hidden), when asked for; rows of shown tokens"
     )
 
@@ -415,6 +415,15 @@ class ModelHeadRequest(Strict):
         None, min_length=1, max_length=MAX_TEXT_CHARS, description="encoders only, as above"
     )
     target: str | None = Field(None, **TARGET_FIELD)
+    target_ids: list[JsonInt] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="encoder-decoders only, instead of target: the target as token ids, "
+        "as /api/model/generate answered them (generated_ids); the decoder reads the start "
+        "token then every id, as the generation's maps do, so the rows are that map's "
+        "(a written target tokenized again may split differently)",
+    )
     stack: Stack | None = Field(
         None,
         description="encoder-decoders: the head's stack ('encoder', 'decoder' or 'cross'; "

@@ -118,13 +118,17 @@ export function writeModelState(s, d) {
 
 /**
  * The explorer's view of one real head: `/?real=<model>&text=…&layer=…&head=…`; an
- * encoder-decoder's head adds its `stack` (encoder, decoder, cross) and `target`.
+ * encoder-decoder's head adds its `stack` (encoder, decoder, cross) and `target` (and a
+ * written target's `target_ids`).
  * Returns {href, length, fits}; a link longer than URL_LIMIT does not fit (href null).
  */
-export function realHeadLink({ model, text, textB = "", target = "", stack = "", layer, head }) {
+export function realHeadLink({ model, text, textB = "", target = "", targetIds = null, stack = "", layer, head }) {
   const pairs = [["real", model], ["text", text]];
   if (textB) pairs.push(["text_b", textB]);
   if (target) pairs.push(["target", target]);
+  // A target the model wrote: its ids, so the head's rows are the map's (its text, tokenized
+  // again, may split differently); the text stays for the way back.
+  if (targetIds && targetIds.length) pairs.push(["target_ids", targetIds.join(",")]);
   if (stack) pairs.push(["stack", stack]);
   pairs.push(["layer", layer], ["head", head]);
   const query = buildQuery(pairs);
@@ -141,12 +145,20 @@ export function readRealHead(search = window.location.search) {
     text: p.get("text"),
     textB: p.get("text_b") || "",
     target: p.get("target") || "",
+    ...readTargetIds(p.get("target_ids")),
     stack: p.get("stack") || "",
     layer: int(p.get("layer"), 1),
     head: int(p.get("head"), 1),
     rawLayer: p.get("layer"),
     rawHead: p.get("head"),
   };
+}
+
+/** `target_ids=1,2,3` as {targetIds: [1, 2, 3]} (null when absent); a malformed list keeps its text in rawTargetIds. */
+function readTargetIds(raw) {
+  if (raw === null || raw === "") return { targetIds: null, rawTargetIds: null };
+  const ids = raw.split(",").map((part) => int(part.trim()));
+  return ids.every((id) => id !== null) ? { targetIds: ids, rawTargetIds: raw } : { targetIds: null, rawTargetIds: raw };
 }
 
 /**

@@ -126,8 +126,6 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
     [
         ("/api/model/head", {"layer": 1, "head": 1}, "text"),
         ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
-        ("/api/model/ablate", {"heads": [[1, 1]]}, "text"),
-        ("/api/model/logit-lens", {}, "text"),
     ],
 )
 def test_requests_that_need_every_map_refuse_a_4096_token_text(
@@ -183,3 +181,30 @@ def test_analyses_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
             scale = stack.layers[layer].value_lengths(decoder.head_outputs("decoder", layer))
             stack.grid(layer, query, scale)
     assert weighted.largest < T * T // 2
+
+
+def test_ablation_and_the_logit_lens_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
+    client: TestClient, text: str
+) -> None:
+    """Once refused ("needs every attention map"): the ablated forward and the lens's hold
+    no map (each layer's context block by block), the logits a block of positions at a
+    time.  Equal to transformers with the head zeroed: test_stack_matrix.py."""
+    from attention_core.analysis import ablate, head_model, logit_lens
+
+    for path, body in (("ablate", {"heads": [[2, 3]]}), ("logit-lens", {})):
+        response = client.post(f"/api/model/{path}", json={"model": NAME, "text": text, **body})
+        assert response.status_code == 200, response.text
+    answer = response.json()
+    T = len(answer["tokens"])
+    assert len(answer["top_ids"]) == 2 and len(answer["top_ids"][0]) == T
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    heads = head_model(decoder)
+    ids = heads.tokenize(text).ids
+    with torch.inference_mode(), LargestOutput() as ablation:
+        result = ablate(heads, ids, [(1, 2)])
+    assert result.after is not None and result.before is not None
+    assert result.after.loss != result.before.loss
+    assert ablation.largest < T * T // 2
+    with torch.inference_mode(), LargestOutput() as lens:
+        logit_lens(decoder, text)
+    assert lens.largest < T * T // 2

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from attention_core.analysis import head_model
-from attention_core.analysis.attribution import attribute
+from attention_core.analysis.attribution import attribute, cancelled_heads, graddrop_score
 from attention_core.analysis.qk_decomposition import why
 from attention_core.errors import SpecError
 from attention_core.models import GPT2, Decoder, Encoder, Llama
@@ -391,15 +391,18 @@ def reference_dropped(reference: Any, ids: Sequence[int], mode: str, drop: int) 
 
 
 @pytest.mark.parametrize("mode", ["zero", "mean"])
-def test_atp_star_cancellation_is_graddrop_computed_with_transformers(
+def test_atp_star_graddrop_is_the_papers_score_computed_with_transformers(
     mode: str, models: dict[str, TextModel], references: dict[str, Any]
 ) -> None:
-    """cancellation[n, h] = Σ over layers ℓ > n of |AtP with ℓ's residual gradient dropped
-    − AtP|, each term from transformers' GPT-2 and autograd."""
+    """Kramár et al. 2024 §3.2: score(n) = (1/(L−1)) Σ over every layer ℓ of |the estimate
+    with no gradient through ℓ's residual write|.  Two layers: a layer-1 head keeps only the
+    term with layer 2 dropped (its own layer gives 0), and AtP*'s softmax term is 0 there
+    (no gradient reaches layer 2's softmax), so it is transformers' dropped attribution
+    patching; a layer-2 head keeps |estimate| (layer 1 dropped changes nothing after it)."""
     heads = head_model(models["tiny-gpt2"])
     ids = heads.tokenize(TEXT).ids
     reference = references["tiny-gpt2"]
-    L = reference.config.n_layer
+    assert reference.config.n_layer == 2
     plain = reference_patching(
         reference,
         functools.partial(hf_projection, reference),
@@ -408,17 +411,59 @@ def test_atp_star_cancellation_is_graddrop_computed_with_transformers(
         mode,
         None,
     )
-    expected = torch.zeros_like(plain)
-    for layer in range(1, L):
-        expected[:layer] += (
-            reference_dropped(reference, ids, mode, layer)[:layer] - plain[:layer]
-        ).abs()
-    got = attribute(heads, ids, "atp_star", mode).cancellation
-    assert got is not None and L >= 2
-    torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-4)
-    assert float(expected[0].abs().sum()) > 1e-4  # dropping a later layer changes layer 1's
-    assert float(got[-1].abs().sum()) == 0.0  # no layer after the last
-    assert attribute(heads, ids, "attribution_patching", mode).cancellation is None
+    expected = torch.stack([reference_dropped(reference, ids, mode, 1)[0].abs(), plain[1].abs()])
+    got = attribute(heads, ids, "atp_star", mode)
+    assert got.graddrop is not None
+    torch.testing.assert_close(got.graddrop.double(), expected.double(), atol=1e-5, rtol=1e-4)
+    assert float((expected[0] - plain[0].abs()).abs().max()) > 1e-4  # the drop matters
+    assert attribute(heads, ids, "attribution_patching", mode).graddrop is None
+
+
+def test_graddrop_on_three_layers_averages_over_l_minus_1(
+    tmp_path: Path, hf_decoder: Callable[[str], torch.nn.Module]
+) -> None:
+    """Three layers, from transformers where AtP*'s softmax term has no gradient to meet:
+    a last-layer head scores |estimate| ((2 |estimate| + 0) / 2); a middle head
+    (|estimate| + |dropped attribution patching with layer 3 dropped|) / 2."""
+    import transformers
+
+    from tests.models.checkpoints import make_gpt2
+
+    directory = make_gpt2(tmp_path / "three", n_layer=3, seed=7)
+    ours = head_model(Decoder.from_dir(directory, GPT2.from_pretrained, "gpt2"))
+    reference = transformers.AutoModelForCausalLM.from_pretrained(
+        directory, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    ids = ours.tokenize(TEXT).ids
+    H = reference.config.n_head
+    plain = reference_patching(
+        reference, functools.partial(hf_projection, reference), ids, H, "zero", None
+    )
+    got = attribute(ours, ids, "atp_star", "zero")
+    assert got.graddrop is not None
+    torch.testing.assert_close(got.estimate[2], plain[2], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got.graddrop[2], plain[2].abs(), atol=1e-5, rtol=1e-4)
+    middle = (got.estimate[1].abs() + reference_dropped(reference, ids, "zero", 2)[1].abs()) / 2
+    torch.testing.assert_close(got.graddrop[1], middle, atol=1e-5, rtol=1e-4)
+
+
+def test_graddrop_score_and_the_cancelled_heads() -> None:
+    """Layer 1's heads: one cancelling its two paths (+1 direct, −1 through layer 3:
+    estimate 0, +1 with layer 3 dropped) scores (0 + 1) / 2 and is marked; one with a single
+    path scores its |estimate|; a negligible one is not marked.  A layer's own drop and the
+    drops before it are never read (9 there)."""
+    estimate = torch.tensor([[0.0, 0.5, 1e-4], [2.0, -1.0, 0.0], [0.3, 0.0, 0.0]])
+    dropped = torch.stack(
+        [
+            torch.tensor([[0.0, 0.5, 0.0], [9.0, 9.0, 9.0], [9.0, 9.0, 9.0]]),  # layer 2 dropped
+            torch.tensor([[1.0, 0.5, 0.01], [2.0, -1.0, 0.0], [9.0, 9.0, 9.0]]),  # layer 3
+        ]
+    )
+    score = graddrop_score(estimate, dropped)
+    expected = torch.tensor([[0.5, 0.5, 0.005], [2.0, 1.0, 0.0], [0.3, 0.0, 0.0]])
+    torch.testing.assert_close(score, expected)
+    assert cancelled_heads(estimate, score) == ((0, 0),)
+    torch.testing.assert_close(graddrop_score(estimate[:1], dropped[:0]), estimate[:1].abs())
 
 
 def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:

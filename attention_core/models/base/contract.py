@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Protocol
+from typing import Protocol
 
 import torch
 
@@ -24,11 +24,9 @@ from ..maps.features import attention_rollout
 from ..maps.long_maps import KeptLayer, LongPass, kept_tensors
 from ..maps.map_grid import MapGrid, MapQuery
 from ..maps.text_maps import OfTokenized, TokenizedLike
+from .capabilities import STACK_NAMES as STACK_NAMES
+from .capabilities import Capabilities, StackName, StackTrace, Target
 from .result_cache import ResultCache
-
-StackName = Literal["encoder", "decoder", "cross"]
-STACK_NAMES: tuple[StackName, ...] = ("encoder", "decoder", "cross")
-
 
 # (a stack's rows, whether its first token is a sink) -> the view gathered during the pass
 # (None: none; the view function may also refuse the request before any work).
@@ -193,12 +191,15 @@ class ModelPass:
 
 
 class StackedModel(Protocol):
-    """What every loaded model answers: ``forward_stacks`` (see the module doc)."""
+    """What every loaded model answers: ``forward_stacks`` (see the module doc), and what
+    it can be asked (``capabilities``)."""
 
     @property
     def name(self) -> str: ...
     @property
     def family(self) -> str: ...
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def forward_stacks(
         self,
@@ -211,6 +212,18 @@ class StackedModel(Protocol):
 
     def head_outputs(self, stack: str, layer: int) -> torch.Tensor:
         """Each head's slice W_O^h of that layer's output projection, (H, D_v, C)."""
+        ...
+
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """Every tensor of attention layer ``layer`` (0-based) of ``stack`` (None: the first)."""
         ...
 
 
@@ -228,14 +241,3 @@ def cached_pass(
     made = run(options.merged(found))
     cache.put(key, made)
     return made
-
-
-def refuse_target(target: str | None, name: str, causal: bool) -> None:
-    """A ``SpecError`` on ``target`` for a model with one stack (it reads one text)."""
-    if target is not None:
-        kind = "a decoder" if causal else "an encoder"
-        raise SpecError(
-            f"target (the decoder's text) is for encoder-decoders (T5, BART, Marian); "
-            f"{name!r} is {kind}: put the text in text",
-            field="target",
-        )

@@ -9,7 +9,8 @@ import torch
 
 from ..checkpoints.model_size import DecoderConfig as DecoderConfig
 from ..maps.text_maps import ModelMaps, TokenizedLike
-from .contract import NO_OPTIONS, ModelPass, PassOptions
+from .capabilities import Target
+from .contract import ModelPass, StackedModel
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .result_cache import ResultCache
@@ -134,17 +135,14 @@ class CausalLM(Protocol):
     def save_pretrained(self, directory: Path) -> None: ...
 
 
-class TextModel(Protocol):
-    """A loaded checkpoint of any family, as the app uses it (``bert.Encoder``, ``Decoder``).
+class TextModel(StackedModel, Protocol):
+    """A loaded checkpoint of any family, as the app uses it (``bert.Encoder``, ``Decoder``):
+    the contract (``StackedModel.forward_stacks``) and what the pages use besides.
 
     ``encode`` gives every layer's maps for a text (``text_b``: an encoder's
     sentence pair); ``trace`` one layer's every tensor (0-based layer).
     """
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def family(self) -> str: ...
     @property
     def causal(self) -> bool: ...
     @property
@@ -158,20 +156,13 @@ class TextModel(Protocol):
 
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
 
+    def target_tokens(self, target: Target) -> int:
+        """How many tokens the decoder reads for ``target`` (a ``SpecError`` on ``target``
+        from a model that reads none)."""
+        ...
+
     def trace(
         self, text: str, layer: int, text_b: str | None = None
     ) -> tuple[TokenizedLike, LayerTrace]: ...
 
-    # The contract (``contract``): every model's pass gives named stacks of kept layers.
     long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass]
-
-    def forward_stacks(
-        self,
-        text: str,
-        *,
-        text_b: str | None = None,
-        target: str | None = None,
-        options: PassOptions = NO_OPTIONS,
-    ) -> ModelPass: ...
-
-    def head_outputs(self, stack: str, layer: int) -> torch.Tensor: ...

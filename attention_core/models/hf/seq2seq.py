@@ -26,9 +26,10 @@ from typing import Any, Unpack, cast
 
 import torch
 
-from ...errors import SpecError
+from ...errors import LimitExceeded, SpecError
 from ...progress import report
-from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, StackName, cached_pass
+from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
+from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, cached_pass
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
@@ -120,7 +121,7 @@ class EncoderDecoder:
     """
 
     causal = False  # the encoder's maps (``attentions``) are bidirectional
-    kind = "encoder-decoder"
+    capabilities = Capabilities(STACK_NAMES, writes=True)  # it writes a target
 
     name: str
     model: Any
@@ -241,7 +242,7 @@ class EncoderDecoder:
             "name": self.name,
             "family": self.family,
             "causal": self.causal,
-            "kind": self.kind,
+            "kind": self.capabilities.kind,
             "layers": self.num_layers,
             "decoder_layers": self.num_decoder_layers,
             "heads": heads,
@@ -275,6 +276,44 @@ class EncoderDecoder:
             (start_special, *labels.special[:-1]),
             labels.input_ids,
         )
+
+    def target_from_ids(self, ids: tuple[int, ...], field: str = "target_ids") -> TargetText:
+        """The decoder's input for a target given as ids (as a generation answered them):
+        the start token, then every id, the last included, as the generation's maps read
+        it; the tokens are the text each id adds, as there."""
+        vocabulary = int(self.model.config.vocab_size)
+        bad = next((i for i in ids if not 0 <= i < vocabulary), None)
+        if bad is not None:
+            raise SpecError(
+                f"{field} holds token id {bad}; {self.name}'s ids are 0..{vocabulary - 1}",
+                field=field,
+            )
+        limit = self.max_tokens - 1  # the start token is a position too
+        if len(ids) > limit:
+            raise LimitExceeded(
+                f"{field} is {len(ids)} tokens; the limit is {limit} "
+                f"({self.tokenizer.limit_source}, less the start token)",
+                field=field,
+                limit=limit,
+                found=len(ids),
+                setting=self.tokenizer.limit_setting,
+            )
+        start, start_special = self.start_token()
+        special_ids = self.tokenizer.special_ids
+        return TargetText(
+            (self.start_id, *ids),
+            (start, *self.tokenizer.continuation([], ids)),
+            (start_special, *(i in special_ids for i in ids)),
+        )
+
+    def decoder_input(self, target: str | tuple[int, ...] | None) -> TargetText:
+        """``target`` as text (``target_text``) or as ids (``target_from_ids``)."""
+        if isinstance(target, tuple):
+            return self.target_from_ids(target)
+        return self.target_text(target)
+
+    def target_tokens(self, target: Target) -> int:
+        return len(self.decoder_input(target))
 
     def refuse_pair(self, text_b: str | None) -> None:
         refuse_pair(
@@ -403,10 +442,29 @@ class EncoderDecoder:
         assert isinstance(tokens, TokenizedText)  # the encoder's rows are the source
         return tokens, trace
 
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """``trace_stack`` as the contract asks it (``stack`` None: the encoder), with the
+        source's tokens for ``cross``."""
+        self.refuse_pair(text_b)
+        chosen = self.capabilities.stack(stack)
+        rows, trace, source = self.trace_stack(text, target, chosen, layer)
+        if source is None:
+            return StackTrace(chosen, rows, trace)
+        return StackTrace(chosen, rows, trace, source[0], self.tokenize(text).tokens)
+
     def trace_stack(
-        self, text: str, target: str | None, stack: Stack, layer: int
+        self, text: str, target: str | tuple[int, ...] | None, stack: Stack, layer: int
     ) -> tuple[TokenizedText | TargetText, LayerTrace, torch.Tensor | None]:
-        """Every tensor of one attention layer (0-based) of ``stack``.
+        """Every tensor of one attention layer (0-based) of ``stack``; ``target`` is the
+        target's text or its ids (``decoder_input``).
 
         Returns the tokens of its rows (the source for the encoder, else the
         target), the ``LayerTrace`` (x: that attention's input, after its norm),
@@ -415,7 +473,7 @@ class EncoderDecoder:
         """
         check_layer(layer, self.layers_of(stack), f"the {stack} stack of this model")
         source = self.tokenize(text)
-        decoder_input = self.target_text(target)
+        decoder_input = self.decoder_input(target)
         path, module = self.layer_modules[(stack, layer)]
 
         def wanted(site: Site) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
@@ -17,13 +18,13 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from ..base.capabilities import Capabilities, StackTrace, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
     PassOptions,
     cached_pass,
-    refuse_target,
 )
 from ..base.decoder_lm import DecoderLM
 from ..base.device import CPU, running_on, to_cpu
@@ -156,6 +157,16 @@ class TextModelBase(Generic[ModelT]):
     def info(self) -> dict[str, object]:
         return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """One stack, ``decoder`` (which writes) or ``encoder``."""
+        return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
+
+    def target_tokens(self, target: Target) -> int:
+        """A model with one stack reads no target: refused."""
+        self.capabilities.check_fields(self.name, target)
+        return 0
+
     # --- text in ------------------------------------------------------------------------
 
     def tokenize(self, text: str, field: str = "text") -> TokenizedText:
@@ -208,7 +219,7 @@ class TextModelBase(Generic[ModelT]):
         ``encoder``, whose every layer's q/k (and what ``options`` asks) is kept and
         whose maps are never held whole (or a recent pass that has what is asked)."""
         self._refuse_pair(text_b)
-        refuse_target(target, self.name, self.causal)
+        self.capabilities.check_fields(self.name, target)
         return cached_pass(self.long_cache, (text, None, None), options, self._pass(text))
 
     def _pass(self, text: str) -> Callable[[PassOptions], ModelPass]:
@@ -257,3 +268,16 @@ class TextModelBase(Generic[ModelT]):
         if out.trace is None:
             raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
         return tokenized, to_cpu(out.trace)
+
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""
+        trace = partial(self.trace, text, layer, text_b)
+        return self.capabilities.one_stack_trace(self.name, target, stack, trace)

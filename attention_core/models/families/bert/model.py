@@ -25,13 +25,13 @@ from ....attention import AttentionSteps, attention_with_steps
 from ....blocked_attention import AttentionCall
 from ....errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ....progress import report
+from ...base.capabilities import Capabilities, StackTrace, Target, WordComparison
 from ...base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
     PassOptions,
     cached_pass,
-    refuse_target,
 )
 from ...base.device import CPU, move, running_on, to_cpu
 from ...base.outputs import LayerTrace, check_layer
@@ -45,7 +45,7 @@ from ...maps.text_maps import TokenizedMaps
 from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights
-from .words import WordComparison, find_word, layer_cosines
+from .words import find_word, layer_cosines
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,10 @@ def _attention(
     """One layer's attention, or the current blocked pass's (one text: (H, T, D) each,
     given the batch axis of 1 a pass takes and returned without it)."""
     blocked = current_pass()
-    if blocked is None or query.dim() != 3:
+    if blocked is None:
         return attention_with_steps(query, key, value)
+    if query.dim() == 4:  # a batch of texts (B, H, T, D): head analysis's edited passes
+        return blocked.steps(layer, AttentionCall(query, key, value))
     steps = blocked.steps(layer, AttentionCall(query[None], key[None], value[None]))
     return replace(steps, context_vec=steps.context_vec[0])
 
@@ -188,6 +190,20 @@ class Encoder:
     def info(self) -> dict[str, object]:
         return model_info(self.config.name, self.family, self.causal, self.config, self.max_tokens)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """One stack, the encoder; its WordPiece vocabulary answers word questions."""
+        return Capabilities(("encoder",), words=self)
+
+    def target_tokens(self, target: Target) -> int:
+        """A model with one stack reads no target: refused."""
+        self.capabilities.check_fields(self.name, target)
+        return 0
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.hidden_size
+
     # --- the forward pass -------------------------------------------------------------
 
     def tokenize(self, text: str, text_b: str | None = None, *, field: str = "text") -> Tokenized:
@@ -230,7 +246,7 @@ class Encoder:
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): the ``encoder`` stack of ``text``
         (and ``text_b``), every layer's q/k kept, no map held whole."""
-        refuse_target(target, self.name, causal=False)
+        self.capabilities.check_fields(self.name, target)
         run = partial(self._pass, text, text_b)
         return cached_pass(self.long_cache, (text, text_b, None), options, run)
 
@@ -273,6 +289,19 @@ class Encoder:
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
         return tokenized, to_cpu(trace)
+
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """``trace`` as the contract asks it: the encoder's layer ``layer`` (0-based)."""
+        trace = partial(self.trace, text, layer, text_b)
+        return self.capabilities.one_stack_trace(self.name, target, stack, trace)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
