@@ -40,6 +40,7 @@ from transformers import CONFIG_MAPPING  # noqa: E402
 from transformers.models.auto import modeling_auto  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
+from attention_core.errors import SpecError  # noqa: E402
 from attention_core.models import ModelRegistry  # noqa: E402
 from attention_core.models.hf.language_model import auto_class, transformers_config  # noqa: E402
 from attention_core.models.hf.shrink import VOCAB, shrunk  # noqa: E402
@@ -92,7 +93,11 @@ def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
     """A random checkpoint of ``model_type`` with shrunk defaults; its kind and config."""
     defaults = completed(CONFIG_MAPPING[model_type]().to_dict())
     raw = {**shrunk(defaults), "model_type": model_type}
-    kind = transformers_kind(raw, f"model_type {model_type!r}")
+    try:
+        kind = transformers_kind(raw, f"model_type {model_type!r}")
+    except SpecError:  # refused by its kind (audio in): the listing must say so too
+        seq2seq = modeling_auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+        kind = "encoder-decoder" if model_type in seq2seq else "decoder"
     if kind == "encoder-decoder" and raw.get("decoder_start_token_id") is None:
         raw["decoder_start_token_id"] = raw.get("pad_token_id") or 0  # as T5's checkpoints
     config = transformers_config(raw)
@@ -120,13 +125,28 @@ def eager_maps(directory: Path, kind: str, ids: list[int], target: list[int]) ->
                 use_cache=False,  # FSMT builds its causal mask only without a cache
             )
             return {
-                "encoder": out.encoder_attentions,
+                "encoder": tuple(unbanded(a, len(ids)) for a in out.encoder_attentions),
                 "decoder": out.decoder_attentions,
                 "cross": out.cross_attentions,
             }
         extra = {"use_cache": False} if kind == "decoder" else {}
         out = model(input_ids=torch.tensor([ids]), output_attentions=True, **extra)
         return {"encoder" if kind == "encoder" else "decoder": out.attentions}
+
+
+def unbanded(band: Any, keys: int) -> Any:
+    """Longformer's (LED's) eager maps, (B, H, T, 2w + 1) per query's window of keys
+    ``i - w`` … ``i + w``, as (B, H, T, T) maps (keys outside the text: never read)."""
+    if band.shape[-1] == keys:
+        return band
+    w = (band.shape[-1] - 1) // 2
+    full = band.new_zeros(*band.shape[:-1], keys)
+    for i in range(band.shape[-2]):
+        for k in range(band.shape[-1]):
+            j = i + k - w
+            if 0 <= j < keys:
+                full[..., i, j] = band[..., i, k]
+    return full
 
 
 def our_maps(model: Any, kind: str) -> tuple[dict[str, Any], list[int], list[int]]:

@@ -42,12 +42,13 @@ OPENS = [
     "deberta-v2",
     "deberta",
     "fsmt",
+    "led",
     "albert",
     "deepseek_v3",
     "gpt_neo",
 ]
 REFUSED = {
-    "led": "computes encoder attention in 0 of its 2 layers",
+    "longformer": "computes attention in 0 of its 2 layers",
     "mamba": "has no attention heads",
     "xmod": "Input language unknown",
     "voxtral": "reads sound",

@@ -7,6 +7,7 @@ head against transformers' eager attention: ``test_hf_families``.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from tests.models.hf_checkpoints import LONG_TEXT
 from tests.requires import require
 
 transformers = require("transformers")
+SWEEP = Path(__file__).resolve().parents[2] / "bench" / "sweep_families.py"
 
 
 def _load(path: Path) -> Any:
@@ -127,26 +129,41 @@ def test_albert_counts_its_shared_attention_once_per_layer(
         torch.testing.assert_close(trace.x[0], maps.layer_hidden_states[layer], atol=1e-5, rtol=0)
 
 
-@pytest.fixture(scope="module")
-def fsmt(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
-    """(our FSMT through the registry, transformers' eager FSMT) of one random checkpoint."""
+@pytest.fixture(scope="module", params=["fsmt", "led"])
+def fsmt(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, Any]:
+    """(ours through the registry, transformers' eager model) of one random FSMT or LED
+    checkpoint: the encoder-decoders whose attention is their own code."""
     from tests.models.seq2seq_checkpoints import make_own_code_seq2seq
 
-    path = make_own_code_seq2seq(tmp_path_factory.mktemp("fsmt") / "tiny-fsmt", "fsmt")
+    name = str(request.param)
+    path = make_own_code_seq2seq(tmp_path_factory.mktemp(name) / f"tiny-{name}", name)
     eager = transformers.AutoModelForSeq2SeqLM.from_pretrained(
         path, attn_implementation="eager", dtype=torch.float32, local_files_only=True
     )
     return _load(path), eager.eval()
 
 
+def _unbanded(maps: tuple[torch.Tensor, ...], keys: int) -> tuple[torch.Tensor, ...]:
+    """LED's eager encoder maps (each query's window of keys) as full maps: the sweep's."""
+    spec = importlib.util.spec_from_file_location("sweep_families", SWEEP)
+    assert spec is not None and spec.loader is not None
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    return tuple(sweep.unbanded(m, keys) for m in maps)
+
+
 def _fsmt_eager(eager: Any, source: tuple[int, ...], target: tuple[int, ...]) -> Any:
     with torch.inference_mode():  # without use_cache=False FSMT builds no causal mask
-        return eager(
+        out = eager(
             input_ids=torch.tensor([source]),
             decoder_input_ids=torch.tensor([target]),
             output_attentions=True,
             use_cache=False,
         )
+    out.encoder_attentions = _unbanded(out.encoder_attentions, len(source))
+    return out
 
 
 def test_fsmt_three_stacks_equal_eager(fsmt: tuple[Any, Any]) -> None:
@@ -191,5 +208,5 @@ def test_fsmt_head_step_by_step_is_its_map(stack: str, fsmt: tuple[Any, Any]) ->
     torch.testing.assert_close(
         trace.steps.attn_weights[0, 2], reference[1][0, 2], atol=1e-5, rtol=0
     )
-    assert trace.x.shape == (1, len(rows.input_ids), 32)  # (B, T, C), FSMT's (T, B, C) turned
+    assert trace.x.shape == (1, len(rows.input_ids), 32)  # (B, T, C): FSMT's turned, LED unpadded
     torch.testing.assert_close(trace.steps.attn_scores, trace.q @ trace.k.transpose(-1, -2))

@@ -15,7 +15,9 @@ captured like any other family's:
 - GPT-Neo: unscaled scores, its own local-window or causal mask (GPT-Neo and GIT look
   the implementation name up in a table of their own, as Falcon does);
 - GIT: scores with GIT's own additive mask (its text decoder, run on text alone);
-- FSMT (an encoder-decoder): its three stacks, inputs time first, masks as booleans.
+- FSMT (an encoder-decoder): its three stacks, inputs time first, masks as booleans;
+- LED (an encoder-decoder): its encoder's sliding window (Longformer's) as a mask, its
+  decoder's self- and cross-attention as BART's with LED's additive masks.
 
 These families are loaded with ``attn_implementation="eager"`` (their own
 path; Falcon looks other names up in a table of its own and fails), so the
@@ -279,6 +281,87 @@ def _git(
     return context.reshape(*context.shape[:2], self.all_head_size), weights
 
 
+def _led(
+    self: Any,
+    hidden_states: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    is_index_masked: torch.Tensor | None = None,
+    is_index_global_attn: torch.Tensor | None = None,
+    is_global_attn: bool | None = None,
+    output_attentions: bool = False,
+) -> tuple[torch.Tensor | None, ...]:
+    """LED's encoder self-attention (Longformer's): each query reads the keys within
+    ``attention_window / 2`` of it, as a mask, scores ``q·k / sqrt(d)``.  (Longformer's
+    chunks need the input padded to a multiple of the window; a mask does not:
+    ``_unpadded`` keeps the encoder from padding, so the maps are the text's own.)"""
+    from ...errors import SpecError
+
+    if is_global_attn:
+        raise SpecError(
+            "LED with global attention (global_attention_mask) is not captured: "
+            "only its sliding-window attention is",
+            field="model",
+        )
+    batch, length, _ = hidden_states.shape
+    query, key, value = (
+        proj(hidden_states).view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+        for proj in (self.query, self.key, self.value)
+    )
+    position = torch.arange(length, device=hidden_states.device)
+    distance = (position[:, None] - position[None, :]).abs()
+    allowed = (distance <= self.one_sided_attn_window_size)[None, None]
+    if is_index_masked is not None:
+        allowed = allowed & ~is_index_masked[:, None, None, :]
+    context, weights = core_attention(
+        self, query, key, value, allowed, scaling=1 / math.sqrt(self.head_dim)
+    )
+    output = context.reshape(batch, length, self.embed_dim)
+    return (output, weights) if output_attentions else (output,)
+
+
+def _unpadded(
+    self: Any,
+    input_ids: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+    inputs_embeds: torch.Tensor | None,
+    pad_token_id: int,
+) -> tuple[int, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """``LEDEncoder._pad_to_window_size`` for ``_led``: no padding (0 added)."""
+    return 0, input_ids, attention_mask, inputs_embeds
+
+
+def _led_decoder(
+    self: Any,
+    hidden_states: torch.Tensor,
+    key_value_states: torch.Tensor | None = None,
+    cache: Any = None,
+    attention_mask: torch.Tensor | None = None,
+    output_attentions: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None, Any]:
+    """``LEDDecoderAttention.forward`` (self- and cross-attention): scores ``q·k * scaling``
+    plus LED's additive mask."""
+    cross = key_value_states is not None
+    batch, length, width = hidden_states.shape
+    layers = cache
+    if cache is not None and hasattr(cache, "is_updated"):  # an EncoderDecoderCache
+        layers = cache.cross_attention_cache if cross else cache.self_attention_cache
+    if cross and cache is not None and cache.is_updated.get(self.layer_idx):
+        key, value = layers.layers[self.layer_idx].keys, layers.layers[self.layer_idx].values
+    else:
+        states = key_value_states if cross else hidden_states
+        key, value = (
+            proj(states).view(batch, -1, self.num_heads, self.head_dim).transpose(1, 2)
+            for proj in (self.k_proj, self.v_proj)
+        )
+        if cache is not None:
+            key, value = layers.update(key, value, self.layer_idx)
+            if cross and hasattr(cache, "is_updated"):
+                cache.is_updated[self.layer_idx] = True
+    query = self.q_proj(hidden_states).view(batch, length, self.num_heads, -1).transpose(1, 2)
+    context, weights = core_attention(self, query, key, value, attention_mask, scaling=self.scaling)
+    return self.out_proj(context.reshape(batch, length, width)), weights, cache
+
+
 def _fsmt(
     self: Any,
     query: torch.Tensor,
@@ -332,11 +415,17 @@ ADAPTERS: dict[tuple[str, str], Forward] = {
     ("deberta", "DisentangledSelfAttention"): _deberta,
     ("gpt_neo", "GPTNeoSelfAttention"): _gpt_neo,
     ("git", "GitSelfAttention"): _git,
+    ("led", "LEDEncoderSelfAttention"): _led,
+    ("led", "LEDDecoderAttention"): _led_decoder,
     ("fsmt", "Attention"): _fsmt,
+}
+# Other methods an adapter needs replaced: (module, class) -> (method name, replacement).
+METHODS: dict[tuple[str, str], tuple[str, Forward]] = {
+    ("led", "LEDEncoder"): ("_pad_to_window_size", _unpadded),
 }
 # The model types whose attention an adapter computes (loaded with their eager path).
 ADAPTED_TYPES = frozenset(
-    {"bloom", "mpt", "falcon", "deberta", "deberta-v2", "fsmt", "gpt_neo", "git"}
+    {"bloom", "mpt", "falcon", "deberta", "deberta-v2", "fsmt", "gpt_neo", "git", "led"}
 )
 # Families whose attention modules take their input time first, (T, B, C).
 TIME_FIRST = frozenset({("fsmt", "Attention")})
@@ -352,6 +441,9 @@ def install_adapters(model: nn.Module) -> int:
     A module whose input is time first is marked (``time_first``) for the capture."""
     count = 0
     for module in model.modules():
+        method = METHODS.get(_family_class(module))
+        if method is not None:
+            setattr(module, method[0], types.MethodType(method[1], module))
         adapter = ADAPTERS.get(_family_class(module))
         if adapter is not None:
             module.forward = types.MethodType(adapter, module)

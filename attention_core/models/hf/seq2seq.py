@@ -137,8 +137,8 @@ class EncoderDecoder:
         self.layer_modules: dict[tuple[Stack, int], tuple[str, torch.nn.Module]] = {}
         for path, module in modules.items():
             site = self.sites.get(id(module))
-            if site is not None and path.endswith(_ATTENTION_SUFFIXES):
-                self.layer_modules.setdefault((site.stack, site.layer), (path, module))
+            if site is not None and path.endswith(_ATTENTION_SUFFIXES):  # the innermost
+                self.layer_modules[(site.stack, site.layer)] = (path, module)  # (LED's)
         generation = self.model.generation_config
         start = generation.decoder_start_token_id
         if start is None:
