@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any, TypeGuard
 
 LAYERS = 2
@@ -30,6 +31,7 @@ HEADS = 4
 VOCAB = 256
 EXPERTS = 4
 POSITIONS = 256
+MIN_WIDTH = 128
 WINDOW = 8
 
 _LAYER_KEYS = (
@@ -177,42 +179,56 @@ def _per_layer(table: Mapping[Any, Any]) -> bool:
     return bool(table) and all(_int(k) or (isinstance(k, str) and k.isdigit()) for k in table)
 
 
-def _divisor(raw: Mapping[str, Any], counts: list[int], widths: list[int]) -> int:
-    """The largest ``d`` dividing every head count and width, leaving at least
-    ``min(heads, HEADS)`` heads (``HEADS`` bounding the main count from above)."""
-    heads = next((raw[k] for k in _MAIN_HEADS if _int(raw.get(k))), None)
-    if heads is None or heads <= HEADS or not counts:
-        return 1
+def _divisor(heads: int | None, counts: list[int], widths: list[int]) -> int:
+    """The largest ``d`` dividing every head count and width, leaving at least ``HEADS``
+    attention heads (without heads: a width of at least ``MIN_WIDTH``)."""
     gcd = 0
     for value in (*counts, *widths):  # one key/value head (MQA) stays one
         gcd = math.gcd(gcd, value) if value > 1 else gcd
     best = 1
     for d in range(1, gcd + 1):
-        if gcd % d == 0 and heads // d >= HEADS:
+        enough = heads // d >= HEADS if heads else min(widths) // d >= MIN_WIDTH
+        if gcd % d == 0 and enough:
             best = d
     return best
+
+
+def _ratio(raw: Mapping[str, Any], counts: list[int], widths: list[int]) -> Fraction:
+    """The factor heads and widths are cut by: ``1 / d`` (``_divisor``), or ``HEADS / heads``
+    when no whole factor leaves few enough heads (Falcon-7B's 71): each head then keeps
+    its width, the other sizes are rounded up."""
+    heads = next((raw[k] for k in _MAIN_HEADS if _int(raw.get(k))), None)
+    if (heads is not None and heads <= HEADS) or not widths:
+        return Fraction(1)
+    d = _divisor(heads, counts, widths)
+    if heads is not None and heads // d > 2 * HEADS:
+        return Fraction(HEADS, heads)
+    return Fraction(1, d)
 
 
 def _cut_heads(raw: Mapping[str, Any], out: dict[str, Any]) -> None:
     counts = {k: v for k, v in raw.items() if _int(v) and v > 0 and _HEAD_COUNT.search(k)}
     widths = {k: raw[k] for k in _WIDTHS if _int(raw.get(k)) and raw[k] > 0}
-    d = _divisor(raw, list(counts.values()), list(widths.values()))
-    if d == 1:
+    ratio = _ratio(raw, list(counts.values()), list(widths.values()))
+    if ratio == 1:
         return
     hidden = set(widths.values())
     for key, value in raw.items():
         if not _int(value) or value <= 0:
             continue
-        if key in counts or key in widths:
-            out[key] = max(1, value // d)
-        elif _FFN.search(key):
-            out[key] = -(-value // d)
-        elif value in hidden and _DIMENSION.search(key):  # tied to the width (embedding_size...)
-            out[key] = value // d
+        if key in counts:
+            out[key] = max(1, math.floor(value * ratio))
+        elif key in widths or _FFN.search(key) or (value in hidden and _DIMENSION.search(key)):
+            out[key] = math.ceil(value * ratio)  # widths and what is tied to them, FFNs
     for key, value in raw.items():  # parts of the width (Reformer's axial_pos_embds_dim)
-        if isinstance(value, list) and value and all(_int(v) and v % d == 0 for v in value):
-            if sum(value) in hidden and _DIMENSION.search(key):
-                out[key] = [v // d for v in value]
+        if isinstance(value, list) and value and all(_int(v) for v in value):
+            parts = [v * ratio for v in value]
+            if (
+                sum(value) in hidden
+                and _DIMENSION.search(key)
+                and all(p.denominator == 1 for p in parts)
+            ):
+                out[key] = [int(p) for p in parts]
 
 
 def _cut_experts(out: dict[str, Any]) -> None:
