@@ -33,6 +33,10 @@ from .result_cache import ResultCache
 View = Callable[[TokenizedLike, bool], MapQuery | None]
 
 
+# What a pass is remembered by: (text, text_b, target).
+PassKey = tuple[str, str | None, Target | None]
+
+
 @dataclass(frozen=True)
 class PassOptions:
     """What a pass keeps besides every layer's q/k.
@@ -78,9 +82,11 @@ class PassOptions:
         rows: TokenizedLike,
         view: bool = True,
         first_is_sink: bool = True,
+        head_outputs: Callable[[int], torch.Tensor] | None = None,
     ) -> LongPass:
         """A ``LongPass`` of ``layers`` layers of a stack whose rows are ``rows``, keeping
-        what these options ask for (``view`` False: no view gathered during the pass)."""
+        what these options ask for (``view`` False: no view gathered during the pass;
+        ``head_outputs``: layer -> its (H, D_v, C) output slices, for a value-weighted view)."""
         query = self.view(rows, first_is_sink) if self.view is not None and view else None
         return LongPass(
             query,
@@ -88,6 +94,7 @@ class PassOptions:
             report_layers=report_layers,
             full_averages=len(rows.tokens) <= self.averages_up_to,
             keep_values=self.values,
+            head_outputs=head_outputs,
         )
 
 
@@ -135,18 +142,26 @@ class KeptStack(OfTokenized):
         self, layer: int, query: MapQuery, column_scale: torch.Tensor | None = None
     ) -> MapGrid:
         """Layer ``layer``'s (0-based) maps as ``query`` shows them: the grid gathered
-        during the pass when it is that view, else rebuilt from the kept q/k."""
+        during the pass when it is that view (``gathered``), else rebuilt from the kept
+        q/k (``column_scale`` (H, S): value_norm's, see ``KeptLayer.gather``)."""
+        found = self.gathered(layer, query)
+        if found is not None and (column_scale is None or query.measure == "value_norm"):
+            return found
+        kept = self.layers[layer]
+        grid = MapGrid(query, kept.num_heads, len(self.tokens), len(self.key_tokens.tokens))
+        return kept.gather(grid, column_scale=column_scale)
+
+    def gathered(self, layer: int, query: MapQuery) -> MapGrid | None:
+        """Layer ``layer``'s grid gathered during the pass when it shows ``query``'s cells
+        (its measure included), else None."""
         if (
-            column_scale is None
-            and self.query is not None
+            self.query is not None
             and self.grids
             and self.query.same_cells(query)
             and (self.query.average or not query.average)
         ):
             return self.grids[layer]
-        kept = self.layers[layer]
-        grid = MapGrid(query, kept.num_heads, len(self.tokens), len(self.key_tokens.tokens))
-        return kept.gather(grid, column_scale=column_scale)
+        return None
 
     @cached_property
     def rollout(self) -> torch.Tensor | None:
@@ -206,7 +221,7 @@ class StackedModel(Protocol):
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass: ...
 
@@ -228,8 +243,8 @@ class StackedModel(Protocol):
 
 
 def cached_pass(
-    cache: ResultCache[tuple[str, str | None, str | None], ModelPass],
-    key: tuple[str, str | None, str | None],
+    cache: ResultCache[PassKey, ModelPass],
+    key: PassKey,
     options: PassOptions,
     run: Callable[[PassOptions], ModelPass],
 ) -> ModelPass:

@@ -29,9 +29,10 @@ import torch
 from ...errors import LimitExceeded, SpecError
 from ...progress import report
 from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
-from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, cached_pass
+from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
+from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..maps.long_maps import StackedPass, long_pass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
@@ -158,9 +159,7 @@ class EncoderDecoder:
             int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None
         )
         self._cache: ResultCache[tuple[str, str | None], Seq2SeqMaps] = ResultCache(cache_bytes)
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.failures = FailureWatch()
         # Newer families renamed past_key_values (still accepted, with a warning).
         parameters = inspect.signature(self.model.forward).parameters
@@ -234,25 +233,23 @@ class EncoderDecoder:
     def layers_of(self, stack: Stack) -> int:
         return sum(1 for s, _ in self.layer_modules if s == stack)
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         c = self.model.config
         heads = int(c.num_attention_heads)
-        head_dim = int(getattr(c, "d_kv", None) or c.hidden_size // heads)
-        return {
-            "name": self.name,
-            "family": self.family,
-            "causal": self.causal,
-            "kind": self.capabilities.kind,
-            "layers": self.num_layers,
-            "decoder_layers": self.num_decoder_layers,
-            "heads": heads,
-            "kv_heads": heads,
-            "hidden": int(c.hidden_size),
-            "head_dim": head_dim,
-            "vocab_size": int(c.vocab_size),
-            "max_positions": int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
-            "max_tokens": self.max_tokens,
-        }
+        return ModelSummary(
+            self.name,
+            self.family,
+            self.causal,
+            layers=self.num_layers,
+            heads=heads,
+            kv_heads=heads,
+            hidden=int(c.hidden_size),
+            head_dim=int(getattr(c, "d_kv", None) or c.hidden_size // heads),
+            vocab_size=int(c.vocab_size),
+            max_positions=int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
+            max_tokens=self.max_tokens,
+            decoder_layers=self.num_decoder_layers,
+        )
 
     # --- text in --------------------------------------------------------------------------
 
@@ -366,14 +363,14 @@ class EncoderDecoder:
             getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
         )
         info = self.info()
-        return head_slices(projection, cast(int, info["heads"]), cast(int, info["head_dim"]))
+        return head_slices(projection, info.heads, info.head_dim)
 
     def forward_stacks(
         self,
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): the ``encoder`` stack (source ×
@@ -384,12 +381,14 @@ class EncoderDecoder:
         run = partial(self._pass, text, target)
         return cached_pass(self.long_cache, (text, None, target), options, run)
 
-    def _pass(self, text: str, target: str | None, options: PassOptions) -> ModelPass:
+    def _pass(self, text: str, target: Target | None, options: PassOptions) -> ModelPass:
         source = self.tokenize(text)
-        decoder_input = self.target_text(target)
+        decoder_input = self.decoder_input(target)
         no_averages = replace(options, averages_up_to=0)  # no rollout crosses stacks
         passes = {
-            "encoder": options.long_pass(self.num_layers, False, source, True, False),
+            "encoder": options.long_pass(
+                self.num_layers, False, source, True, False, partial(self.head_outputs, "encoder")
+            ),
             "decoder": options.long_pass(self.num_decoder_layers, False, decoder_input, False),
             "cross": no_averages.long_pass(self.layers_of("cross"), False, decoder_input, False),
         }

@@ -18,11 +18,12 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
-from ..base.capabilities import Capabilities, StackTrace, Target
+from ..base.capabilities import Capabilities, StackName, StackTrace, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
+    PassKey,
     PassOptions,
     cached_pass,
 )
@@ -30,7 +31,7 @@ from ..base.decoder_lm import DecoderLM
 from ..base.device import CPU, running_on, to_cpu
 from ..base.out_projections import head_slices, output_projections
 from ..base.outputs import LayerTrace, check_layer
-from ..base.protocols import CausalLM, DecoderConfig, model_info
+from ..base.protocols import CausalLM, DecoderConfig, ModelSummary, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import TOKENIZER_FILE
 from ..checkpoints.weight_dtype import hold, read_in, run_on
@@ -120,9 +121,7 @@ class TextModelBase(Generic[ModelT]):
         self.tokenizer = tokenizer
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
         # Recent passes' kept q/k (``forward_stacks``); the app sets its own budget.
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
         self._projections: list[nn.Module] | None = None
 
@@ -154,7 +153,7 @@ class TextModelBase(Generic[ModelT]):
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
     @property
@@ -212,7 +211,7 @@ class TextModelBase(Generic[ModelT]):
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): one stack, ``decoder`` or
@@ -227,7 +226,13 @@ class TextModelBase(Generic[ModelT]):
             tokenized = self.tokenize(text)
             layers = self.config.num_layers
             # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-            pass_ = options.long_pass(layers, not isinstance(self.model, DecoderLM), tokenized)
+            name: StackName = "decoder" if self.causal else "encoder"
+            pass_ = options.long_pass(
+                layers,
+                not isinstance(self.model, DecoderLM),
+                tokenized,
+                head_outputs=lambda layer: self.head_outputs(name, layer),
+            )
             with torch.inference_mode(), running_on(self.device), long_pass(pass_):
                 out = self.model(
                     torch.tensor([tokenized.input_ids]),
@@ -235,7 +240,7 @@ class TextModelBase(Generic[ModelT]):
                     output_hidden_states=options.hidden_states,
                 )
             stack = KeptStack(
-                "decoder" if self.causal else "encoder",
+                name,
                 tokenized,
                 tokenized,
                 to_cpu(pass_.kept()),

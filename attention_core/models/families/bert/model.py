@@ -30,12 +30,13 @@ from ...base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
+    PassKey,
     PassOptions,
     cached_pass,
 )
 from ...base.device import CPU, move, running_on, to_cpu
 from ...base.outputs import LayerTrace, check_layer
-from ...base.protocols import model_info
+from ...base.protocols import ModelSummary, model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
 from ...checkpoints.weight_dtype import float32_copy
@@ -132,9 +133,7 @@ class Encoder:
     def __post_init__(self, cache_bytes: int) -> None:
         self._act = _activation(self.config.hidden_act)
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
@@ -187,7 +186,7 @@ class Encoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         return model_info(self.config.name, self.family, self.causal, self.config, self.max_tokens)
 
     @property
@@ -241,7 +240,7 @@ class Encoder:
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): the ``encoder`` stack of ``text``
@@ -254,7 +253,8 @@ class Encoder:
         tokenized = self.tokenize(text, text_b)
         ids, types = torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
         self._check_length(ids)
-        pass_ = options.long_pass(len(self.layers), False, tokenized)
+        outputs = partial(self.head_outputs, "encoder")
+        pass_ = options.long_pass(len(self.layers), False, tokenized, head_outputs=outputs)
         with torch.inference_mode(), running_on(self.device), long_pass(pass_):
             _, hidden, _ = self.forward_layers(ids, types)
         stack = KeptStack(
