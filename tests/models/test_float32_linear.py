@@ -1,4 +1,5 @@
-"""A 16-bit linear layer computed in float32 a block of rows at a time.
+"""A 16-bit linear layer computed in float32 through a reused buffer (in blocks of rows
+when the weight is larger than the buffer).
 
 Oracle: ``F.linear`` with the weight upcast whole (what the parametrization did
 for every call before), to float32 rounding.
@@ -11,20 +12,28 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_core.models.checkpoints import float32_linear as module
 from attention_core.models.checkpoints.float32_linear import block_rows, float32_linear
 from attention_core.models.checkpoints.weight_dtype import compute_in_float32, run_on
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_blocks_give_the_whole_upcast_weight(dtype: torch.dtype) -> None:
+@pytest.mark.parametrize("buffer_rows", [512, 4096])
+def test_the_buffer_gives_the_whole_upcast_weight(
+    dtype: torch.dtype, buffer_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(module, "BUFFER_ELEMENTS", buffer_rows * 2048)
     generator = torch.Generator().manual_seed(0)
     weight = (torch.randn(1300, 2048, generator=generator) * 0.02).to(dtype)
     bias = torch.randn(1300, generator=generator).to(dtype)
     x = torch.randn(2, 5, 2048, generator=generator)
-    assert block_rows(2048) == 512  # three blocks: 512, 512 and 276 rows
-    out = float32_linear(x, weight, bias)
-    assert out.dtype == torch.float32 and out.shape == (2, 5, 1300)
-    torch.testing.assert_close(out, F.linear(x, weight.float(), bias.float()), atol=1e-6, rtol=1e-6)
+    # 512 rows: three blocks (512, 512 and 276 rows); 4096: the whole weight at once.
+    assert block_rows(2048) == buffer_rows
+    expected = F.linear(x, weight.float(), bias.float())
+    for _ in range(2):  # the second call reuses the buffer
+        out = float32_linear(x, weight, bias)
+        assert out.dtype == torch.float32 and out.shape == (2, 5, 1300)
+        torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-6)
 
 
 def test_a_held_linear_runs_block_by_block_and_its_weight_still_reads_float32() -> None:
@@ -32,7 +41,7 @@ def test_a_held_linear_runs_block_by_block_and_its_weight_still_reads_float32() 
     x = torch.randn(7, 2048)
     expected = F.linear(x, layer.weight.float())
     compute_in_float32(layer)
-    assert "forward" in layer.__dict__  # the block-by-block forward
+    assert "forward" in layer.__dict__  # the buffered forward
     assert layer.weight.dtype == torch.float32  # other readers: the parametrization
     with torch.inference_mode():
         torch.testing.assert_close(layer(x), expected, atol=1e-6, rtol=1e-6)

@@ -143,6 +143,8 @@ def compute_in_float32(model: nn.Module) -> None:
     """
     for module in list(model.modules()):
         if isinstance(module, nn.Embedding):
+            if _computes_its_table(module):
+                continue
             cast_embedding_output(module)
             continue
         plain_linear = isinstance(module, nn.Linear) and type(module).forward is nn.Linear.forward
@@ -151,6 +153,19 @@ def compute_in_float32(model: nn.Module) -> None:
                 parametrize.register_parametrization(module, name, _Float32(), unsafe=True)
                 if name == "weight" and plain_linear:
                     module.forward = types.MethodType(_held_linear_forward, module)
+
+
+def _computes_its_table(module: nn.Embedding) -> bool:
+    """A 16-bit sinusoidal position table that the model computes at load (transformers'
+    ``create_weight``, never stored: Marian's) is computed again in float32, as the
+    float32 model has it (a few MB); True when ``module`` is one."""
+    create = getattr(module, "create_weight", None)
+    if not callable(create) or module.weight.dtype not in SIXTEEN_BIT:
+        return False
+    with torch.no_grad():
+        module.weight.data = module.weight.data.float()
+        module.weight.data = create().float()
+    return True
 
 
 def held_state(model: nn.Module) -> dict[str, torch.Tensor]:
