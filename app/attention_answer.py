@@ -47,7 +47,7 @@ from .model_payloads import (
     require_attention,
 )
 from .model_registry import load
-from .schemas.model import ModelAttentionRequest
+from .schemas.model import ModelAttentionRequest, ModelAttentionResponse
 from .settings import Settings
 
 FULL_MAPS_SETTING = "ATTENTION_VIZ_MODEL_FULL_MAPS_BYTES"
@@ -67,9 +67,7 @@ def full_maps_bytes(layers: int, heads: int, tokens: int) -> int:
 def model_sizes(model: TextModel) -> tuple[int, int, int]:
     """(layers of the first stack, layers of any stack, heads) from ``info()``."""
     info = model.info()
-    layers, heads = int(str(info.get("layers", 0))), int(str(info.get("heads", 0)))
-    deepest = max(layers, int(str(info.get("decoder_layers") or 0)))
-    return layers, deepest, heads
+    return info.layers, info.deepest, info.heads
 
 
 @dataclass
@@ -105,12 +103,12 @@ class MapsPlan:
         return hidden
 
     def view(self, rows: TokenizedLike, first_is_sink: bool) -> MapQuery | None:
-        """The first stack's query, its size checked before any work; None (nothing
-        gathered during the pass) for value-weighted maps, which need the values first."""
+        """The first stack's query (value-weighted too: the pass weighs each layer's
+        blocks by its values as it goes), its size checked before any work."""
         hidden = self.hidden_of(rows, first_is_sink)
         query = map_query(self.body, self.heads, hidden, len(rows.tokens))
         self.check_size(query, len(rows.tokens), shown_count(hidden, len(rows.tokens)))
-        return query if self.body.measure == "weights" else None
+        return query
 
     def check_size(self, query: MapQuery, tokens: int, shown: int) -> None:
         """The answer's cells (``model_max_answer_cells``, 422 on ``pool``) and its JSON
@@ -125,7 +123,7 @@ class MapsPlan:
 
 def attention_answer(
     body: ModelAttentionRequest, registry: ModelRegistry, settings: Settings
-) -> dict[str, Any]:
+) -> ModelAttentionResponse:
     """The tokens and the asked-for maps of ``body.text`` (see ``model_attention``'s docs)."""
     entry, model = load(registry, body.model)
     require_attention(entry.name, model.info())
@@ -143,7 +141,9 @@ def attention_answer(
             body.text, text_b=body.text_b, target=body.target, options=options
         )
         answer = stacks_answer(model, kept, plan)
-    return {"model": entry.name, "family": model.family, "causal": model.causal, **answer}
+    return ModelAttentionResponse.model_validate(
+        {"model": entry.name, "family": model.family, "causal": model.causal, **answer}
+    )
 
 
 def column_scale(
@@ -163,8 +163,9 @@ def stack_grids(
     grids = []
     present = [n for n in layers if n <= len(stack.layers)]
     for i, n in enumerate(present):
-        grid = stack.grid(n - 1, query, column_scale(model, stack, n - 1, measure))
-        if not any(grid is g for g in stack.grids):
+        grid = stack.gathered(n - 1, query)
+        if grid is None:
+            grid = stack.grid(n - 1, query, column_scale(model, stack, n - 1, measure))
             report("maps", i + 1, len(present))
         grids.append(grid)
     return grids

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import orjson
 from fastapi import Response
+from pydantic import BaseModel
 
 
 def json_response(payload: object) -> Response:
-    """JSON via orjson: float32 arrays as shortest exact decimals, -inf as null."""
+    """JSON via orjson: float32 arrays as shortest exact decimals, -inf as null.  A typed
+    answer (a pydantic model, ``app.schemas.tensors``) writes the fields it was given."""
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump(exclude_unset=True)
     return Response(
         orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
     )

@@ -19,6 +19,7 @@ from attention_core.models import (
     hidden_tokens,
     hide_special,
 )
+from attention_core.models.base.protocols import ModelSummary
 from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
 from attention_core.models.maps.text_maps import TokenizedLike
 
@@ -46,9 +47,9 @@ def map_json(tensor: torch.Tensor, options: MapOptions) -> object:
     return float_array(tensor)
 
 
-def require_attention(model: str, info: dict[str, object]) -> None:
+def require_attention(model: str, info: ModelSummary) -> None:
     """Refuse (422) to show the attention of a model whose ``info()`` has 0 ``layers``."""
-    if info.get("layers") == 0:
+    if info.layers == 0:
         raise ModelUnsupported(
             f"{model!r} has no attention layers (0 layers, as a trained bigram: no token "
             "reads another), so there is no attention to show; "
@@ -120,20 +121,24 @@ def head_numbers(trace: HeadTrace) -> int:
     return sum(t.numel() for t in tensors)
 
 
-def head_payload(
-    trace: HeadTrace, tokens: tuple[str, ...], special: tuple[bool, ...], *, model: str, family: str
-) -> dict[str, Any]:
-    """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
-    numbers = head_numbers(trace)
+def check_head_numbers(numbers: int, tokens: int) -> None:
+    """A 422 on ``pool`` when one head's trace would be over ``MAX_JSON_WEIGHTS`` numbers."""
     if numbers > MAX_JSON_WEIGHTS:
         raise over_limit(
-            ["body", "text"],
-            f"this head's trace is {numbers} numbers for {len(tokens)} tokens; the limit is "
-            f"{MAX_JSON_WEIGHTS}: use a shorter text",
+            ["body", "pool"],
+            f"this head's trace is {numbers} numbers for {tokens} tokens; the limit is "
+            f"{MAX_JSON_WEIGHTS}: ask with pool or a smaller rows/cols region",
             limit=MAX_JSON_WEIGHTS,
             found=numbers,
             setting=JSON_WEIGHTS_SETTING,
         )
+
+
+def head_payload(
+    trace: HeadTrace, tokens: tuple[str, ...], special: tuple[bool, ...], *, model: str, family: str
+) -> dict[str, Any]:
+    """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
+    check_head_numbers(head_numbers(trace), len(tokens))
     rope = trace.q_unrotated is not None
     steps: dict[str, np.ndarray | None] = {
         name: float_array(getattr(trace, name)) for name in HEAD_STEPS

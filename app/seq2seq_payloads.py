@@ -12,32 +12,19 @@ renormalizes every row over the columns left.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from attention_core import SpecError
-from attention_core.models import HeadTrace, TextModel, head_trace, hidden_tokens
+from attention_core.models import hidden_tokens
 
 from .map_view import select_layers
-from .model_payloads import check_json_maps, float_array, head_payload, map_json
-from .schemas.model import MapOptions, ModelAttentionRequest, ModelHeadRequest, Stack
+from .model_payloads import check_json_maps, float_array, map_json
+from .schemas.model import MapOptions
 
 if TYPE_CHECKING:  # importing them imports transformers (the optional extra)
-    from attention_core.models.hf.seq2seq import EncoderDecoder, GeneratedTarget, Seq2SeqMaps
-
-ENCODER_DECODER = "encoder-decoder"
-
-
-def is_encoder_decoder(model: TextModel) -> TypeGuard[EncoderDecoder]:
-    return getattr(model, "kind", None) == ENCODER_DECODER
-
-
-def model_kind(model: TextModel) -> str:
-    """'encoder', 'decoder' or 'encoder-decoder'."""
-    if is_encoder_decoder(model):
-        return ENCODER_DECODER
-    return "decoder" if model.causal else "encoder"
+    from attention_core.models.hf.seq2seq import GeneratedTarget, Seq2SeqMaps
 
 
 def hide_rows_columns(
@@ -170,51 +157,6 @@ def seq2seq_generation_payload(
     return payload
 
 
-def seq2seq_head_payload(
-    model: EncoderDecoder,
-    *,
-    name: str,
-    text: str,
-    target: str | None,
-    stack: Stack,
-    layer: int,
-    head: int,
-) -> dict[str, Any]:
-    """``ModelHeadResponse`` for one head (layer and head 1-based) of one stack."""
-    rows, layer_trace, source = model.trace_stack(text, target, stack, layer - 1)
-    trace: HeadTrace = head_trace(layer_trace, head - 1, causal=stack == "decoder")
-    payload = head_payload(trace, rows.tokens, rows.special, model=name, family=model.family)
-    payload["stack"] = stack
-    if source is not None:
-        source_tokens = model.tokenize(text).tokens
-        payload.update(
-            {
-                "cross": True,
-                "source_tokens": list(source_tokens),
-                "source": float_array(source[0]),  # (S, C)
-            }
-        )
-        payload["shapes"]["source"] = list(source[0].shape)
-    return payload
-
-
-def refuse_seq2seq_fields(name: str, kind: str, target: str | None, stack: str | None) -> None:
-    """A model with one stack (``kind``: encoder or decoder) takes no ``target``, and no
-    ``stack`` but its own."""
-    if target is not None:
-        raise SpecError(
-            f"target (the decoder's text) is for encoder-decoders (T5, BART, Marian); "
-            f"{name!r} is {'an' if kind == 'encoder' else 'a'} {kind}: put the text in text",
-            field="target",
-        )
-    if stack is not None and stack != kind:
-        raise SpecError(
-            f"stack {stack!r} is for encoder-decoders; {name!r} has one stack, its {kind} "
-            f"(stack {kind!r} or none)",
-            field="stack",
-        )
-
-
 def refuse_one_stack_options(name: str, body: MapOptions) -> None:
     """``heads``, ``rows``, ``cols``, ``pool`` and ``measure`` shape one stack's maps: an
     encoder-decoder's three stacks do not take them yet (refused, never silently ignored)."""
@@ -232,11 +174,3 @@ def refuse_one_stack_options(name: str, body: MapOptions) -> None:
                 f"whose maps come whole (leave {field} out)",
                 field=field,
             )
-
-
-def check_fields(
-    model: TextModel, name: str, body: ModelAttentionRequest | ModelHeadRequest
-) -> None:
-    """``target`` and ``stack`` are refused by models with one stack."""
-    if not is_encoder_decoder(model):
-        refuse_seq2seq_fields(name, model_kind(model), body.target, getattr(body, "stack", None))

@@ -67,7 +67,8 @@ def attribute_payload(
         "estimate": _grid(result.estimate),
         "exact": None if result.exact is None else _grid(result.exact),
         "direct": _grid(result.direct),
-        "cancellation": None if result.cancellation is None else _grid(result.cancellation),
+        "graddrop": None if result.graddrop is None else _grid(result.graddrop),
+        "cancelled": [{"layer": n + 1, "head": h + 1} for n, h in result.cancelled],
         "confirmed": [
             {"layer": n + 1, "head": h + 1, "estimate": float(result.estimate[n, h]), "exact": e}
             for n, h, e in result.confirmed

@@ -8,10 +8,11 @@ and its setting (``app.limits``).
 
 from __future__ import annotations
 
+from attention_core import SpecError
 from attention_core.models import TextModel
+from attention_core.models.base.capabilities import Target
 
 from .full_maps import refuse_full_maps
-from .seq2seq_payloads import is_encoder_decoder
 from .settings import Settings
 
 
@@ -23,9 +24,29 @@ def refuse_induction(model: TextModel, length: int | None, settings: Settings) -
         refuse_full_maps(model, 2 * length, "induction_length", settings, what)
 
 
-def refuse_target(model: TextModel, target: str | None, settings: Settings, what: str) -> None:
-    """An encoder-decoder's ``target`` (the decoder's text) sizes the decoder's and the
-    cross-attention's maps: bounded as ``text`` is, and refused under its own name."""
-    if target is not None and is_encoder_decoder(model):
-        tokens = len(model.target_text(target))
-        refuse_full_maps(model, tokens, "target", settings, what)
+def check_target(model: TextModel, target: str | None) -> None:
+    """An encoder-decoder's ``target`` (the decoder's text) is tokenized before the work:
+    over the model's token limit, or given to a one-stack model, it is refused under its
+    own name.  Its maps are never held whole (the decoder's and cross-attention's
+    analyses read them block by block from the pass), so no other bound applies."""
+    if target is not None:
+        model.target_tokens(target)
+
+
+def head_target(
+    model: TextModel, target: str | None, target_ids: list[int] | None
+) -> Target | None:
+    """The decoder's input of a head's trace: ``target`` (its text, tokenized) or
+    ``target_ids`` (the ids a generation answered, read as they are, so the rows are the
+    map's), not both; either is checked as ``check_target`` does, under its own name."""
+    if target_ids is None:
+        check_target(model, target)
+        return target
+    if target is not None:
+        raise SpecError(
+            "give the target as text (target) or as ids (target_ids), not both",
+            field="target_ids",
+        )
+    ids = tuple(target_ids)
+    model.target_tokens(ids)  # refused by a one-stack model; ids in the vocabulary, in the limit
+    return ids

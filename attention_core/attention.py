@@ -113,6 +113,7 @@ def attention_with_steps(
     score_bias: torch.Tensor | None = None,
     softcap: float | None = None,
     sinks: torch.Tensor | None = None,
+    keep_steps: bool = True,
 ) -> AttentionSteps:
     """Scaled dot-product attention that keeps its intermediate tensors.
 
@@ -133,6 +134,12 @@ def attention_with_steps(
     ``softcap * tanh(s / softcap)``; then the mask; ``sinks`` (H_q,), one
     logit per query head, joins each row as an extra column of the softmax
     and is dropped after it (the weights it took are ``sink_weights``).
+
+    ``keep_steps=False`` (a blocked pass, which reads the weights and the
+    context only): the same weights and context, bit for bit, with every step
+    before the softmax done in place in one scores tensor (and a mask applied
+    only to the columns it hides); ``attn_scores``, ``scaled_scores`` and
+    ``masked_scores`` are then empty, ``biased_scores`` and ``capped_scores`` None.
     """
     if query.shape[-1] != key.shape[-1]:
         raise SpecError(
@@ -147,49 +154,43 @@ def attention_with_steps(
     num_queries, num_keys = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     group = _query_group(query, key) if enable_gqa else 1
-
-    if group == 1:
-        attn_scores = query @ key.transpose(-2, -1)  # (..., L, S)
-    else:
-        # Each kv head's G query heads as one (G*L)-row matrix: no copy of the keys.
-        attn_scores = (_group_rows(query, group) @ key.transpose(-2, -1)).view(
-            *query.shape[:-1], num_keys
-        )  # (..., H_q, L, S)
-    scaled_scores = attn_scores * scale_factor
-    biased_scores = None if score_bias is None else scaled_scores + score_bias
-    unmasked = scaled_scores if biased_scores is None else biased_scores
-    capped_scores = None if softcap is None else _soft_cap(unmasked, softcap)
-    unmasked = unmasked if capped_scores is None else capped_scores
+    if softcap is not None and not softcap > 0:
+        raise SpecError(f"softcap is {softcap}; it must be positive", field="softcap")
     allowed = _combined_mask(attn_mask, is_causal, num_queries, num_keys)
-    if allowed is None:
-        masked_scores = unmasked
-    else:
-        # A causal mask alone lets every query see key 0: only other masks need the check.
-        if (attn_mask is not None or num_keys == 0) and not bool(allowed.any(dim=-1).all()):
+    # A causal mask alone lets every query see key 0: only other masks need the check.
+    if allowed is not None and (attn_mask is not None or num_keys == 0):
+        if not bool(allowed.any(dim=-1).all()):
             raise SpecError(
                 "every query must be allowed to attend to at least one key", field="attn_mask"
             )
-        masked_scores = unmasked + _mask_bias(allowed, unmasked.dtype)
+    attn_scores = _scores(query, key, group)
+    if keep_steps:
+        scaled_scores = attn_scores * scale_factor
+        biased_scores = None if score_bias is None else scaled_scores + score_bias
+        unmasked = scaled_scores if biased_scores is None else biased_scores
+        capped_scores = None if softcap is None else _soft_cap(unmasked, softcap)
+        unmasked = unmasked if capped_scores is None else capped_scores
+        masked_scores = (
+            unmasked if allowed is None else unmasked + _mask_bias(allowed, unmasked.dtype)
+        )
+        softmax_input = masked_scores
+    else:
+        softmax_input = _in_place(attn_scores, scale_factor, score_bias, softcap, allowed)
+        attn_scores = scaled_scores = masked_scores = query.new_empty(0)
+        biased_scores = capped_scores = None
     sink_weights = None
     if sinks is None:
-        attn_weights = torch.softmax(masked_scores, dim=-1)
+        attn_weights = torch.softmax(softmax_input, dim=-1)
     else:
-        attn_weights, sink_weights = _softmax_with_sinks(masked_scores, sinks)
+        attn_weights, sink_weights = _softmax_with_sinks(softmax_input, sinks)
+    del softmax_input  # the lean path's one scores tensor goes before the context is made
     mixing = F.dropout(attn_weights, p=dropout_p) if dropout_p > 0.0 else attn_weights
-    if is_causal and num_queries >= 2 * CAUSAL_BLOCK_ROWS:
-        context_vec = _causal_context(mixing, value, group)
-    elif group == 1:
-        context_vec = mixing @ value  # (..., L, E_v)
-    else:
-        context_vec = (_group_rows(mixing, group) @ value).view(
-            *query.shape[:-1], value.shape[-1]
-        )  # (..., H_q, L, E_v)
     return AttentionSteps(
         attn_scores=attn_scores,
         scaled_scores=scaled_scores,
         masked_scores=masked_scores,
         attn_weights=attn_weights,
-        context_vec=context_vec,
+        context_vec=_context(mixing, value, group, is_causal),
         scale=scale_factor,
         allowed=allowed,
         biased_scores=biased_scores,
@@ -200,10 +201,64 @@ def attention_with_steps(
     )
 
 
+def _broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` without growing it."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False))
+
+
+def _context(
+    mixing: torch.Tensor, value: torch.Tensor, group: int, is_causal: bool
+) -> torch.Tensor:
+    """``mixing @ value`` (..., H_q, L, E_v); query head h reads kv head h // group."""
+    if is_causal and mixing.shape[-2] >= 2 * CAUSAL_BLOCK_ROWS:
+        return _causal_context(mixing, value, group)
+    if group == 1:
+        return mixing @ value  # (..., L, E_v)
+    return (_group_rows(mixing, group) @ value).view(*mixing.shape[:-1], value.shape[-1])
+
+
+def _scores(query: torch.Tensor, key: torch.Tensor, group: int) -> torch.Tensor:
+    """``query @ key^T``, (..., H_q, L, S); each kv head's G query heads as one (G*L)-row
+    matrix (no copy of the keys)."""
+    if group == 1:
+        return query @ key.transpose(-2, -1)  # (..., L, S)
+    return (_group_rows(query, group) @ key.transpose(-2, -1)).view(
+        *query.shape[:-1], key.shape[-2]
+    )
+
+
+def _in_place(
+    scores: torch.Tensor,
+    scale: float,
+    score_bias: torch.Tensor | None,
+    softcap: float | None,
+    allowed: torch.Tensor | None,
+) -> torch.Tensor:
+    """``scores`` scaled, biased, capped and masked in place: the same operations on the
+    same numbers as the kept steps (x + 0 is x, x + -inf is -inf: a masked fill), the
+    mask applied to the columns where it hides something only (a causal block's last)."""
+    for other in (score_bias, allowed):  # one with more (or longer) leading axes: grow to it
+        if other is not None and not _broadcasts_to(other.shape, scores.shape):
+            scores = (scores + scores.new_zeros(other.shape)).contiguous()
+    scores.mul_(scale)
+    if score_bias is not None:
+        scores.add_(score_bias)
+    if softcap is not None:
+        scores.div_(softcap).tanh_().mul_(softcap)
+    if allowed is None:
+        return scores
+    hidden = ~allowed
+    columns = hidden.reshape(-1, hidden.shape[-1]).any(dim=0).nonzero()
+    if columns.numel():
+        first = int(columns[0, 0])
+        scores[..., first:].masked_fill_(hidden[..., first:], float("-inf"))
+    return scores
+
+
 def _soft_cap(scores: torch.Tensor, softcap: float) -> torch.Tensor:
     """Gemma 2's logit soft-capping: smoothly squashes scores into (-softcap, softcap)."""
-    if not softcap > 0:
-        raise SpecError(f"softcap is {softcap}; it must be positive", field="softcap")
     return torch.tanh(scores / softcap) * softcap
 
 

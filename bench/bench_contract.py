@@ -10,8 +10,9 @@ the sides; every side of ours runs the model's pass anew (its pass cache off):
   forward without attentions;
 - ``overview``: the contract's pass (``forward_stacks``) gathering every layer's 144
   maps, their average and nothing else, pooled to at most pool × pool cells;
-- ``value_norm``: the same overview of the value-weighted maps (the pass keeps v;
-  each layer's maps rebuilt block by block, each key weighed by ‖v W_O‖);
+- ``value_norm``: the same overview of the value-weighted maps, gathered by the
+  pass itself (each block's weights times each key's ‖v W_O‖, rows re-summed), as
+  ``POST /api/model/attention`` with ``measure: value_norm`` does;
 - ``head_scores``: all five scores of the 144 heads (``score_heads``: the four text
   scores summed block by block from the pass, induction on its repeated block).
 
@@ -75,11 +76,11 @@ def sides(directory: Path, tokens: int, pool: int) -> dict[str, Callable[[], obj
 
     def value_norm() -> object:
         with torch.inference_mode():
-            stack = model.forward_stacks(text, options=PassOptions(values=True)).stack()
-            grids = []
-            for layer in range(len(stack.layers)):
-                out = model.head_outputs(stack.name, layer)
-                grids.append(stack.grid(layer, weighted, stack.layers[layer].value_lengths(out)))
+            options = PassOptions(view=lambda *_: weighted, values=True)
+            stack = model.forward_stacks(text, options=options).stack()
+            grids = [stack.gathered(layer, weighted) for layer in range(len(stack.layers))]
+            if any(grid is None for grid in grids):
+                raise RuntimeError("the pass gathered no value-weighted view")
             return grids
 
     def head_scores() -> object:

@@ -3,10 +3,12 @@ tokens and the attention of the whole sequence, in /api/model/attention's format
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeGuard
+
 import torch
 from fastapi import APIRouter, Request, Response
 
-from attention_core.models import Decoder, ModelRegistry, ModelUnsupported
+from attention_core.models import Decoder, ModelRegistry, ModelUnsupported, TextModel
 from attention_core.models.text.generation import Sampling
 
 from ..full_maps import refuse_full_maps, token_count
@@ -15,15 +17,19 @@ from ..model_payloads import maps_payload
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.model import GenerateRequest, GenerateResponse
-from ..seq2seq_payloads import (
-    is_encoder_decoder,
-    refuse_one_stack_options,
-    seq2seq_generation_payload,
-)
+from ..seq2seq_payloads import refuse_one_stack_options, seq2seq_generation_payload
 from ..settings import Settings
 from .common import ERRORS, SettingsDep, json_response
 
+if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
+    from attention_core.models.hf.seq2seq import EncoderDecoder
+
 router = APIRouter(prefix="/api/model", tags=["model"])
+
+
+def _writes_target(model: TextModel) -> TypeGuard[EncoderDecoder]:
+    """Whether ``model`` writes a target beside its source (its stacks say so)."""
+    return model.capabilities.reads_target
 
 
 def _sampling(body: GenerateRequest) -> Sampling:
@@ -68,7 +74,14 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
     # The maps of the whole sequence are kept step by step: prompt and new tokens must fit.
     tokens = token_count(model, body.prompt, "prompt") + body.max_new_tokens
     refuse_full_maps(model, tokens, "prompt", settings, "generation (with max_new_tokens)")
-    if is_encoder_decoder(model):  # prompt: the source; the maps: the three stacks
+    capabilities = model.capabilities
+    if not capabilities.writes:
+        raise ModelUnsupported(
+            f"{capabilities.described(entry.name, model.family)}: it reads a whole text at "
+            "once and cannot write one; choose a decoder (GET /api/models lists causal ones)",
+            field="model",
+        )
+    if _writes_target(model):  # prompt: the source; the maps: the three stacks
         refuse_one_stack_options(entry.name, body)
         written = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
         with torch.inference_mode():
@@ -77,12 +90,7 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             )
         payload.update({"temperature": float(body.temperature), "top_k": body.top_k})
         return payload
-    if not isinstance(model, Decoder):
-        raise ModelUnsupported(
-            f"{entry.name!r} is a {model.family} encoder: it reads a whole text at once and "
-            "cannot write one; choose a decoder (GET /api/models lists causal ones)",
-            field="model",
-        )
+    assert isinstance(model, Decoder)  # the one-stack model that writes
     result = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
     with torch.inference_mode():
         payload = maps_payload(

@@ -7,7 +7,6 @@ a model thread (``app.model_work``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,12 +21,11 @@ from attention_core.analysis import (
     each_head_effects,
     head_model,
     logit_lens,
-    score_heads,
 )
 from attention_core.analysis.access import HeadModel
+from attention_core.analysis.model_scores import score_model
 from attention_core.models import ModelRegistry
 
-from ..full_maps import refuse_full_maps, token_count
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
@@ -41,9 +39,8 @@ from ..schemas.heads import (
     LogitLensRequest,
     LogitLensResponse,
 )
-from ..seq2seq_payloads import is_encoder_decoder, model_kind, refuse_seq2seq_fields
 from ..settings import Settings
-from ..work_limits import refuse_induction, refuse_target
+from ..work_limits import check_target, refuse_induction
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -68,42 +65,42 @@ async def head_scores(body: HeadScoresRequest, request: Request, settings: Setti
 
 
 def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Settings) -> Response:
-
     entry, model = load(registry, body.model)
-    refuse_target(model, body.target, settings, "head scores of the decoder over target")
+    check_target(model, body.target)
     refuse_induction(model, body.induction_length, settings)
-    stack: str | None = None
-    if is_encoder_decoder(model):
-        from attention_core.analysis.seq2seq_scores import score_stack  # imports transformers
-
-        stack, result = score_stack(
-            model, body.text, body.target, body.stack, body.seed, body.induction_length
-        )
-        pieces: Callable[[Sequence[int]], list[str]] = model.tokenizer.pieces
-    else:
-        refuse_seq2seq_fields(entry.name, model_kind(model), body.target, body.stack)
-        result = score_heads(model, body.text, body.seed, body.induction_length)
-        pieces = head_model(model).token_texts
+    scored = score_model(
+        model,
+        body.text,
+        target=body.target,
+        stack=body.stack,
+        seed=body.seed,
+        induction_length=body.induction_length,
+    )
+    result = scored.scored
     layers, heads = result.scores.first_token.shape
-    found = result.scores.as_dict()
-    grids = {name: _grid(found[name]) if name in found else None for name in SCORE_GRIDS}
+    found = {name: _grid(grid) for name, grid in result.scores.as_dict().items()}
     return json_response(
-        {
-            "model": entry.name,
-            "family": model.family,
-            "causal": model.causal if stack is None else stack == "decoder",
-            "layers": layers,
-            "heads": heads,
-            "tokens": list(result.tokens),
-            "labels": SCORE_LABELS,
-            **grids,
-            "induction_ids": list(result.induction_ids),
-            "induction_tokens": pieces(result.induction_ids),
-            "induction_start": result.induction_start,
-            "induction_length": result.induction_length,
-            "stack": stack,
-            "not_applicable": [name for name in SCORE_GRIDS if name not in found],
-        }
+        HeadScoresResponse(
+            model=entry.name,
+            family=model.family,
+            causal=scored.stack == "decoder",
+            layers=layers,
+            heads=heads,
+            tokens=list(result.tokens),
+            labels=SCORE_LABELS,
+            previous_token=found.get("previous_token"),
+            duplicate_token=found.get("duplicate_token"),
+            first_token=found["first_token"],
+            entropy=found["entropy"],
+            induction=found.get("induction"),
+            diagonal=found.get("diagonal"),
+            induction_ids=list(result.induction_ids),
+            induction_tokens=scored.pieces(result.induction_ids),
+            induction_start=result.induction_start,
+            induction_length=result.induction_length,
+            stack=model.capabilities.named(scored.stack),
+            not_applicable=[name for name in SCORE_GRIDS if name not in found],
+        )
     )
 
 
@@ -128,7 +125,6 @@ async def ablate_heads(body: AblateRequest, request: Request, settings: Settings
 
 def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "ablation")
     heads = head_model(model)
     chosen = [(layer - 1, head - 1) for layer, head in body.heads or []]
     if not body.each_head or chosen:
@@ -183,7 +179,6 @@ async def lens(body: LogitLensRequest, request: Request, settings: SettingsDep) 
 
 def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "the logit lens")
     heads = head_model(model)
     result = logit_lens(model, body.text)
     ids = result.top_ids.tolist()

@@ -16,27 +16,27 @@ oversubscription, which on a busy 2-core machine made a 7-token forward pass
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
-import torch
 from fastapi import APIRouter, Query, Request, Response
 
 from attention_core.models import (
     DECODE_DESCRIPTION,
-    Encoder,
     ModelNotFound,
     ModelRegistry,
     ModelUnsupported,
     TextModel,
-    head_trace,
 )
+from attention_core.models.base.capabilities import WordModel
 from attention_core.models.registry.backends import sliding_windows
 
 from ..attention_answer import attention_answer
 from ..errors import error_response
 from ..full_maps import refuse_full_maps, token_count
+from ..head_answer import head_answer
 from ..limits import over_limit
-from ..model_payloads import head_payload, require_attention
+from ..model_payloads import float_array, require_attention
 from ..model_registry import RegistryDep, load
 from ..model_work import model_answer
 from ..schemas.model import (
@@ -51,14 +51,8 @@ from ..schemas.model import (
     ModelHeadResponse,
     ModelInfo,
 )
-from ..seq2seq_payloads import (
-    check_fields,
-    is_encoder_decoder,
-    model_kind,
-    seq2seq_head_payload,
-)
 from ..settings import Settings
-from ..work_limits import refuse_target
+from ..work_limits import head_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -73,15 +67,17 @@ ModelQuery = Annotated[
 ]
 
 
-def encoder_only(entry_name: str, model: TextModel, what: str) -> Encoder:
-    """``model`` if it is an encoder; else the error that says ``what`` needs one."""
-    if not isinstance(model, Encoder):
+def word_model(entry_name: str, model: TextModel, what: str) -> WordModel:
+    """``model``'s word model (its own word vocabulary); else the error that says ``what``
+    needs one."""
+    words = model.capabilities.words
+    if words is None:
         raise ModelUnsupported(
             f"{what} works with encoders (their WordPiece vocabulary: the BERT family); "
-            f"{entry_name!r} is a {model.family} {model_kind(model)}",
+            f"{model.capabilities.described(entry_name, model.family)}",
             field="model",
         )
-    return model
+    return words
 
 
 @router.get("", response_model=ModelInfo, responses=ERRORS)
@@ -94,16 +90,17 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
     except ModelUnsupported as exc:
         return error_response(422, ["query", "model"], exc.message, "model_unsupported")
     info = loaded.info()
-    layers = info["layers"]
-    windows = sliding_windows(loaded, layers if isinstance(layers, int) else 0)
-    return json_response(
-        {
-            **info,
-            "name": entry.name,
-            "compact_formats": DECODE_DESCRIPTION,
-            "sliding_windows": windows,
-        }
-    )
+    sizes = {name: value for name, value in asdict(info).items() if value is not None}
+    capabilities = loaded.capabilities
+    if capabilities.reads_target:
+        sizes["kind"] = capabilities.kind
+    answer = {
+        **sizes,
+        "name": entry.name,
+        "compact_formats": DECODE_DESCRIPTION,
+        "sliding_windows": sliding_windows(loaded, info.layers),
+    }
+    return json_response(ModelInfo.model_validate(answer))
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)
@@ -153,30 +150,9 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
-    refuse_target(model, body.target, settings, "a decoder or cross head's trace over target")
-    if is_encoder_decoder(model):  # any stack's head: stack (default encoder) and target
-        model.refuse_pair(body.text_b)
-        with torch.inference_mode():
-            payload = seq2seq_head_payload(
-                model,
-                name=entry.name,
-                text=body.text,
-                target=body.target,
-                stack=body.stack or "encoder",
-                layer=body.layer,
-                head=body.head,
-            )
-        return json_response(payload)
-    check_fields(model, entry.name, body)
+    target = head_target(model, body.target, body.target_ids)
     require_attention(entry.name, model.info())
-    with torch.inference_mode():
-        tokenized, layer_trace = model.trace(body.text, body.layer - 1, body.text_b)
-        trace = head_trace(layer_trace, body.head - 1, causal=model.causal)
-        payload = head_payload(
-            trace, tokenized.tokens, tokenized.special, model=entry.name, family=model.family
-        )
-    return json_response(payload)
+    return json_response(head_answer(model, entry.name, body, target, settings))
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
@@ -191,22 +167,22 @@ def _compare_word(
     body: CompareWordRequest, registry: ModelRegistry, settings: Settings
 ) -> Response:
     entry, model = load(registry, body.model)
-    encoder = encoder_only(entry.name, model, "compare-word")
+    words = word_model(entry.name, model, "compare-word")
     for field, text in (("text_a", body.text_a), ("text_b", body.text_b)):
-        tokens = token_count(encoder, text, field)
-        refuse_full_maps(encoder, tokens, field, settings, "compare-word")
-    result = encoder.compare_word(body.text_a, body.text_b, body.word)
+        tokens = token_count(model, text, field)
+        refuse_full_maps(model, tokens, field, settings, "compare-word")
+    result = words.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
-        {
-            "model": entry.name,
-            "word": result.word,
-            "pieces": list(result.pieces),
-            "tokens_a": list(result.tokens_a),
-            "tokens_b": list(result.tokens_b),
-            "span_a": list(result.span_a),
-            "span_b": list(result.span_b),
-            "cosines": list(result.cosines),
-        }
+        CompareWordResponse(
+            model=entry.name,
+            word=result.word,
+            pieces=list(result.pieces),
+            tokens_a=list(result.tokens_a),
+            tokens_b=list(result.tokens_b),
+            span_a=list(result.span_a),
+            span_b=list(result.span_b),
+            cosines=list(result.cosines),
+        )
     )
 
 
@@ -238,15 +214,15 @@ def _embeddings(body: EmbeddingsRequest, registry: ModelRegistry, settings: Sett
                 setting="ATTENTION_VIZ_MAX_TOKEN_CHARS",
             )
     entry, model = load(registry, body.model)
-    encoder = encoder_only(entry.name, model, "embeddings")
+    encoder = word_model(entry.name, model, "embeddings")
     pieces = encoder.word_pieces(body.words)
     vectors = encoder.word_vectors(body.words)
     return json_response(
-        {
-            "model": entry.name,
-            "dim": encoder.config.hidden_size,
-            "words": body.words,
-            "pieces": [list(p) for p in pieces],
-            "vectors": vectors.numpy(),
-        }
+        EmbeddingsResponse(
+            model=entry.name,
+            dim=encoder.hidden_size,
+            words=body.words,
+            pieces=[list(p) for p in pieces],
+            vectors=float_array(vectors),
+        )
     )

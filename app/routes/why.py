@@ -76,7 +76,10 @@ def _check_cost(heads: HeadModel, method: str, length: int, settings: Settings) 
         what, unit = "exact ablation costs layers × heads × T²", "ATTENTION_VIZ_MAX_ABLATION_CELLS"
     elif method == "atp_star":
         cost, limit = star_cost(L, H, length), settings.max_ablation_cells * H
-        what = "atp_star costs layers·(layers − 1)/2 × heads² × T²"
+        what = (
+            "atp_star costs layers·(layers − 1)/2 × heads² × T² (its softmax recomputation) "
+            "+ (layers − 1) × 3 × layers × heads × T² (GradDrop's forward and backward passes)"
+        )
         unit = "heads × ATTENTION_VIZ_MAX_ABLATION_CELLS"
     else:
         return

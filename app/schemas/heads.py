@@ -12,8 +12,9 @@ from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
 from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
+from .tensors import MatrixOut
 
-Grid = list[list[float]]
+Grid = MatrixOut
 
 # What each score means, written once: the page's labels come from here (``labels``).
 SCORE_LABELS: dict[str, str] = {

@@ -17,6 +17,7 @@ from attention_core.models.maps.pooling import POOL_REDUCE
 from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
+from .tensors import MapsOut, MatrixOut
 
 # Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
 # token), small enough to tokenize in milliseconds.  The token limit itself is checked
@@ -149,6 +150,12 @@ class ModelInfo(BaseModel):
     vocab_size: int
     max_positions: int
     max_tokens: int = Field(description="tokens per input, special tokens included")
+    kind: Literal["encoder-decoder"] | None = Field(
+        None, description="encoder-decoders only: its stacks are encoder, decoder and cross"
+    )
+    decoder_layers: int | None = Field(
+        None, description="encoder-decoders only: the decoder's layers (layers: the encoder's)"
+    )
     compact_formats: dict[str, CompactFormat]
     sliding_windows: list[int | None] = Field(
         description="per layer, its sliding window w (query i reads keys i - w + 1 to i; the "
@@ -176,7 +183,29 @@ TARGET_FIELD: dict[str, Any] = {
 Stack = Literal["encoder", "decoder", "cross"]
 
 
-class MapOptions(Strict):
+class RegionOptions(Strict):
+    """Which part of each map to return, and how pooled (the maps and one head's trace)."""
+
+    pool: JsonInt | None = Field(
+        None,
+        ge=1,
+        le=MAX_POOL_CELLS,
+        description=f"block-pool each returned map (after rows/cols) to at most pool × pool "
+        f"cells, 1..{MAX_POOL_CELLS}; a cell is the {POOL_REDUCE} of its block, so a "
+        "sharp head's one-cell line stays at full strength instead of being dimmed by the "
+        "block's width as a mean would; default: full resolution",
+    )
+    rows: TokenRange | None = Field(
+        None,
+        description="[start, stop): only these rows (attending tokens), 0-based over "
+        "`tokens`; default all",
+    )
+    cols: TokenRange | None = Field(
+        None, description="[start, stop): only these columns (attended tokens), as rows"
+    )
+
+
+class MapOptions(RegionOptions):
     """How to return attention maps (for /api/model/attention and /api/model/generate)."""
 
     hide_special: StrictBool = Field(False, description=HIDE_SPECIAL)
@@ -198,23 +227,6 @@ class MapOptions(Strict):
         max_length=MAX_LISTED_HEADS,
         description="heads to return in `attentions`, 1..H; default all (head_average "
         "and rollout stay over every head)",
-    )
-    pool: JsonInt | None = Field(
-        None,
-        ge=1,
-        le=MAX_POOL_CELLS,
-        description=f"block-pool each returned map (after rows/cols) to at most pool × pool "
-        f"cells, 1..{MAX_POOL_CELLS}; a cell is the {POOL_REDUCE} of its block, so a "
-        "sharp head's one-cell line stays at full strength instead of being dimmed by the "
-        "block's width as a mean would; default: full resolution",
-    )
-    rows: TokenRange | None = Field(
-        None,
-        description="[start, stop): only these rows (attending tokens), 0-based over "
-        "`tokens`; default all",
-    )
-    cols: TokenRange | None = Field(
-        None, description="[start, stop): only these columns (attended tokens), as rows"
     )
     head_average: StrictBool = Field(
         True,
@@ -250,8 +262,7 @@ class ModelAttentionRequest(MapOptions):
     )
 
 
-Matrix = list[list[float]]
-Weights = Matrix | list[Matrix] | CompactTensorOut
+Weights = MapsOut | CompactTensorOut
 
 
 class MapRegion(BaseModel):
@@ -356,7 +367,7 @@ class Seq2SeqMaps(BaseModel):
 
 
 class ModelAttentionResponse(Seq2SeqMaps, MapsResponse):
-    hidden_states: list[Rows] | None = Field(
+    hidden_states: list[MatrixOut] | None = Field(
         None, description="per listed layer (T, hidden), when asked for; rows of shown tokens"
     )
 
@@ -406,7 +417,12 @@ class GenerateResponse(Seq2SeqMaps, MapsResponse):
     top_k: int | None
 
 
-class ModelHeadRequest(Strict):
+class ModelHeadRequest(RegionOptions):
+    """One head's trace: the whole (T, S) steps by default; a long text's with ``rows``/
+    ``cols`` (its steps for that region: x, q and the context over the rows, k and v over
+    the columns) or ``pool`` (each map max-pooled, each vector the mean of its block of
+    tokens); the maps asked for count against ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS."""
+
     model_config = ConfigDict(extra="forbid", json_schema_extra=examples.HEAD)
 
     model: ModelName | None = None
@@ -415,6 +431,15 @@ class ModelHeadRequest(Strict):
         None, min_length=1, max_length=MAX_TEXT_CHARS, description="encoders only, as above"
     )
     target: str | None = Field(None, **TARGET_FIELD)
+    target_ids: list[JsonInt] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="encoder-decoders only, instead of target: the target as token ids, "
+        "as /api/model/generate answered them (generated_ids); the decoder reads the start "
+        "token then every id, as the generation's maps do, so the rows are that map's "
+        "(a written target tokenized again may split differently)",
+    )
     stack: Stack | None = Field(
         None,
         description="encoder-decoders: the head's stack ('encoder', 'decoder' or 'cross'; "
@@ -490,6 +515,10 @@ class ModelHeadResponse(BaseModel):
     )
     heads: list[ModelHeadSteps] = Field(description="one entry: the head asked for")
     output: None = Field(None, description="always null: one head has no output projection")
+    region: MapRegion | None = Field(
+        None, description="the rows and columns the steps above hold (the whole map if null)"
+    )
+    pooled: Pooled | None = Field(None, description="how the steps were pooled (null: not)")
 
 
 class CompareWordRequest(Strict):
@@ -522,6 +551,6 @@ class EmbeddingsResponse(BaseModel):
     dim: int
     words: list[str]
     pieces: list[list[str]]
-    vectors: list[list[float]] = Field(
+    vectors: MatrixOut = Field(
         description="word-embedding-table rows, mean over each word's WordPieces (no context)"
     )

@@ -97,8 +97,13 @@ class AttributeRequest(Strict):
         ge=0,
         le=16,
         description="also ablate exactly, each alone, this many heads of the largest "
-        "|estimate| (one batched forward pass)",
+        "|estimate| (atp_star: of the largest GradDrop score; one batched forward pass)",
     )
+
+
+class HeadRef(BaseModel):
+    layer: int
+    head: int
 
 
 class Confirmed(BaseModel):
@@ -122,11 +127,19 @@ class AttributeResponse(BaseModel):
         "atp_star, attribution patching's otherwise"
     )
     exact: Grid | None = Field(description="with exact: [layer][head] the Δloss ablation gives")
-    cancellation: Grid | None = Field(
+    graddrop: Grid | None = Field(
         default=None,
-        description="with atp_star: [layer][head] GradDrop, Σ over later layers ℓ of "
-        "|attribution patching with the gradient through ℓ's residual contribution dropped − "
-        "attribution patching|; large where a head's effect cancels across paths",
+        description="with atp_star: [layer][head] AtP*'s GradDrop score (Kramár et al. 2024, "
+        "§3.2), (1/(L−1)) Σ over layers ℓ of |the estimate with no gradient through ℓ's "
+        "residual write (its attention and MLP output)|: |estimate| for a head whose effect "
+        "takes one path, more where its paths cancel; atp_star confirms the heads of the "
+        "largest score",
+    )
+    cancelled: list[HeadRef] = Field(
+        default_factory=list,
+        description="with atp_star: heads whose GradDrop score is over twice |estimate| (and "
+        "at least a tenth of the largest score): their effects through different later "
+        "layers cancel in the estimate, so a small estimate there may hide a head that matters",
     )
     confirmed: list[Confirmed] = Field(description="with confirm_top: those heads, exactly")
     direct: Grid = Field(

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from ..errors import SpecError
 from .access import ContextEdit, DecoderHeadModel, HeadModel
+from .unembedding import log_prob_blocks
 
 AblationMode = Literal["zero", "mean"]
 ABLATION_MODES: tuple[str, ...] = ("zero", "mean")
@@ -108,11 +109,16 @@ def masked_edit(masks: dict[int, torch.Tensor], num_heads: int, mode: str) -> Co
 
 
 def _predictions(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> Predictions:
-    """final (T, C) final-normed states, ids (T,) -> ``Predictions``."""
-    logprobs = F.log_softmax(heads.unembed(final).float(), dim=-1)  # (T, vocab)
-    top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
-    nxt = logprobs[:-1].gather(-1, ids[1:, None])[:, 0]  # (T - 1,)
-    return Predictions(nxt, top.indices, top.values.exp())
+    """final (T, C) final-normed states, ids (T,) -> ``Predictions`` (the logits read a
+    block of positions at a time: ``unembedding``)."""
+    nexts, top_ids, top_probs = [], [], []
+    for first, logprobs in log_prob_blocks(heads, final):  # (n, vocab)
+        following = ids[first + 1 : first + 1 + logprobs.shape[0]]  # the last has none
+        nexts.append(logprobs[: len(following)].gather(-1, following[:, None])[:, 0])
+        top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
+        top_ids.append(top.indices)
+        top_probs.append(top.values.exp())
+    return Predictions(torch.cat(nexts), torch.cat(top_ids), torch.cat(top_probs))
 
 
 def _sentence(final: torch.Tensor) -> torch.Tensor:

@@ -36,6 +36,7 @@ from ..errors import SpecError
 from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import DecoderConfig
 from ..models.families.bert import Encoder
+from ..models.maps.context_pass import context_only
 from ..models.maps.text_maps import TokenizedLike
 from ..models.text.decoder import Decoder
 from ..models.text.text_model_base import TextModelBase
@@ -91,7 +92,9 @@ class HeadModel(Protocol):
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
     ) -> RunOutput:
-        """``ids`` (B, T) through the model (inference mode is the caller's)."""
+        """``ids`` (B, T) through the model (inference mode is the caller's).  Without
+        ``attentions`` no map is held: each layer's context is computed block by block
+        (``context_pass``), at any length."""
         ...
 
     def out_weights(self, layer: int) -> torch.Tensor:
@@ -183,7 +186,7 @@ class DecoderHeadModel(TextModelTokens):
         grow: ContextEdit | None = None,
     ) -> RunOutput:
         """``grow(layer, x (B, T, C))`` may replace each block's input (e.g. a bigger batch)."""
-        with editing(edit, grow):
+        with editing(edit, grow), context_only(attentions):
             out = self.decoder.model(
                 ids, num_logits=0, output_attentions=attentions, output_hidden_states=True
             )
@@ -216,7 +219,10 @@ class EncoderHeadModel(HeadModelBase):
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
     ) -> RunOutput:
-        maps, hidden, _ = self.encoder.forward_layers(ids, torch.zeros_like(ids), edit_context=edit)
+        with context_only(attentions):
+            maps, hidden, _ = self.encoder.forward_layers(
+                ids, torch.zeros_like(ids), edit_context=edit
+            )
         return RunOutput(maps if attentions else (), hidden)
 
     def out_weights(self, layer: int) -> torch.Tensor:

@@ -19,10 +19,16 @@ positions, as ``ablation`` does; its effect is the change in the loss.
   far is no longer scored by the softmax's slope at the clean point.
   Cancellation between such first-hop terms and the rest of the gradient is
   kept exact per later layer; effects through two attention hops stay linear.
-  AtP*'s GradDrop flags effects that cancel across paths: for each later layer
-  ℓ, attribution patching again with the gradient through layer ℓ's residual
-  contribution (its attention and MLP output) dropped; ``cancellation`` is
-  Σ_ℓ |AtP with ℓ dropped − AtP| per head (one more backward per later layer).
+  AtP*'s GradDrop (Kramár et al. 2024, §3.2, Eq. 11) is ``graddrop``: for each
+  layer ℓ, the estimate again with no gradient through layer ℓ's residual write
+  (its attention and MLP output: ``do(ℓ's output ← its clean value)``), and per
+  head ``(1/(L−1)) Σ_{ℓ=1..L} |estimate with ℓ dropped|``.  A head's own layer
+  gives 0 and a layer before it changes nothing, so only the L − 1 layers after
+  the first need a pass; a head whose effect takes one path scores |estimate|,
+  one whose paths cancel in the estimate scores more.  The paper ranks heads by
+  this unsigned score (here: ``confirm_top`` with atp_star); ``cancelled`` lists
+  the heads whose score is well above |estimate| (their estimate may be a
+  cancellation, not a small effect).
 - ``direct``: direct logit attribution, each head's output at the scored
   position(s) through the final norm, frozen, onto the unembedding of the
   scored token (the text's mean over positions for the next-token loss).
@@ -42,10 +48,13 @@ import torch.nn.functional as F
 
 from ..attention import attention_with_steps
 from ..errors import SpecError
+from ..models.maps.blocked_pass import blocked_pass
+from ..models.maps.context_pass import ContextPass
 from .ablation import ABLATION_MODES, check_heads, check_length, each_head_effects, masked_edit
 from .access import DecoderHeadModel, HeadModel, editing
 from .frozen_norm import frozen
 from .qk_decomposition import layer_paths
+from .residual_parts import output_bias, post_norm
 
 Method = Literal["attribution_patching", "atp_star", "exact"]
 METHODS: tuple[str, ...] = ("attribution_patching", "atp_star", "exact")
@@ -53,12 +62,22 @@ Target = tuple[int, int] | None  # (position, token id): −log p(token | text u
 MAX_CONFIRM = 16  # heads one request may have ablated exactly, each alone
 # Score cells (sources × heads × T²) AtP* recomputes per batch of sources.
 STAR_BATCH_CELLS = 1 << 23
+# Scores per block of the gradient pass's attention (every head): small enough that a causal
+# map's blocks skip most of its masked half (GPT-2 small, T = 1,024: 85 rows a block).
+GRADIENT_BLOCK_CELLS = 1 << 20
+
+
+CANCELLED_RATIO = 2.0  # GradDrop score over |estimate| that marks a head as cancelled
+CANCELLED_FLOOR = 0.1  # ... among scores at least this fraction of the largest
 
 
 def star_cost(num_layers: int, num_heads: int, length: int) -> int:
-    """What AtP*'s softmax recomputation costs in attention cells: for every head, each
-    later layer's H × T² scores."""
-    return num_layers * (num_layers - 1) // 2 * num_heads * num_heads * length * length
+    """What AtP* costs in attention cells: its softmax recomputation (for every head, each
+    later layer's H × T² scores) and GradDrop's L − 1 more forward and backward passes
+    (each counted as three forwards of L × H × T² cells)."""
+    softmax = num_layers * (num_layers - 1) // 2 * num_heads * num_heads * length * length
+    passes = (num_layers - 1) * 3 * num_layers * num_heads * length * length
+    return softmax + passes
 
 
 @dataclass(frozen=True)
@@ -74,7 +93,8 @@ class Attribution:
     direct: torch.Tensor
     target: Target = None
     confirmed: tuple[tuple[int, int, float], ...] = ()  # (layer, head, exact Δloss), 0-based
-    cancellation: torch.Tensor | None = None  # atp_star's GradDrop sum, (L, H)
+    graddrop: torch.Tensor | None = None  # atp_star's GradDrop score, (L, H), unsigned
+    cancelled: tuple[tuple[int, int], ...] = ()  # (layer, head), 0-based: see the module doc
 
 
 @dataclass(frozen=True)
@@ -133,17 +153,46 @@ def loss_of(
 
     def loss(final: torch.Tensor) -> torch.Tensor:
         if target is None:
-            logits = heads.unembed(final[:, :-1]).float()  # (B, T-1, V)
-            B, T1, V = logits.shape
-            nll = F.cross_entropy(
-                logits.reshape(B * T1, V), ids[1:].expand(B, T1).reshape(-1), reduction="none"
-            )
-            return nll.view(B, T1).mean(-1)
+            B, T, C = final.shape
+            flat = final[:, :-1].reshape(B * (T - 1), C)  # 2-D: one matrix product, not B
+            logits = heads.unembed(flat).float()  # (B (T-1), V)
+            nll = F.cross_entropy(logits, ids[1:].expand(B, T - 1).reshape(-1), reduction="none")
+            return nll.view(B, T - 1).mean(-1)
         position, token = target
         logits = heads.unembed(final[:, position]).float()  # (B, V)
         return -F.log_softmax(logits, dim=-1)[:, token]
 
     return loss
+
+
+def scored(ids: Sequence[int], target: Target) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss's rows and the token scored at each: every next token, or the target."""
+    if target is None:
+        return torch.arange(len(ids) - 1), torch.tensor(list(ids[1:]))
+    return torch.tensor([target[0]]), torch.tensor([target[1]])
+
+
+def loss_and_gradient(
+    heads: DecoderHeadModel, ids: Sequence[int], target: Target, final: torch.Tensor
+) -> tuple[float, torch.Tensor]:
+    """``loss_of``'s loss at the final-normed states (1, T, C) and its gradient there: the
+    mean of −log p over the scored rows, whose gradient at the logits is (p − onehot) / rows
+    (by hand: no log-softmax backward), then back through the unembedding by autograd."""
+    rows, tokens = scored(ids, target)
+    picked = torch.arange(len(rows))
+    with torch.inference_mode(False), torch.enable_grad():
+        x = final[0, rows].detach().requires_grad_(True)
+        logits = heads.unembed(x).float()  # (R, V)
+        with torch.no_grad():
+            logp = torch.log_softmax(logits, dim=-1)
+            loss = -float(logp[picked, tokens].mean())
+            slope = logp.exp_()
+            slope[picked, tokens] -= 1.0
+            slope /= len(rows)
+        (at_rows,) = torch.autograd.grad(logits, x, grad_outputs=slope)
+    out = torch.zeros_like(final)
+    out[0, rows] = at_rows.to(out.dtype)
+    return loss, out
 
 
 def gradient_pass(
@@ -174,17 +223,23 @@ def gradient_pass(
             return skip(x) if drop is not None and n == drop + 1 else x
 
         last = drop is not None and drop == L - 1
-        with editing(edit, keep), _final_input(heads, skip if last else None) as final_input:
+        with (
+            editing(edit, keep),
+            _final_input(heads, skip if last else None) as final_input,
+            blocked_pass(ContextPass(GRADIENT_BLOCK_CELLS)),  # no map: the context in blocks
+        ):
             final = heads.decoder.model(tensor, num_logits=0, output_hidden_states=True)
-            loss = loss_of(heads, tensor[0], target)(final.hidden_states[-1])[0]
-        found = torch.autograd.grad(loss, leaves, allow_unused=True)  # dropped: unused
+        states = final.hidden_states[-1]
+        loss, at_final = loss_and_gradient(heads, ids, target, states.detach())
+        # dropped: unused
+        found = torch.autograd.grad(states, leaves, grad_outputs=at_final, allow_unused=True)
         grads = [
             torch.zeros_like(leaf) if g is None else g
             for g, leaf in zip(found, leaves, strict=True)
         ]
     shape = (T, heads.num_heads, heads.head_dim)
     return Pass(
-        float(loss.detach()),
+        loss,
         [contexts[n].view(shape) for n in range(L)],
         [g[0].float().view(shape) for g in grads],
         [inputs[n] for n in range(L)],
@@ -235,27 +290,60 @@ def patching_estimate(run: Pass, mode: str) -> torch.Tensor:
     )
 
 
-def cancellation(
-    heads: DecoderHeadModel, ids: Sequence[int], target: Target, mode: str, plain: torch.Tensor
+def dropped_passes(heads: DecoderHeadModel, ids: Sequence[int], target: Target) -> list[Pass]:
+    """GradDrop's passes: for each layer ℓ from the second, no gradient through ℓ's write."""
+    return [gradient_pass(heads, ids, target, drop=layer) for layer in range(1, heads.num_layers)]
+
+
+def graddrop_score(estimate: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor:
+    """(L, H): (1/(L−1)) Σ_ℓ |estimate with layer ℓ's write dropped| (Kramár et al. 2024,
+    §3.2).  ``dropped[ℓ − 1]`` is the estimate with layer ℓ ≥ 1 dropped; for a head in
+    layer n, layers ℓ < n leave it as ``estimate`` and ℓ = n makes it 0.  One layer: there
+    is no other path, the score is |estimate|."""
+    L = estimate.shape[0]
+    if L == 1:
+        return estimate.abs()
+    out = torch.zeros_like(estimate)
+    for n in range(L):
+        out[n] = n * estimate[n].abs() + dropped[n:, n].abs().sum(0)
+    return out / (L - 1)
+
+
+def cancelled_heads(estimate: torch.Tensor, score: torch.Tensor) -> tuple[tuple[int, int], ...]:
+    """The heads whose GradDrop score is well above |estimate| (``CANCELLED_RATIO``) and not
+    negligible (``CANCELLED_FLOOR`` of the largest): paths through different later layers
+    cancel in their estimate, so a small estimate there does not mean a small effect."""
+    floor = CANCELLED_FLOOR * float(score.max()) if score.numel() else 0.0
+    hits = (score > CANCELLED_RATIO * estimate.abs()) & (score >= floor) & (score > 0)
+    return tuple((int(n), int(h)) for n, h in hits.nonzero().tolist())
+
+
+def written(
+    heads: DecoderHeadModel, layer: int, context: torch.Tensor, change: torch.Tensor
 ) -> torch.Tensor:
-    """(L, H): GradDrop, Σ over later layers ℓ of |attribution patching with the gradient
-    through ℓ's residual contribution dropped − attribution patching| (``plain``)."""
-    out = torch.zeros_like(plain)
-    for layer in range(1, heads.num_layers):
-        dropped = patching_estimate(gradient_pass(heads, ids, target, drop=layer), mode)
-        out[:layer] += (dropped[:layer] - plain[:layer]).abs()
-    return out
+    """(H, T, C): each head's ``change`` (T, H, D) to its context as a change to the residual
+    stream: through the output projection, and the post-attention norm (OLMo 2) frozen at
+    the layer's clean output."""
+    W = heads.out_weights(layer).float()
+    out = torch.einsum("thd,hdc->htc", change, W)
+    norm = post_norm(heads, layer)
+    if norm is None:
+        return out
+    total = torch.einsum("thd,hdc->tc", context, W) + output_bias(
+        heads.projections[layer], W.shape[-1]
+    )
+    return frozen(norm, total).apply(out)
 
 
-def star_correction(heads: DecoderHeadModel, run: Pass, mode: str) -> torch.Tensor:
-    """(L, H): AtP*'s softmax term, Σ over later layers of Σ (A_new − A − dA) ⊙ g V^T."""
+def star_correction(
+    heads: DecoderHeadModel, run: Pass, mode: str, grads: Sequence[list[torch.Tensor]]
+) -> torch.Tensor:
+    """(G, L, H): AtP*'s softmax term, Σ over later layers of Σ (A_new − A − dA) ⊙ g V^T, for
+    each of the G gradient sets ``grads`` (per layer (T, H, D)) on ``run``'s forward."""
     L, H, T = heads.num_layers, heads.num_heads, len(run.inputs[0])
-    out = torch.zeros(L, H)
+    out = torch.zeros(len(grads), L, H)
     positions = torch.arange(T)
-    deltas = [
-        torch.einsum("thd,hdc->htc", context_change(z, mode), heads.out_weights(n).float())
-        for n, z in enumerate(run.contexts)
-    ]  # per layer (H, T, C): each head's change to the residual stream
+    deltas = [written(heads, n, z, context_change(z, mode)) for n, z in enumerate(run.contexts)]
     for later in range(1, L):
         paths = layer_paths(heads, later, T)
         norms = paths.freeze(run.inputs[later])
@@ -265,7 +353,9 @@ def star_correction(heads: DecoderHeadModel, run: Pass, mode: str) -> torch.Tens
         k, v = (t[0].transpose(0, 1).repeat_interleave(group, 0) for t in (clean.k, clean.v))
         base = attention_with_steps(q, k, v, is_causal=heads.causal, scale=paths.scale)
         A = base.attn_weights  # (H, T, T)
-        grad_A = run.grads[later].transpose(0, 1) @ v.transpose(-1, -2)  # (H, T, T)
+        grad_A = torch.stack(
+            [g[later].transpose(0, 1) @ v.transpose(-1, -2) for g in grads]
+        )  # (G, H, T, T)
         step = max(1, STAR_BATCH_CELLS // (H * T * T))
         for source in range(later):
             for first in range(0, H, step):
@@ -279,8 +369,9 @@ def star_correction(heads: DecoderHeadModel, run: Pass, mode: str) -> torch.Tens
                 dS = (dq @ k.transpose(-1, -2) + q @ dk.transpose(-1, -2)) * paths.scale
                 dA = A * (dS - (A * dS).sum(-1, keepdim=True))  # the softmax's linear response
                 dA = torch.nan_to_num(dA)  # masked cells: A = 0 there
-                term = ((new.attn_weights - A - dA) * grad_A).sum(dim=(1, 2, 3))  # (S,)
-                out[source, first : first + step] += term
+                rest = new.attn_weights - A - dA  # (S, H, T, T)
+                term = torch.einsum("shij,ghij->gs", rest, grad_A)
+                out[:, source, first : first + step] += term
     return out
 
 
@@ -292,15 +383,18 @@ def direct_attribution(
     weight = heads.lm_head.weight
     assert isinstance(weight, torch.Tensor)
     W_U = weight.detach().float()  # (V, C)
-    if target is None:
-        rows, tokens = torch.arange(len(ids) - 1), torch.tensor(ids[1:])
-    else:
-        rows, tokens = torch.tensor([target[0]]), torch.tensor([target[1]])
+    rows, tokens = scored(ids, target)
     norm = frozen(heads.final_norm, run.final_input[rows])
+    reads = norm.adjoint(W_U[tokens])  # (R, C): ⟨norm(x), W_U[token]⟩ = ⟨x, reads⟩
     out = []
     for n, z in enumerate(run.contexts):
-        outs = torch.einsum("thd,hdc->htc", z[rows], heads.out_weights(n).float())
-        out.append((norm.apply(outs) * W_U[tokens]).sum(-1).mean(-1))
+        W = heads.out_weights(n).float()
+        at, post = reads, post_norm(heads, n)
+        if post is not None:  # OLMo 2: the head's output goes through its frozen post-norm
+            total = torch.einsum("rhd,hdc->rc", z[rows], W)
+            at = frozen(post, total + output_bias(heads.projections[n], W.shape[-1])).adjoint(at)
+        through = torch.einsum("rc,hdc->rhd", at, W)
+        out.append((z[rows] * through).sum(dim=(0, 2)) / len(rows))
     return torch.stack(out)
 
 
@@ -372,23 +466,38 @@ def _attribute(
     confirm_top: int,
 ) -> Attribution:
     run = gradient_pass(decoder, ids, target)
-    cancelled = None
-    if method == "atp_star":
-        cancelled = cancellation(decoder, ids, target, mode, patching_estimate(run, mode))
+    score: torch.Tensor | None = None
+    cancelled: tuple[tuple[int, int], ...] = ()
     with torch.no_grad():
         estimate = patching_estimate(run, mode)
+        ranked = estimate
         if method == "atp_star":
-            estimate = estimate + star_correction(decoder, run, mode)
+            estimate, score = _atp_star(decoder, ids, target, mode, run)
+            cancelled = cancelled_heads(estimate, score)
+            ranked = score
         exact = None
         if method == "exact":
             losses = loss_of(decoder, torch.tensor(list(ids)), target)
             exact = each_head_effects(decoder, ids, mode, losses=losses)
         direct = direct_attribution(decoder, run, ids, target)
-    pairs = top_heads(estimate, min(confirm_top, estimate.numel()))
+    pairs = top_heads(ranked, min(confirm_top, estimate.numel()))
     effects = exact_effects(decoder, ids, pairs, mode, target).tolist() if pairs else []
     confirmed = tuple(
         (layer, head, float(e)) for (layer, head), e in zip(pairs, effects, strict=True)
     )
     return Attribution(
-        method, mode, run.loss, estimate, exact, direct, target, confirmed, cancelled
+        method, mode, run.loss, estimate, exact, direct, target, confirmed, score, cancelled
     )
+
+
+def _atp_star(
+    decoder: DecoderHeadModel, ids: Sequence[int], target: Target, mode: str, run: Pass
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """AtP*'s estimate (attribution patching + the softmax term) and its GradDrop score, the
+    same estimate with each layer's write dropped in turn (``graddrop_score``)."""
+    dropped = dropped_passes(decoder, ids, target)
+    star = star_correction(decoder, run, mode, [run.grads, *(p.grads for p in dropped)])
+    estimate = patching_estimate(run, mode) + star[0]
+    variants = [patching_estimate(p, mode) for p in dropped]
+    dropped_estimates = torch.stack(variants) + star[1:] if variants else star[1:]
+    return estimate, graddrop_score(estimate, dropped_estimates)

@@ -31,7 +31,7 @@ def head_model(model: TextModel) -> HeadModel:
                 cached = DecoderHeadModel(model)
             elif cached is None and isinstance(model, Encoder):
                 cached = EncoderHeadModel(model)
-            elif cached is None and getattr(model, "kind", None) == "encoder-decoder":
+            elif cached is None and model.capabilities.reads_target:
                 raise SpecError(
                     f"{model.name} is a {model.family} encoder-decoder: ablation, "
                     "value-weighted maps and the logit lens are for decoder-only and "

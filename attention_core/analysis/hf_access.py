@@ -23,6 +23,7 @@ from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import TextModel
 from ..models.hf.language_model import TransformersLM
 from ..models.hf.text_models import TransformersEncoder
+from ..models.maps.context_pass import context_only
 from ..models.text.decoder import Decoder
 from .access import (
     ContextEdit,
@@ -73,7 +74,7 @@ class TransformersEncoderHeadModel(TextModelTokens):
     def run(
         self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
     ) -> RunOutput:
-        with editing(edit):
+        with editing(edit), context_only(attentions):
             out = self.encoder.model(ids, output_attentions=attentions, output_hidden_states=True)
         return RunOutput(out.attentions, out.hidden_states)
 

@@ -17,6 +17,7 @@ from ..errors import SpecError
 from ..models.base.protocols import TextModel
 from .access import DecoderHeadModel
 from .head_models import head_model
+from .unembedding import top_tokens
 
 LENS_TOP_K = 5
 
@@ -30,18 +31,21 @@ class LogitLens:
     top_probs: torch.Tensor
 
 
-def lens_logits(
+def lens_states(
     heads: DecoderHeadModel, hidden: Sequence[torch.Tensor], layer: int
 ) -> torch.Tensor:
-    """Logits (..., vocab) after layer ``layer`` (1-based) from transformers-style hidden
-    states (L + 1 of them, the last already final-normed)."""
+    """The states (..., C) after layer ``layer`` (1-based) as the LM head reads them, from
+    transformers-style hidden states (L + 1 of them, the last already final-normed)."""
     state = hidden[layer]
     if layer < len(hidden) - 1:
         state = heads.final_norm(state)
-    return heads.unembed(state)
+    return state
 
 
 def logit_lens(model: TextModel, text: str, k: int = LENS_TOP_K) -> LogitLens:
+    """Every layer's top ``k`` next tokens at every position, at any length: the forward
+    holds no map (``HeadModel.run``) and the logits are read a block of positions at a
+    time (``unembedding``)."""
     heads = head_model(model)
     if not isinstance(heads, DecoderHeadModel):
         raise SpecError(
@@ -52,10 +56,10 @@ def logit_lens(model: TextModel, text: str, k: int = LENS_TOP_K) -> LogitLens:
     tokens = heads.tokenize(text)
     with torch.inference_mode():
         hidden = heads.run(torch.tensor([tokens.ids])).hidden  # L + 1 x (1, T, C)
-        ids, probs = [], []
-        for layer in range(1, len(hidden)):
-            p = torch.softmax(lens_logits(heads, hidden, layer)[0].float(), dim=-1)  # (T, V)
-            top = p.topk(min(k, p.shape[-1]), dim=-1)
-            ids.append(top.indices)
-            probs.append(top.values)
-    return LogitLens(tokens.tokens, torch.stack(ids), torch.stack(probs))
+        tops = [
+            top_tokens(heads, lens_states(heads, hidden, layer)[0], k)
+            for layer in range(1, len(hidden))
+        ]
+    return LogitLens(
+        tokens.tokens, torch.stack([i for i, _ in tops]), torch.stack([p for _, p in tops])
+    )

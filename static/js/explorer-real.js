@@ -18,7 +18,7 @@ import { captionPipeline, drawPipeline } from "./pipeline.js";
 
 // What the pages call each family: the server's (app/family_labels.py).
 const FAMILIES = initialData().family_labels || {};
-const LABELS = { model: "Model", text: "Text", text_b: "Second text", target: "Target", stack: "Stack", layer: "Layer", head: "Head" };
+const LABELS = { model: "Model", text: "Text", text_b: "Second text", target: "Target", target_ids: "Target ids", stack: "Stack", layer: "Layer", head: "Head" };
 // An encoder-decoder's stacks as the facts line says them.
 const STACK_WORDS = { encoder: "encoder self-attention", decoder: "decoder self-attention", cross: "cross-attention" };
 
@@ -188,6 +188,7 @@ function linkProblems(asked) {
   if (!asked.model) problems.push("This link names no model (real=…): open a head from the model page.");
   if (!asked.text) problems.push("This link names no text (text=…): open a head from the model page, whose links carry the text up to 2,000 characters.");
   if (asked.layer === null) problems.push(`The layer must be a whole number from 1 (the link says “${asked.rawLayer ?? ""}”).`);
+  if (asked.rawTargetIds !== null && asked.targetIds === null) problems.push(`The target ids must be whole numbers from 0, separated by commas (the link says “${asked.rawTargetIds}”).`);
   if (asked.head === null) problems.push(`The head must be a whole number from 1 (the link says “${asked.rawHead ?? ""}”).`);
   return problems;
 }
@@ -211,7 +212,9 @@ export async function bootRealHead(root) {
   status.textContent = "Running the model…";
   const request = { model: asked.model, text: asked.text, layer: asked.layer, head: asked.head };
   if (asked.textB) request.text_b = asked.textB;
-  if (asked.target) request.target = asked.target;
+  // The ids a generation answered, when the link has them: the map's own rows.
+  if (asked.targetIds) request.target_ids = asked.targetIds;
+  else if (asked.target) request.target = asked.target;
   if (asked.stack) request.stack = asked.stack;
   let trace;
   try {
@@ -250,7 +253,7 @@ export async function bootRealHead(root) {
 /** Why a clicked cell of the weights map (model-why.js): one text's self-attention only. */
 function mountWhy(root, request, trace) {
   const card = byTestId("why-cell", root);
-  if (!card || trace.stack || request.text_b || request.target) return;
+  if (!card || trace.stack || request.text_b || request.target || request.target_ids) return;
   const context = { model: trace.model, text: request.text, layer: trace.layer, head: trace.head, tokens: trace.tokens, causal: trace.causal };
   setupWhy({ card, zoom: byTestId("plot-attn_weights", root), context: () => context, where: "the attention-weights map (attn_weights)" });
 }

@@ -17,6 +17,7 @@ const shown = (text) => (text === "" ? "∅" : text.replace(/\n/g, "⏎").replac
 const headName = (l, h) => `L${l} H${h}`;
 const signed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(2)}`;
 const METHOD_NAMES = { attribution_patching: "attribution patching", atp_star: "AtP*" };
+const CANCEL = "⇄";
 
 /** (layer, head) from 1 of the grid's largest value. */
 function first(grid) {
@@ -47,6 +48,55 @@ export function disagreement(estimate, exact, method) {
   return parts.join(" ");
 }
 
+/** AtP*'s GradDrop (Kramár et al. 2024): its score grid, the heads whose estimate may be a
+ * cancellation marked ⇄ in both grids and listed with both numbers, and a sentence. */
+function cancellation(answer, estimateGrid, openHead) {
+  if (!answer.graddrop) return { figures: [], note: "" };
+  const scoreGrid = heatGrid({ values: answer.graddrop, testid: "attr-graddrop", label: "GradDrop score", click: openHead });
+  for (const { layer, head } of answer.cancelled)
+    for (const grid of [estimateGrid, scoreGrid]) {
+      const cell = grid.querySelector(`[data-testid$="-L${layer}-H${head}"]`);
+      cell.classList.add("attr-cancelled");
+      cell.dataset.cancelled = "1";
+      const words = `${cell.getAttribute("aria-label")}; ${CANCEL} paths cancel: its estimate may hide an effect`;
+      cell.setAttribute("aria-label", words);
+      cell.title = words;
+    }
+  const figures = [
+    el("figure", { class: "attr-grid" }, [
+      el("figcaption", { text: "GradDrop score (AtP*'s ranking, unsigned)" }),
+      scoreGrid,
+    ]),
+  ];
+  const rows = answer.cancelled.map(({ layer, head }) =>
+    el("tr", { "data-testid": "attr-cancelled-row" }, [
+      el("th", { scope: "row" }, [el("button", { type: "button", class: "link", text: `${CANCEL} ${headName(layer, head)}`, onclick: () => openHead(layer, head) })]),
+      el("td", { class: "num", text: `≈ ${signed(answer.estimate[layer - 1][head - 1])}` }),
+      el("td", { class: "num", text: answer.graddrop[layer - 1][head - 1].toFixed(2) }),
+    ]),
+  );
+  if (rows.length)
+    figures.push(
+      el("figure", { class: "attr-grid", "data-testid": "attr-cancelled" }, [
+        el("table", { class: "attr-table" }, [
+          el("caption", { text: `${CANCEL} Estimates that may be cancelled` }),
+          el("thead", {}, [el("tr", {}, ["head", "estimate", "GradDrop"].map((t) => el("th", { scope: "col", text: t })))]),
+          el("tbody", {}, rows),
+        ]),
+        el("p", {
+          class: "attr-cancel-why",
+          text: "Such a head changes the loss through several later layers in opposite directions, and in the estimate those effects cancel out: a small estimate does not mean that it does not matter. Ablate it to see.",
+        }),
+      ]),
+    );
+  const how =
+    "AtP* also re-estimates every head with the path through one later layer cut, one layer at a time (GradDrop), and ranks heads by the average size of those estimates.";
+  const found = rows.length
+    ? ` ${CANCEL} marks ${rows.length === 1 ? "a head" : `${rows.length} heads`} whose GradDrop score is over twice the size of ${rows.length === 1 ? "its estimate" : "their estimates"}.`
+    : " No head's GradDrop score is over twice its estimate: no estimate looks cancelled.";
+  return { figures, note: `${how}${found}` };
+}
+
 function targetText(answer) {
   if (!answer.target) return "the next-token loss over the text";
   return `−log p('${shown(answer.target_text)}') after '${shown(answer.tokens[answer.target.position])}' (position ${answer.target.position})`;
@@ -56,11 +106,11 @@ function targetText(answer) {
  * (the notebook's attention_viz.attribute too); with "exact", the estimate is attribution patching's. */
 export function attributionNodes(answer, openHead) {
   const name = METHOD_NAMES[answer.method === "exact" ? "attribution_patching" : answer.method];
+  const estimateGrid = heatGrid({ values: answer.estimate, testid: "attr-estimate", label: "estimated Δloss", click: openHead });
+  const cancelled = cancellation(answer, estimateGrid, openHead);
   const grids = [
-    el("figure", { class: "attr-grid" }, [
-      el("figcaption", { text: `≈ estimated Δloss (${name})` }),
-      heatGrid({ values: answer.estimate, testid: "attr-estimate", label: "estimated Δloss", click: openHead }),
-    ]),
+    el("figure", { class: "attr-grid" }, [el("figcaption", { text: `≈ estimated Δloss (${name})` }), estimateGrid]),
+    ...cancelled.figures,
   ];
   if (answer.exact)
     grids.push(
@@ -78,7 +128,11 @@ export function attributionNodes(answer, openHead) {
   );
   const table = rows.length
     ? el("table", { class: "attr-table", "data-testid": "attr-table" }, [
-        el("caption", { text: `The ${rows.length} largest estimates, confirmed by ablating each head alone` }),
+        el("caption", {
+          text: answer.graddrop
+            ? `The ${rows.length} largest GradDrop scores, confirmed by ablating each head alone`
+            : `The ${rows.length} largest estimates, confirmed by ablating each head alone`,
+        }),
         el("thead", {}, [el("tr", {}, ["head", "estimated Δloss", "exact Δloss"].map((t) => el("th", { scope: "col", text: t })))]),
         el("tbody", {}, rows),
       ])
@@ -93,7 +147,8 @@ export function attributionNodes(answer, openHead) {
       : answer.confirmed.length
         ? "The confirmed heads' exact effects agree with their estimates; heads outside the table are estimates only (ask for the exact grid to check them all)."
         : "";
-  return { grids, table, note: `${loss0} ${estimates} ${confirmNote}` };
+  const note = [loss0, estimates, cancelled.note, confirmNote].filter(Boolean).join(" ");
+  return { grids, table, note };
 }
 
 export function setupAttribution({ card, openHead }) {

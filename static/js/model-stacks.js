@@ -170,6 +170,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
         model: answer.model,
         text, // the source and target these maps are of (for the link to a head's steps)
         targetText: writing ? answer.generated_text : target,
+        targetIds: writing ? answer.generated_ids : null, // the written target's rows, as ids
         written: writing,
         source: answer.source_tokens,
         target: answer.target_tokens,
@@ -318,7 +319,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
     const { stack, layer, head } = view;
     const link = $("s2s-open-head");
     const note = $("s2s-open-head-note");
-    const target = realHeadLink({ model: data.model, text: data.text, target: data.targetText, stack, layer, head });
+    const target = realHeadLink({ model: data.model, text: data.text, target: data.targetText, targetIds: data.targetIds, stack, layer, head });
     link.hidden = head === "mean" || !target.fits;
     note.hidden = head === "mean" || target.fits;
     if (!link.hidden) {

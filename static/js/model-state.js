@@ -2,6 +2,7 @@
 // explorer's real-head view. Only what differs from the page's defaults goes into
 // the URL, so a link stays short; a text too long for a link is said so, not cut.
 
+import { parseTokens } from "./model-multi-token.js";
 import { URL_LIMIT, buildQuery } from "./state.js";
 
 export const EXTRA_MAPS = ["mean", "rollout"];
@@ -35,6 +36,8 @@ export function defaultState(init) {
     token: null, // the chosen token (index among the tokens shown), or null
     tokenLayer: null, // the token view's layer (null: the large map's)
     when: "written", // a generated token: "written" (the row before it) or "input" (its own row)
+    tokens: [], // several chosen tokens (model-multi-token.js), or none
+    combine: "mean", // their rows: "mean" or "sum"
     cw: { ...(init.compare || {}) },
   };
 }
@@ -63,6 +66,8 @@ export function readModelState(defaults, search = window.location.search) {
   s.token = int(p.get("tok"), 0);
   s.tokenLayer = int(p.get("tl"), 1);
   if (p.get("when") === "input") s.when = "input";
+  s.tokens = parseTokens(p.get("toks"));
+  if (p.get("comb") === "sum") s.combine = "sum";
   if (p.has("ca")) s.cw.text_a = p.get("ca");
   if (p.has("cb")) s.cw.text_b = p.get("cb");
   if (p.has("w")) s.cw.word = p.get("w");
@@ -98,6 +103,8 @@ export function modelStatePairs(s, d) {
   add("head", s.head, d.head);
   add("tok", s.token === null ? null : String(s.token), null);
   add("tl", s.tokenLayer === null ? null : String(s.tokenLayer), null);
+  add("toks", s.tokens.length ? s.tokens.join(",") : null, null);
+  add("comb", s.combine, d.combine);
   add("when", s.when, d.when);
   add("ca", s.cw.text_a, d.cw.text_a);
   add("cb", s.cw.text_b, d.cw.text_b);
@@ -118,13 +125,17 @@ export function writeModelState(s, d) {
 
 /**
  * The explorer's view of one real head: `/?real=<model>&text=…&layer=…&head=…`; an
- * encoder-decoder's head adds its `stack` (encoder, decoder, cross) and `target`.
+ * encoder-decoder's head adds its `stack` (encoder, decoder, cross) and `target` (and a
+ * written target's `target_ids`).
  * Returns {href, length, fits}; a link longer than URL_LIMIT does not fit (href null).
  */
-export function realHeadLink({ model, text, textB = "", target = "", stack = "", layer, head }) {
+export function realHeadLink({ model, text, textB = "", target = "", targetIds = null, stack = "", layer, head }) {
   const pairs = [["real", model], ["text", text]];
   if (textB) pairs.push(["text_b", textB]);
   if (target) pairs.push(["target", target]);
+  // A target the model wrote: its ids, so the head's rows are the map's (its text, tokenized
+  // again, may split differently); the text stays for the way back.
+  if (targetIds && targetIds.length) pairs.push(["target_ids", targetIds.join(",")]);
   if (stack) pairs.push(["stack", stack]);
   pairs.push(["layer", layer], ["head", head]);
   const query = buildQuery(pairs);
@@ -141,12 +152,20 @@ export function readRealHead(search = window.location.search) {
     text: p.get("text"),
     textB: p.get("text_b") || "",
     target: p.get("target") || "",
+    ...readTargetIds(p.get("target_ids")),
     stack: p.get("stack") || "",
     layer: int(p.get("layer"), 1),
     head: int(p.get("head"), 1),
     rawLayer: p.get("layer"),
     rawHead: p.get("head"),
   };
+}
+
+/** `target_ids=1,2,3` as {targetIds: [1, 2, 3]} (null when absent); a malformed list keeps its text in rawTargetIds. */
+function readTargetIds(raw) {
+  if (raw === null || raw === "") return { targetIds: null, rawTargetIds: null };
+  const ids = raw.split(",").map((part) => int(part.trim()));
+  return ids.every((id) => id !== null) ? { targetIds: ids, rawTargetIds: raw } : { targetIds: null, rawTargetIds: raw };
 }
 
 /**

@@ -10,6 +10,7 @@ import { byTestId, el } from "./dom.js";
 import { drawHeadView } from "./headview.js";
 import { drawHeatmap } from "./heatmap.js";
 import { drawCells } from "./model-overview.js";
+import { COMBINE, combinedRow } from "./model-multi-token.js";
 
 // A long row: past HEADVIEW_KEYS keys the head view shows the STRONGEST keys only (its
 // lines and bars need a label per key), and past STRIP_KEYS keys the every-layer strip
@@ -68,7 +69,79 @@ export const rowsOfLayers = (layers) => (l, h, q, keys) => (layers.has(l) ? head
  *   layer (the head view's layer), when ("written" | "input"), hidden (a hide note)}
  * handlers: {onChoose(i), onMode(mode)}. Resolves when drawn.
  */
-export async function drawTokenView(section, view, { onChoose, onMode, headViewMode }) {
+export async function drawTokenView(section, view, handlers) {
+  if (view.queries && view.queries.length > 1) return drawSeveral(section, view, handlers);
+  delete section.dataset.queries;
+  return drawOne(section, view, handlers);
+}
+
+/** Each chosen token's row ({query, keys} from rowFor), in the order chosen. */
+export function rowsFor(view) {
+  const { queries, generated, positions, when, causal, labels } = view;
+  return queries.map((s) => rowFor({ s, generated, positions, when, causal, count: labels.length }));
+}
+
+/**
+ * Several tokens (view.queries, 2 or more) as one row: each head's rows of those tokens
+ * summed or averaged (view.combine: "sum" | "mean"), over the keys the last of them could read.
+ */
+async function drawSeveral(section, view, { onMode, headViewMode }) {
+  const $ = (id) => byTestId(id, section);
+  const { labels, tokens, row: rowOf, L, H, layer, queries, combine } = view;
+  $("tv-controls").hidden = false;
+  $("tv-when").hidden = !(view.generated && queries.some((q) => view.generated[q]));
+  fillLayers($("tv-layer"), L, layer);
+  const rows = rowsFor(view);
+  const what = $("tv-what");
+  const names = queries.map((q) => `${quote(tokens[q])} (${q})`).join(", ");
+  if (rows.some((r) => r.query === null)) {
+    $("tv-body").hidden = true;
+    delete section.dataset.queries;
+    what.textContent = `A chosen token's row is hidden (“Hide special and first tokens”): turn that off, or remove it from the chosen tokens.`;
+    return;
+  }
+  $("tv-body").hidden = false;
+  const keys = Math.max(...rows.map((r) => r.keys));
+  section.dataset.queries = rows.map((r) => r.query).join(",");
+  section.dataset.combine = combine;
+  section.dataset.keys = String(keys);
+  delete section.dataset.query;
+  const of = (l, h) => combinedRow(rows.map((r) => rowOf(l, h, r.query, r.keys)), combine);
+  what.textContent =
+    `What ${queries.length} tokens read, their rows ${COMBINE[combine]}: ${names}. ` +
+    `Each key's weight is the ${combine === "sum" ? "sum" : "mean"} of the chosen tokens' weights for it` +
+    (view.causal ? "; a decoder's token reads only up to itself, so the keys after it count 0 for it." : ".");
+  const headRows = Array.from({ length: H }, (_, h) => of(layer, h));
+  const long = keys > HEADVIEW_KEYS;
+  $("tv-layer-title").textContent = long
+    ? `Every head of layer ${layer}: the ${STRONGEST} tokens the chosen ones read most, of ${keys}`
+    : `Every head of layer ${layer}`;
+  if (headRows.every(Boolean)) {
+    const picked = long ? strongestColumns(headRows, STRONGEST) : Array.from({ length: keys }, (_, j) => j);
+    drawHeadView(
+      $("headview"),
+      {
+        queries: [`${queries.length} tokens (${combine === "sum" ? "sum" : "mean"})`],
+        keys: picked.map((j) => (labels[j].endsWith(`·${j}`) ? labels[j] : `${labels[j]}·${j}`)),
+        query: 0,
+        rows: headRows.map((r) => picked.map((j) => r[j])),
+      },
+      { mode: headViewMode, onSelect: () => {}, onMode },
+    );
+  }
+  const z = [];
+  const rowLabels = [];
+  for (let l = 1; l <= L; l++) {
+    for (let h = 0; h < H; h++) {
+      z.push(of(l, h) || new Array(keys).fill(null));
+      rowLabels.push(`L${l} H${h + 1}`);
+    }
+  }
+  // A sum of n rows lies in 0..n: its scale is that, and says so.
+  await drawStripOf(section, { z, rowLabels, labels, keys, L, H, query: section.dataset.queries, zmax: combine === "sum" ? queries.length : 1 });
+}
+
+async function drawOne(section, view, { onChoose, onMode, headViewMode }) {
   const $ = (id) => byTestId(id, section);
   const { labels, tokens, generated, positions, causal, row: rowOf, L, H, chosen, layer, when } = view;
   const controls = $("tv-controls");
@@ -128,25 +201,33 @@ export async function drawTokenView(section, view, { onChoose, onMode, headViewM
       rowLabels.push(`L${l} H${h + 1}`);
     }
   }
-  const strip = $("tv-strip");
-  const canvasStrip = $("tv-strip-canvas");
-  strip.hidden = row.keys > STRIP_KEYS;
+  await drawStripOf(section, { z, rowLabels, labels, keys: row.keys, L, H, query: String(row.query), zmax: 1 });
+}
+
+/** The every-layer strip: a heatmap, or a canvas past STRIP_KEYS keys.  zmax: the
+ * colour scale's top (1 for weights and their mean; n for a sum of n rows). */
+async function drawStripOf(section, { z, rowLabels, labels, keys, L, H, query, zmax }) {
+  const strip = byTestId("tv-strip", section);
+  const canvasStrip = byTestId("tv-strip-canvas", section);
+  const cols = labels.slice(0, keys);
+  strip.hidden = keys > STRIP_KEYS;
   canvasStrip.hidden = !strip.hidden;
-  if (strip.hidden) drawStrip(canvasStrip, { z, rowLabels, labels, keys: row.keys });
+  if (strip.hidden) drawStrip(canvasStrip, { z, rowLabels, labels, keys });
   else {
     await drawHeatmap(strip, {
       z,
       rows: rowLabels,
-      cols: keys,
+      cols,
       kind: "weights",
+      ...(zmax === 1 ? {} : { zmin: 0, zmax, scaleTitle: `sum of ${zmax} rows: 0–${zmax}` }),
       rowTitle: "layer, head",
       colTitle: "attended to (key)",
       filename: "model-token-row",
-      uirevision: `${L}x${H}:${keys.join("|")}`,
+      uirevision: `${L}x${H}:${cols.join("|")}`,
     });
   }
-  strip.dataset.query = String(row.query);
-  canvasStrip.dataset.query = String(row.query);
+  strip.dataset.query = query;
+  canvasStrip.dataset.query = query;
 }
 
 /**

@@ -38,7 +38,7 @@ function tokenButton(meta, i, chosen, onChoose) {
     "aria-pressed": String(i === chosen),
     title: `token ${i + 1} · position ${position}${generated ? " · written by the model" : ""}${isUnknown(token) ? " · not in the vocabulary" : ""}`,
     text: visibleToken(token),
-    onclick: () => onChoose(i),
+    onclick: (ev) => onChoose(i, ev), // the event: shift/ctrl adds to a selection
   });
   if (generated) button.setAttribute("aria-label", `${token} (written by the model)`);
   return el("li", {}, button);

@@ -24,6 +24,8 @@ import { setupWhy } from "./model-why.js";
 import { drawTokenView, rowFor, rowsOfLayers } from "./model-token-view.js";
 import { tokenRows } from "./model-token-rows.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
+import { adds, markTokens, mountTokenSelection, toggled } from "./model-multi-token.js";
+import { mountTwoTexts } from "./model-two-texts.js";
 
 const init = initialData();
 const LIMITS = init.limits || {};
@@ -431,7 +433,9 @@ grid.addEventListener("keydown", (ev) => {
 // ---------- tokens and the token view ----------
 
 function renderTokens() {
-  renderTokenList($("wp-tokens"), meta, { chosen: state.token, onChoose: (i) => chooseToken(i) });
+  renderTokenList($("wp-tokens"), meta, { chosen: state.token, onChoose: (i, ev) => chooseToken(i, { ev }) });
+  if (state.tokens.length > 1) markTokens($("wp-tokens"), state.tokens);
+  tokenSelection.update({ selection: state.tokens, tokens: meta.tokens, combine: state.combine });
   const hidden = meta.all_tokens.length - meta.tokens.length;
   $("token-count").textContent = `(${meta.tokens.length} shown${hidden ? `, ${hidden} hidden` : ""})`;
   renderGenerationSummary($("gen-summary"), meta.generated_tokens ? meta : null);
@@ -440,14 +444,17 @@ function renderTokens() {
 /** The token view's weights: the maps held (short texts: at once), or a promise of the
  * rows asked for (pooled maps). */
 function tokenViewRows() {
-  if (!overview || !rowSource || state.token === null || state.token >= meta.tokens.length) return rowsOfLayers(layers);
-  const { query, keys } = rowFor({ s: state.token, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length });
-  if (query === null) return rowsOfLayers(layers);
+  const chosen = state.tokens.length > 1 ? state.tokens : state.token === null ? [] : [state.token];
+  if (!overview || !rowSource || !chosen.length || chosen.some((t) => t >= meta.tokens.length)) return rowsOfLayers(layers);
+  const rows = chosen.map((s) => rowFor({ s, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length }));
+  if (rows.some((r) => r.query === null)) return rowsOfLayers(layers);
   const shown = Array.from({ length: info.layers }, (_, i) => i + 1).filter((l) => filter.shows(l));
   const wanted = [...new Set([...shown, Math.min(state.tokenLayer ?? state.layer, info.layers)])].sort((a, b) => a - b);
   tokenView.dataset.loading = "true";
-  return rowSource.get(query, keys, wanted, info.heads).then((got) => (l, h, q, k) => {
-    const values = q === query && k === keys ? got.get(l) : null;
+  // Each chosen token's row, asked for at full resolution (kept per token by rowSource).
+  return Promise.all(rows.map(({ query, keys }) => rowSource.get(query, keys, wanted, info.heads))).then((got) => (l, h, q, k) => {
+    const at = rows.findIndex((r) => r.query === q && r.keys === k);
+    const values = at < 0 ? null : got[at].get(l);
     return values ? Array.from(values.subarray(h * k, (h + 1) * k)) : null;
   });
 }
@@ -457,8 +464,9 @@ function drawTokens() {
   tokenView.hidden = false;
   const mine = seq;
   const token = state.token;
+  const several = state.tokens.join(",");
   const draw = (row) => {
-    if (mine !== seq || token !== state.token) return false; // a newer text or token
+    if (mine !== seq || token !== state.token || several !== state.tokens.join(",")) return false; // a newer text or token
     return drawTokenView(
       tokenView,
       {
@@ -471,6 +479,8 @@ function drawTokens() {
         L: info.layers,
         H: info.heads,
         chosen: state.token,
+        queries: state.tokens.length > 1 ? state.tokens : null,
+        combine: state.combine,
         layer: Math.min(state.tokenLayer ?? state.layer, info.layers),
         when: state.when,
       },
@@ -490,6 +500,7 @@ function drawTokens() {
       if (!drawn || mine !== seq) return;
       delete tokenView.dataset.loading;
       tokenView.dataset.token = state.token === null ? "" : String(state.token);
+      tokenView.dataset.drawnTokens = state.tokens.length > 1 ? `${state.tokens.join(",")}:${state.combine}` : "";
     },
     (err) => {
       if (mine !== seq || token !== state.token) return;
@@ -499,17 +510,45 @@ function drawTokens() {
   );
 }
 
-/** Show what token i reads (a generated token: what the model read when it wrote it). */
-function chooseToken(i, { scroll = true } = {}) {
+/** Show what token i reads (a generated token: what the model read when it wrote it);
+ * a shift/ctrl-click (or any click with "Select several" on) adds it to the chosen tokens,
+ * or removes it. */
+function chooseToken(i, { scroll = true, ev = null } = {}) {
   if (!meta || !Number.isInteger(i) || i < 0 || i >= meta.tokens.length) return;
-  state.token = i;
-  markChosenToken($("wp-tokens"), i);
+  state.tokens = adds(ev, tokenSelection.selecting()) ? toggled(state.tokens, state.token, i) : [];
+  state.token = state.tokens.length === 1 ? state.tokens[0] : i;
+  markChosenToken($("wp-tokens"), state.token);
+  if (state.tokens.length > 1) markTokens($("wp-tokens"), state.tokens);
+  tokenSelection.update({ selection: state.tokens, tokens: meta.tokens, combine: state.combine });
   writeUrl();
   drawTokens();
   if (scroll) {
     const box = tokenView.getBoundingClientRect();
     if (box.top > window.innerHeight - 80) tokenView.scrollIntoView({ block: "start", behavior: "instant" });
   }
+}
+
+// Two texts (or two checkpoints), one head, and their difference (model-two-texts.js).
+mountTwoTexts($("two-texts"), { models: MODELS, defaultModel: DEFAULT_MODEL, page: () => ({ model: state.model, text: state.text, layer: state.layer, head: state.head }) });
+
+// Several tokens at once (model-multi-token.js): the chips, "Select several", sum or mean.
+const tokenSelection = mountTokenSelection($("tv-select"), {
+  onRemove: (i) => setTokens(state.tokens.filter((t) => t !== i)),
+  onClear: () => setTokens([]),
+  onCombine: (combine) => {
+    state.combine = combine;
+    writeUrl();
+    drawTokens();
+  },
+  onSelecting: () => {},
+});
+
+function setTokens(selection) {
+  state.tokens = selection;
+  if (selection.length) state.token = selection[selection.length - 1];
+  if (meta) renderTokens();
+  writeUrl();
+  drawTokens();
 }
 
 $("tv-layer").addEventListener("change", (ev) => {
@@ -642,6 +681,7 @@ async function run() {
       if (/^\d+$/.test(state.head) && Number(state.head) > info.heads) state.head = "1";
       if (state.tokenLayer !== null && state.tokenLayer > info.layers) state.tokenLayer = null;
       if (state.token !== null && state.token >= meta.tokens.length) state.token = null;
+      state.tokens = state.tokens.filter((t) => t < meta.tokens.length);
       markSelected();
       for (const button of buttons.values()) button.classList.add("pending");
       renderTokens();
@@ -753,6 +793,7 @@ $("model-pick").addEventListener("change", (ev) => {
   if (state.prompt === before.prompt) state.prompt = after.prompt;
   fillForm();
   state.token = null;
+  state.tokens = [];
   state.tokenLayer = null;
   applyKind();
   run();
@@ -764,6 +805,7 @@ for (const radio of form.querySelectorAll("input[name='task']")) {
     readForm();
     state.task = radio.value;
     state.token = null;
+    state.tokens = [];
     applyKind();
     run();
   });

@@ -6,6 +6,7 @@ its top heads confirmed exactly; the exact grid says where estimate and exact di
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -92,6 +93,68 @@ def test_the_fast_estimate_and_the_exact_grid(page: Page, server_url: str) -> No
     expect(page.get_by_test_id("attr-exact-grid")).to_be_visible(timeout=WAIT)
     expect(note).to_contain_text("estimate ranks L2 H1 first")
     expect(note).to_contain_text("exact ablation ranks L1 H3 first")
+
+
+def test_atp_star_marks_the_heads_whose_paths_cancel(page: Page, server_url: str) -> None:
+    """AtP* on the "cash" sentence: the GradDrop grid is the API's, the heads the API lists
+    as cancelled are marked ⇄ in both grids and listed, the rest are not, the confirmed heads
+    are those of the largest GradDrop score, and the note says what the mark means."""
+    page.goto(f"/model?model={BANK}&text={quote(TEXT)}")
+    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
+    card = page.get_by_test_id("attribution")
+    page.get_by_test_id("attr-method").select_option("atp_star")
+    page.get_by_test_id("attr-run").click()
+    expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    body = {
+        "model": BANK,
+        "text": TEXT,
+        "method": "atp_star",
+        "target": {"position": 43},
+        "confirm_top": 3,
+    }
+    answer = api(server_url, "/api/model/attribute", body)
+    assert answer["cancelled"] == [{"layer": 1, "head": 1}]  # −0.04 estimated, 0.12 scored
+    for layer, row in enumerate(answer["graddrop"], start=1):
+        for head, value in enumerate(row, start=1):
+            cell = page.get_by_test_id(f"attr-graddrop-L{layer}-H{head}")
+            assert float(cell.get_attribute("data-value") or "nan") == pytest.approx(value)
+    marked = card.locator("[data-cancelled='1']")
+    expect(marked).to_have_count(2)  # L1 H1 in the estimate and in the GradDrop grid
+    expect(page.get_by_test_id("attr-estimate-L1-H1")).to_have_attribute(
+        "aria-label", re.compile("paths cancel")
+    )
+    expect(page.get_by_test_id("attr-cancelled-row")).to_have_count(1)
+    expect(page.get_by_test_id("attr-cancelled-row")).to_contain_text("L1 H1")
+    expect(page.get_by_test_id("attr-table")).to_contain_text("largest GradDrop scores")
+    confirmed = page.get_by_test_id("attr-confirmed-row")
+    expect(confirmed).to_have_count(3)
+    expect(confirmed.nth(1)).to_contain_text("L1 H3")  # the head exact ablation ranks first
+    note = page.get_by_test_id("attr-note")
+    expect(note).to_contain_text("Numbers marked ≈ are AtP* estimates")
+    expect(note).to_contain_text("marks a head whose GradDrop score is over twice")
+    expect(page.get_by_test_id("attr-cancelled")).to_contain_text("effects cancel out")
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_atp_star_card_fits_and_is_seen(
+    browser: Browser, server_url: str, width: int, tmp_path: Path
+) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900}, base_url=server_url)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(f"/model?model={BANK}&text={quote(TEXT)}")
+        card = page.get_by_test_id("attribution")
+        expect(card).to_be_visible(timeout=WAIT)
+        page.get_by_test_id("attr-method").select_option("atp_star")
+        page.get_by_test_id("attr-run").click()
+        expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        card.screenshot(path=str(tmp_path / f"attribution-atp-star-{width}.png"))
+        assert errors == []
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("width", [1440, 390])

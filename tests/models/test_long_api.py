@@ -124,10 +124,7 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
 @pytest.mark.parametrize(
     ("path", "body", "field"),
     [
-        ("/api/model/head", {"layer": 1, "head": 1}, "text"),
         ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
-        ("/api/model/ablate", {"heads": [[1, 1]]}, "text"),
-        ("/api/model/logit-lens", {}, "text"),
     ],
 )
 def test_requests_that_need_every_map_refuse_a_4096_token_text(
@@ -183,3 +180,66 @@ def test_analyses_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
             scale = stack.layers[layer].value_lengths(decoder.head_outputs("decoder", layer))
             stack.grid(layer, query, scale)
     assert weighted.largest < T * T // 2
+
+
+def test_ablation_and_the_logit_lens_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
+    client: TestClient, text: str
+) -> None:
+    """Once refused ("needs every attention map"): the ablated forward and the lens's hold
+    no map (each layer's context block by block), the logits a block of positions at a
+    time.  Equal to transformers with the head zeroed: test_stack_matrix.py."""
+    from attention_core.analysis import ablate, head_model, logit_lens
+
+    for path, body in (("ablate", {"heads": [[2, 3]]}), ("logit-lens", {})):
+        response = client.post(f"/api/model/{path}", json={"model": NAME, "text": text, **body})
+        assert response.status_code == 200, response.text
+    answer = response.json()
+    T = len(answer["tokens"])
+    assert len(answer["top_ids"]) == 2 and len(answer["top_ids"][0]) == T
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    heads = head_model(decoder)
+    ids = heads.tokenize(text).ids
+    with torch.inference_mode(), LargestOutput() as ablation:
+        result = ablate(heads, ids, [(1, 2)])
+    assert result.after is not None and result.before is not None
+    assert result.after.loss != result.before.loss
+    assert ablation.largest < T * T // 2
+    with torch.inference_mode(), LargestOutput() as lens:
+        logit_lens(decoder, text)
+    assert lens.largest < T * T // 2
+
+
+def test_a_4096_token_head_trace_answers_a_region_or_pooled_from_the_kept_layer(
+    client: TestClient, text: str, eager: tuple[torch.Tensor, ...]
+) -> None:
+    """Once refused: one head's steps for the last 64 rows, and pooled to 64 × 64, equal to
+    transformers' eager map (cropped, max-pooled); the whole map is over the JSON limit and
+    refused on ``pool``; the region's answer makes no tensor of a head's whole map."""
+    from app.head_answer import head_answer
+    from app.schemas.model import ModelHeadRequest
+
+    T = eager[0].shape[-1]
+    body = {"model": NAME, "text": text, "layer": 2, "head": 3}
+    whole = client.post("/api/model/head", json=body)
+    assert whole.status_code == 422 and whole.json()["detail"][0]["loc"] == ["body", "pool"]
+    region = client.post("/api/model/head", json={**body, "rows": [T - 64, T]})
+    assert region.status_code == 200, region.text[:300]
+    steps = region.json()["heads"][0]
+    want = eager[1][0, 2, T - 64 :].numpy()
+    np.testing.assert_allclose(steps["attn_weights"], want, atol=1e-5, rtol=0)
+    assert len(steps["q"]) == 64 and len(steps["k"]) == T
+    pooled = client.post("/api/model/head", json={**body, "pool": 64}).json()
+    block = -(-T // 64)
+    assert pooled["pooled"]["block"] == [block, block]
+    np.testing.assert_allclose(
+        pooled["heads"][0]["attn_weights"],
+        max_pool(eager[1][0, 2].numpy(), (block, block)),
+        atol=1e-5,
+        rtol=0,
+    )
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    decoder.long_cache = ResultCache(0)  # no cached pass: it runs under the watch
+    request = ModelHeadRequest.model_validate({**body, "rows": [T - 64, T]})
+    with LargestOutput() as watched:
+        head_answer(decoder, NAME, request, None, Settings(models="unused", hf_cache=False))
+    assert watched.largest < T * T // 2

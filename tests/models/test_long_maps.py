@@ -97,6 +97,34 @@ def test_pooled_overview_equals_pooling_the_full_maps(
         torch.testing.assert_close(grid.average, want, atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("family", [*FAMILIES, "roberta"])
+def test_a_value_weighted_overview_is_gathered_during_the_pass(
+    models: dict[str, TextModelBase[Any]], family: str
+) -> None:
+    """measure value_norm as a pass's view: each weight times its key's ‖v_j W_O^h‖, rows
+    re-summed to 1, pooled, equals the same of the full maps; what ``grid`` answers."""
+    model = models[family]
+    full = model.encode(TEXT)
+    T = len(full.tokens)
+    block = (-(-T // 40), -(-T // 40))
+    query = whole(T, block, measure="value_norm")
+    options = PassOptions(view=lambda *_: query, values=True)
+    long = model.forward_stacks(TEXT, options=options).stack()
+    for layer, maps in enumerate(full.layer_attentions):
+        gathered = long.gathered(layer, query)
+        assert gathered is not None and long.grid(layer, query) is gathered
+        lengths = long.layers[layer].value_lengths(model.head_outputs(long.name, layer))
+        weighted = maps * lengths[:, None, :]
+        shares = weighted / weighted.sum(-1, keepdim=True)
+        torch.testing.assert_close(
+            gathered.heads, max_pool_blocks(shares, *block), atol=1e-6, rtol=0
+        )
+        assert gathered.average is not None
+        want = max_pool_blocks(shares.mean(0), *block)
+        torch.testing.assert_close(gathered.average, want, atol=1e-6, rtol=0)
+    assert long.gathered(0, whole(T, block)) is None  # the weights' view is another one
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_region_without_special_tokens_is_rebuilt_from_q_and_k(
     models: dict[str, TextModelBase[Any]], family: str

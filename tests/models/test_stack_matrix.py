@@ -48,15 +48,16 @@ STACKS = [(name, stack) for name, stack in MODELS.items()] + [
 ]
 ANSWER_KEY = {"encoder": "attentions", "decoder": "decoder_attentions", "cross": "cross_attentions"}
 ATOL = 1e-5
+LONG_TOKENS = 320  # the analyses' long text: ≈300 tokens, past the 'long' server's budget
 
 
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require("transformers")
     root = tmp_path_factory.mktemp("matrix")
-    make_gpt2(root / "gpt2", seed=1)
-    make_llama(root / "llama", seed=2)  # 4 heads reading 2 kv heads
-    make_hf(root / "qwen3", "tiny-qwen3", seed=3)
+    make_gpt2(root / "gpt2", seed=1, n_positions=LONG_TOKENS)
+    make_llama(root / "llama", seed=2, max_position_embeddings=LONG_TOKENS)  # 4 heads, 2 kv
+    make_hf(root / "qwen3", "tiny-qwen3", seed=3, max_position_embeddings=LONG_TOKENS)
     make_seq2seq(root / "marian", "marian", seed=4)
     return root
 
@@ -74,7 +75,9 @@ def _client(models_dir: Path, **settings: Any) -> TestClient:
 @pytest.fixture(scope="module", params=["short", "long"])
 def served(request: pytest.FixtureRequest, models_dir: Path) -> Iterator[tuple[str, TestClient]]:
     """(length, client): 'long' puts every input past the full-maps budget."""
-    extra = {"model_full_maps_bytes": 1} if request.param == "long" else {}
+    extra: dict[str, Any] = {"max_ablation_cells": 2**24}  # each head of BERT at ≈300 tokens
+    if request.param == "long":
+        extra["model_full_maps_bytes"] = 1
     with _client(models_dir, **extra) as client:
         yield request.param, client
 
@@ -216,17 +219,180 @@ def test_head_scores(
     close(scores["entropy"], attention_entropy(maps))
 
 
+@pytest.mark.parametrize(("name", "stack"), STACKS)
+def test_head_trace_whole_region_and_pooled(
+    served: tuple[str, TestClient],
+    eager: dict[tuple[str, str], torch.Tensor],
+    name: str,
+    stack: str,
+) -> None:
+    """One head's steps recomputed from the layer the pass kept: the whole map, a region
+    (rows and cols, every stack) and pooled, each equal to transformers' eager map."""
+    _, client = served
+    want = eager[(name, stack)][1, 1]  # layer 2, head 2: (T, S)
+    body: dict[str, Any] = {"layer": 2, "head": 2}
+    if name == "marian":
+        body["stack"] = stack
+    whole = post(client, name, "/api/model/head", **body)
+    assert whole["region"] is None and whole["pooled"] is None
+    close(whole["heads"][0]["attn_weights"], want)
+    region = post(client, name, "/api/model/head", rows=[2, 5], cols=[1, 3], **body)
+    assert region["region"] == {"rows": [2, 5], "cols": [1, 3]}
+    close(region["heads"][0]["attn_weights"], want[2:5, 1:3])
+    assert len(region["heads"][0]["q"]) == 3 and len(region["heads"][0]["k"]) == 2
+    pooled = post(client, name, "/api/model/head", pool=4, **body)
+    T, S = want.shape
+    close(pooled["heads"][0]["attn_weights"], max_pool(want, [-(-T // 4), -(-S // 4)]))
+
+
+# --- the analyses that read a model's outputs, not its maps ---------------------------------
+
+OUT_PROJECTIONS = {
+    "gpt2": "transformer.h.{}.attn.c_proj",
+    "llama": "model.layers.{}.self_attn.o_proj",
+    "qwen3": "model.layers.{}.self_attn.o_proj",
+    BERT: "encoder.layer.{}.attention.output.dense",
+}
+FINAL_NORMS = {"gpt2": "transformer.ln_f", "llama": "model.norm", "qwen3": "model.norm"}
+
+
+@pytest.fixture(scope="module")
+def reference(models_dir: Path) -> dict[str, torch.nn.Module]:
+    """transformers' own model of each decoder and of BERT, eager attention."""
+    transformers = require("transformers")
+    found: dict[str, torch.nn.Module] = {}
+    for name in ("gpt2", "llama", "qwen3"):
+        found[name] = transformers.AutoModelForCausalLM.from_pretrained(
+            models_dir / name, attn_implementation="eager", dtype=torch.float32
+        ).eval()
+    found[BERT] = transformers.BertModel.from_pretrained(
+        str(default_model_dir()), attn_implementation="eager"
+    ).eval()
+    return found
+
+
+def analysed_text(length: str, client: TestClient, name: str) -> str:
+    """TEXT (short), or TEXT repeated to ≈300 tokens of this model's (long)."""
+    if length == "short":
+        return TEXT
+    model = loaded(client, name)
+    text = TEXT
+    while len(model.tokenize(text + " " + TEXT).input_ids) <= min(300, model.max_tokens):
+        text += " " + TEXT
+    assert len(model.tokenize(text).input_ids) > 250
+    return text
+
+
+def ablated_run(
+    module: torch.nn.Module, name: str, ids: list[int], heads: list[tuple[int, int]]
+) -> Any:
+    """transformers' forward with each (layer, head) (0-based)'s slice of the output
+    projection's input zeroed: the oracle of ablation."""
+    H = int(module.config.num_attention_heads)
+    hooks = []
+    for layer in sorted({layer for layer, _ in heads}):
+        chosen = [h for l_, h in heads if l_ == layer]
+
+        def zero(_m: Any, args: tuple[torch.Tensor, ...], chosen: list[int] = chosen) -> Any:
+            x = args[0].clone()
+            D = x.shape[-1] // H
+            for h in chosen:
+                x[..., h * D : (h + 1) * D] = 0
+            return (x, *args[1:])
+
+        target = module.get_submodule(OUT_PROJECTIONS[name].format(layer))
+        hooks.append(target.register_forward_pre_hook(zero))
+    try:
+        with torch.inference_mode():
+            return module(torch.tensor([ids]), output_hidden_states=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def next_logprobs(out: Any, ids: list[int]) -> torch.Tensor:
+    logprobs = torch.log_softmax(out.logits[0].float(), dim=-1)
+    return logprobs[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
+
+
+def sentence(out: Any) -> torch.Tensor:
+    return out.last_hidden_state[0].mean(0)
+
+
+@pytest.mark.parametrize("name", [*FINAL_NORMS, BERT])
+def test_ablation_equals_transformers_with_the_heads_zeroed(
+    served: tuple[str, TestClient], reference: dict[str, torch.nn.Module], name: str
+) -> None:
+    """One head, two heads together and each head alone, at ≈20 and ≈300 tokens (past the
+    full-maps budget): the ablated forward holds no map (``context_pass``)."""
+    length, client = served
+    text = analysed_text(length, client, name)
+    ids = list(loaded(client, name).tokenize(text).input_ids)
+    module = reference[name]
+    clean = ablated_run(module, name, ids, [])
+    for heads in ([(0, 1)], [(0, 0), (1, 2)]):
+        answer = post(
+            client, name, "/api/model/ablate", text=text, heads=[[a + 1, b + 1] for a, b in heads]
+        )
+        out = ablated_run(module, name, ids, heads)
+        if name == BERT:
+            want = torch.nn.functional.cosine_similarity(sentence(out), sentence(clean), dim=0)
+            assert answer["embedding_cosine"] == pytest.approx(float(want), abs=1e-5)
+            continue
+        close(answer["logprobs_before"], next_logprobs(clean, ids))
+        close(answer["logprobs_after"], next_logprobs(out, ids))
+        assert answer["loss_after"] == pytest.approx(
+            float(-next_logprobs(out, ids).mean()), abs=1e-5
+        )
+    grid = post(client, name, "/api/model/ablate", text=text, each_head=True)["each_head"]
+    H = int(module.config.num_attention_heads)
+    for layer, head in [(0, 0), (1, H - 1)]:
+        out = ablated_run(module, name, ids, [(layer, head)])
+        if name == BERT:
+            want = torch.nn.functional.cosine_similarity(sentence(out), sentence(clean), dim=0)
+        else:
+            want = next_logprobs(clean, ids).mean() - next_logprobs(out, ids).mean()
+        assert grid[layer][head] == pytest.approx(float(want), abs=1e-5)
+
+
+@pytest.mark.parametrize("name", list(FINAL_NORMS))
+def test_logit_lens_equals_transformers_hidden_states_unembedded(
+    served: tuple[str, TestClient], reference: dict[str, torch.nn.Module], name: str
+) -> None:
+    length, client = served
+    text = analysed_text(length, client, name)
+    ids = list(loaded(client, name).tokenize(text).input_ids)
+    module = reference[name]
+    hidden = ablated_run(module, name, ids, []).hidden_states
+    lens = post(client, name, "/api/model/logit-lens", text=text)
+    assert lens["layers"] == len(hidden) - 1
+    norm = module.get_submodule(FINAL_NORMS[name])
+    for layer in range(1, len(hidden)):
+        with torch.inference_mode():
+            state = hidden[layer][0] if layer == len(hidden) - 1 else norm(hidden[layer][0])
+            probs = torch.softmax(module.lm_head(state).float(), dim=-1)
+        top = probs.topk(5, dim=-1)
+        close(lens["top_probs"][layer - 1], top.values)
+        assert lens["top_ids"][layer - 1] == top.indices.tolist()
+
+
+def test_the_logit_lens_of_an_encoder_says_why_it_has_none(served: tuple[str, TestClient]) -> None:
+    _, client = served
+    response = client.post("/api/model/logit-lens", json={"model": BERT, "text": TEXT})
+    assert response.status_code == 422, response.text
+    (detail,) = response.json()["detail"]
+    assert detail["loc"][-1] == "model" and "language-modelling head" in detail["msg"]
+
+
 @pytest.mark.parametrize("name", ["gpt2", "llama", "qwen3", BERT])
-def test_the_analyses_that_read_full_maps_answer_below_512_tokens(
+def test_the_head_trace_and_generation_answer_below_512_tokens(
     served: tuple[str, TestClient], name: str
 ) -> None:
-    """Ablation, the logit lens (where an LM head exists), the head trace and generation
-    (where the model writes): past the budget but below 512 tokens they answer."""
+    """The head trace and generation (where the model writes): past the budget but below 512
+    tokens they answer."""
     _, client = served
-    post(client, name, "/api/model/ablate", heads=[[1, 1]])
     post(client, name, "/api/model/head", layer=1, head=2)
     if MODELS[name] == "decoder":
-        post(client, name, "/api/model/logit-lens")
         response = client.post(
             "/api/model/generate", json={"model": name, "prompt": TEXT, "max_new_tokens": 2}
         )

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from attention_core.analysis import head_model
-from attention_core.analysis.attribution import attribute
+from attention_core.analysis.attribution import attribute, cancelled_heads, graddrop_score
 from attention_core.analysis.qk_decomposition import why
 from attention_core.errors import SpecError
 from attention_core.models import GPT2, Decoder, Encoder, Llama
@@ -87,6 +87,141 @@ def test_the_pairs_add_up_to_the_score_transformers_map_was_drawn_from(
         assert result.score - other.score == pytest.approx(log_ratio, abs=1e-4)
         assert result.components[0] == "embedding" and result.components[-1] == "biases"
         assert len(result.components) == 2 + layer * (heads.num_heads + 1)
+
+
+FAMILIES = ["tiny-phi3", "tiny-gpt-neox", "tiny-olmo2"]
+
+
+@pytest.fixture(scope="module")
+def families(hf_checkpoints: Callable[[str], Path]) -> dict[str, tuple[TextModel, Any]]:
+    """Transformers-backed Phi-3 (fused qkv_proj), GPT-NeoX (fused per-head query_key_value,
+    partial rotary, parallel residual) and OLMo 2 (q/k norms over all heads, post-norms, no
+    pre-norm): ours, and transformers' eager model."""
+    import transformers
+
+    from attention_core.models.hf.text_models import load_transformers
+    from tests.models.hf_checkpoints import ALL_SPECS
+
+    out = {}
+    for name in FAMILIES:
+        directory = hf_checkpoints(name)
+        family = ALL_SPECS[name].model_type
+        ours = load_transformers(directory, name, 512, 1 << 24, kind="decoder", family=family)
+        eager_model = transformers.AutoModelForCausalLM.from_pretrained(
+            directory, attn_implementation="eager", dtype=torch.float32
+        ).eval()
+        out[name] = (ours, eager_model)
+    return out
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_fused_and_post_normed_families_pairs_add_up_to_the_score(
+    name: str, families: dict[str, tuple[TextModel, Any]]
+) -> None:
+    ours, reference = families[name]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    out = eager(reference, ids)
+    for layer, head, row, col in CELLS:
+        result = why(heads, ids, layer, head, row, col)
+        maps = out.attentions[layer][0, head].double()
+        check_cell(result, maps, row, col)
+        other = why(heads, ids, layer, head, row, 0)
+        log_ratio = float(maps[row, col].log() - maps[row, 0].log())
+        assert result.score - other.score == pytest.approx(log_ratio, abs=1e-4)
+        assert len(result.components) == 2 + layer * (heads.num_heads + 1)
+
+
+def _rms(v: torch.Tensor, eps: float) -> torch.Tensor:
+    return (v.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+
+
+def test_one_gpt_neox_pair_is_a_direct_computation(
+    families: dict[str, tuple[TextModel, Any]],
+) -> None:
+    """GPT-NeoX: the pair (layer 1 head 2's output at row, the embedding at col) at layer 2,
+    head 3, from transformers' weights: LayerNorm frozen at the layer's input, q and k from
+    head 3's rows of the fused query_key_value (q|k|v per head), rotary on the first half of
+    the head's dimensions only."""
+    from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
+
+    ours, reference = families["tiny-gpt-neox"]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    row, col, head, D = 11, 4, 2, 8
+    layers = reference.gpt_neox.layers
+    kept: list[torch.Tensor] = []
+    hook = layers[0].attention.dense.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0]))
+    out = eager(reference, ids)
+    hook.remove()
+    x, ln = out.hidden_states[1][0], layers[1].input_layernorm
+    W = layers[1].attention.query_key_value.weight.view(4, 3, D, -1)[head]  # (q|k|v, D, C)
+
+    def normed(part: torch.Tensor, at: int) -> torch.Tensor:
+        centred = part - part.mean()
+        return ln.weight * centred / (x[at].var(unbiased=False) + ln.eps).sqrt()
+
+    head_out = kept[0][row, D : 2 * D] @ layers[0].attention.dense.weight[:, D : 2 * D].T
+    q = W[0] @ normed(head_out, row)
+    k = W[1] @ normed(out.hidden_states[0][0, col], col)
+    cos, sin = reference.gpt_neox.rotary_emb(x[None], torch.arange(len(ids))[None])
+    assert cos.shape[-1] == D // 2  # rotary_pct 0.5
+    q_rot, _ = apply_rotary_pos_emb(
+        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
+    )
+    _, k_rot = apply_rotary_pos_emb(
+        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
+    )
+    expected = float(q_rot.flatten() @ k_rot.flatten()) * layers[1].attention.scaling
+    result = why(heads, ids, 1, head, row, col)
+    got = float(result.grid[result.components.index("L1 H2"), result.components.index("embedding")])
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
+def test_one_olmo2_pair_freezes_the_post_norm_and_the_all_heads_q_k_norms(
+    families: dict[str, tuple[TextModel, Any]],
+) -> None:
+    """OLMo 2: layer 1 head 1's output reaches the residual stream through layer 1's
+    post-attention RMSNorm (frozen at the attention output), layer 2 reads the residual
+    stream without a pre-norm, and q_norm/k_norm divide by the RMS over all heads."""
+    from transformers.models.olmo2.modeling_olmo2 import apply_rotary_pos_emb
+
+    ours, reference = families["tiny-olmo2"]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    row, col, head, D = 10, 6, 3, 8
+    layers = reference.model.layers
+    kept: list[torch.Tensor] = []
+    written: list[torch.Tensor] = []
+    o_proj = layers[0].self_attn.o_proj
+    hooks = [
+        o_proj.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0])),
+        o_proj.register_forward_hook(lambda _m, _a, o: written.append(o[0])),
+    ]
+    out = eager(reference, ids)
+    for h in hooks:
+        h.remove()
+    x, attn, post = out.hidden_states[1][0], layers[1].self_attn, layers[0].post_attention_layernorm
+    raw = kept[0][row, :D] @ o_proj.weight[:, :D].T
+    head_out = post.weight * raw / _rms(written[0][row], post.variance_epsilon)
+
+    def side(proj: Any, norm: Any, part: torch.Tensor, at: int, h: int) -> torch.Tensor:
+        whole = proj.weight @ part / _rms(proj(x[at]), norm.variance_epsilon)
+        return (norm.weight * whole).view(-1, D)[h]
+
+    q = side(attn.q_proj, attn.q_norm, head_out, row, head)
+    k = side(attn.k_proj, attn.k_norm, out.hidden_states[0][0, col], col, head // 2)
+    cos, sin = reference.model.rotary_emb(x[None], torch.arange(len(ids))[None])
+    q_rot, _ = apply_rotary_pos_emb(
+        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
+    )
+    _, k_rot = apply_rotary_pos_emb(
+        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
+    )
+    expected = float(q_rot.flatten() @ k_rot.flatten()) * attn.scaling
+    result = why(heads, ids, 1, head, row, col)
+    got = float(result.grid[result.components.index("L1 H1"), result.components.index("embedding")])
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
 
 
 def test_bert_post_norm_pairs_add_up_to_the_score(
@@ -391,15 +526,18 @@ def reference_dropped(reference: Any, ids: Sequence[int], mode: str, drop: int) 
 
 
 @pytest.mark.parametrize("mode", ["zero", "mean"])
-def test_atp_star_cancellation_is_graddrop_computed_with_transformers(
+def test_atp_star_graddrop_is_the_papers_score_computed_with_transformers(
     mode: str, models: dict[str, TextModel], references: dict[str, Any]
 ) -> None:
-    """cancellation[n, h] = Σ over layers ℓ > n of |AtP with ℓ's residual gradient dropped
-    − AtP|, each term from transformers' GPT-2 and autograd."""
+    """Kramár et al. 2024 §3.2: score(n) = (1/(L−1)) Σ over every layer ℓ of |the estimate
+    with no gradient through ℓ's residual write|.  Two layers: a layer-1 head keeps only the
+    term with layer 2 dropped (its own layer gives 0), and AtP*'s softmax term is 0 there
+    (no gradient reaches layer 2's softmax), so it is transformers' dropped attribution
+    patching; a layer-2 head keeps |estimate| (layer 1 dropped changes nothing after it)."""
     heads = head_model(models["tiny-gpt2"])
     ids = heads.tokenize(TEXT).ids
     reference = references["tiny-gpt2"]
-    L = reference.config.n_layer
+    assert reference.config.n_layer == 2
     plain = reference_patching(
         reference,
         functools.partial(hf_projection, reference),
@@ -408,17 +546,59 @@ def test_atp_star_cancellation_is_graddrop_computed_with_transformers(
         mode,
         None,
     )
-    expected = torch.zeros_like(plain)
-    for layer in range(1, L):
-        expected[:layer] += (
-            reference_dropped(reference, ids, mode, layer)[:layer] - plain[:layer]
-        ).abs()
-    got = attribute(heads, ids, "atp_star", mode).cancellation
-    assert got is not None and L >= 2
-    torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-4)
-    assert float(expected[0].abs().sum()) > 1e-4  # dropping a later layer changes layer 1's
-    assert float(got[-1].abs().sum()) == 0.0  # no layer after the last
-    assert attribute(heads, ids, "attribution_patching", mode).cancellation is None
+    expected = torch.stack([reference_dropped(reference, ids, mode, 1)[0].abs(), plain[1].abs()])
+    got = attribute(heads, ids, "atp_star", mode)
+    assert got.graddrop is not None
+    torch.testing.assert_close(got.graddrop.double(), expected.double(), atol=1e-5, rtol=1e-4)
+    assert float((expected[0] - plain[0].abs()).abs().max()) > 1e-4  # the drop matters
+    assert attribute(heads, ids, "attribution_patching", mode).graddrop is None
+
+
+def test_graddrop_on_three_layers_averages_over_l_minus_1(
+    tmp_path: Path, hf_decoder: Callable[[str], torch.nn.Module]
+) -> None:
+    """Three layers, from transformers where AtP*'s softmax term has no gradient to meet:
+    a last-layer head scores |estimate| ((2 |estimate| + 0) / 2); a middle head
+    (|estimate| + |dropped attribution patching with layer 3 dropped|) / 2."""
+    import transformers
+
+    from tests.models.checkpoints import make_gpt2
+
+    directory = make_gpt2(tmp_path / "three", n_layer=3, seed=7)
+    ours = head_model(Decoder.from_dir(directory, GPT2.from_pretrained, "gpt2"))
+    reference = transformers.AutoModelForCausalLM.from_pretrained(
+        directory, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    ids = ours.tokenize(TEXT).ids
+    H = reference.config.n_head
+    plain = reference_patching(
+        reference, functools.partial(hf_projection, reference), ids, H, "zero", None
+    )
+    got = attribute(ours, ids, "atp_star", "zero")
+    assert got.graddrop is not None
+    torch.testing.assert_close(got.estimate[2], plain[2], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got.graddrop[2], plain[2].abs(), atol=1e-5, rtol=1e-4)
+    middle = (got.estimate[1].abs() + reference_dropped(reference, ids, "zero", 2)[1].abs()) / 2
+    torch.testing.assert_close(got.graddrop[1], middle, atol=1e-5, rtol=1e-4)
+
+
+def test_graddrop_score_and_the_cancelled_heads() -> None:
+    """Layer 1's heads: one cancelling its two paths (+1 direct, −1 through layer 3:
+    estimate 0, +1 with layer 3 dropped) scores (0 + 1) / 2 and is marked; one with a single
+    path scores its |estimate|; a negligible one is not marked.  A layer's own drop and the
+    drops before it are never read (9 there)."""
+    estimate = torch.tensor([[0.0, 0.5, 1e-4], [2.0, -1.0, 0.0], [0.3, 0.0, 0.0]])
+    dropped = torch.stack(
+        [
+            torch.tensor([[0.0, 0.5, 0.0], [9.0, 9.0, 9.0], [9.0, 9.0, 9.0]]),  # layer 2 dropped
+            torch.tensor([[1.0, 0.5, 0.01], [2.0, -1.0, 0.0], [9.0, 9.0, 9.0]]),  # layer 3
+        ]
+    )
+    score = graddrop_score(estimate, dropped)
+    expected = torch.tensor([[0.5, 0.5, 0.005], [2.0, 1.0, 0.0], [0.3, 0.0, 0.0]])
+    torch.testing.assert_close(score, expected)
+    assert cancelled_heads(estimate, score) == ((0, 0),)
+    torch.testing.assert_close(graddrop_score(estimate[:1], dropped[:0]), estimate[:1].abs())
 
 
 def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:

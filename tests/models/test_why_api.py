@@ -21,6 +21,7 @@ from attention_core.models import GPT2, Decoder
 from tests.api_calls import error, post
 
 TEXT = "The bank approved the loan, and the river bank was muddy."
+SHORT = TEXT[:28]  # 20 tokens or fewer: AtP* on tiny-gpt2 fits LIMIT
 LIMIT = 4000  # max_ablation_cells: exact ablation of tiny-gpt2 on "bank bank" fits, TEXT not
 
 
@@ -72,11 +73,11 @@ def test_why_on_an_encoder(client: TestClient) -> None:
 
 def test_attribute_is_the_cores_estimate(client: TestClient, gpt2: Decoder) -> None:
     heads = head_model(gpt2)
-    ids = heads.tokenize(TEXT).ids
+    ids = heads.tokenize(SHORT).ids
     token = heads.token_texts([ids[6]])[0]
     body: dict[str, Any] = {
         "model": "tiny-gpt2",
-        "text": TEXT,
+        "text": SHORT,
         "method": "atp_star",
         "ablation": "mean",
         "target": {"position": 5, "token": token},
@@ -87,15 +88,16 @@ def test_attribute_is_the_cores_estimate(client: TestClient, gpt2: Decoder) -> N
     torch.testing.assert_close(torch.tensor(got["estimate"]), expected.estimate)
     torch.testing.assert_close(torch.tensor(got["direct"]), expected.direct)
     assert got["loss"] == pytest.approx(expected.loss) and got["exact"] is None
-    assert expected.cancellation is not None
-    torch.testing.assert_close(torch.tensor(got["cancellation"]), expected.cancellation)
+    assert expected.graddrop is not None
+    torch.testing.assert_close(torch.tensor(got["graddrop"]), expected.graddrop)
+    assert got["cancelled"] == [{"layer": n + 1, "head": h + 1} for n, h in expected.cancelled]
     by_id = post(
         client, "/api/model/attribute", {**body, "target": {"position": 5, "token": ids[6]}}
     )
     assert by_id["estimate"] == got["estimate"]
     plain = post(client, "/api/model/attribute", {"model": "tiny-gpt2", "text": TEXT})
     assert plain["method"] == "attribution_patching" and plain["target"] is None
-    assert plain["cancellation"] is None
+    assert plain["graddrop"] is None and plain["cancelled"] == []
     assert len(plain["estimate"]) == 2 and len(plain["estimate"][0]) == 4
 
 
@@ -167,6 +169,26 @@ def test_exact_over_its_limit_carries_the_contract_ctx(client: TestClient, gpt2:
         "found": 8 * T * T,
         "setting": "ATTENTION_VIZ_MAX_ABLATION_CELLS",
     }
+
+
+def test_atp_star_counts_graddrops_passes_before_any_work(
+    client: TestClient, gpt2: Decoder
+) -> None:
+    """TEXT's softmax recomputation alone (layers·(layers − 1)/2 × heads² × T²) fits heads ×
+    LIMIT; with GradDrop's L − 1 forward and backward passes (3 × layers × heads × T² each)
+    it does not: refused naming the method, the limit and the setting."""
+    T = len(gpt2.tokenize(TEXT))
+    assert 1 * 16 * T * T <= 4 * LIMIT < (16 + 1 * 3 * 2 * 4) * T * T
+    body = {"model": "tiny-gpt2", "text": TEXT, "method": "atp_star"}
+    detail = error(client.post("/api/model/attribute", json=body))
+    assert detail["loc"] == ["body", "method"] and detail["type"] == "limit_exceeded"
+    assert "GradDrop" in detail["msg"]
+    assert detail["ctx"] == {
+        "limit": 4 * LIMIT,
+        "found": (16 + 24) * T * T,
+        "setting": "ATTENTION_VIZ_MAX_ABLATION_CELLS",
+    }
+    assert len(gpt2.tokenize(SHORT)) <= 20  # (16 + 24) × 20² ≤ 4 × LIMIT
 
 
 def test_the_top_heads_are_confirmed_exactly_and_a_null_token_is_the_models_own(

@@ -64,6 +64,15 @@ def test_attribute_is_the_cores_and_draws(browser: Browser, tmp_path: Path) -> N
     assert "estimate ranks L2 H1 first" in text and "exact ablation ranks L1 H3 first" in text
 
 
+def test_atp_star_marks_the_cancelled_heads_in_the_view(browser: Browser, tmp_path: Path) -> None:
+    result = app.attribute("tiny-bank-gpt", TEXT, "atp_star", "zero", (43, None))
+    assert result["cancelled"] == [{"layer": 1, "head": 1}] and result["graddrop"] is not None
+    text = drawn(browser, result.view, tmp_path)
+    assert "GradDrop score (AtP*'s ranking, unsigned)" in text
+    assert "⇄ Estimates that may be cancelled" in text and "⇄ L1 H1" in text
+    assert "The 3 largest GradDrop scores, confirmed" in text
+
+
 def test_an_encoder_is_refused_with_the_reason() -> None:
     with pytest.raises(SpecError, match="masked-language-model head"):
         app.attribute("sentence-transformers/all-MiniLM-L6-v2", "the river bank")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Protocol
+from typing import Protocol
 
 import torch
 
@@ -24,15 +24,17 @@ from ..maps.features import attention_rollout
 from ..maps.long_maps import KeptLayer, LongPass, kept_tensors
 from ..maps.map_grid import MapGrid, MapQuery
 from ..maps.text_maps import OfTokenized, TokenizedLike
+from .capabilities import STACK_NAMES as STACK_NAMES
+from .capabilities import Capabilities, StackName, StackTrace, Target
 from .result_cache import ResultCache
-
-StackName = Literal["encoder", "decoder", "cross"]
-STACK_NAMES: tuple[StackName, ...] = ("encoder", "decoder", "cross")
-
 
 # (a stack's rows, whether its first token is a sink) -> the view gathered during the pass
 # (None: none; the view function may also refuse the request before any work).
 View = Callable[[TokenizedLike, bool], MapQuery | None]
+
+
+# What a pass is remembered by: (text, text_b, target).
+PassKey = tuple[str, str | None, Target | None]
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,11 @@ class PassOptions:
         rows: TokenizedLike,
         view: bool = True,
         first_is_sink: bool = True,
+        head_outputs: Callable[[int], torch.Tensor] | None = None,
     ) -> LongPass:
         """A ``LongPass`` of ``layers`` layers of a stack whose rows are ``rows``, keeping
-        what these options ask for (``view`` False: no view gathered during the pass)."""
+        what these options ask for (``view`` False: no view gathered during the pass;
+        ``head_outputs``: layer -> its (H, D_v, C) output slices, for a value-weighted view)."""
         query = self.view(rows, first_is_sink) if self.view is not None and view else None
         return LongPass(
             query,
@@ -90,6 +94,7 @@ class PassOptions:
             report_layers=report_layers,
             full_averages=len(rows.tokens) <= self.averages_up_to,
             keep_values=self.values,
+            head_outputs=head_outputs,
         )
 
 
@@ -137,18 +142,26 @@ class KeptStack(OfTokenized):
         self, layer: int, query: MapQuery, column_scale: torch.Tensor | None = None
     ) -> MapGrid:
         """Layer ``layer``'s (0-based) maps as ``query`` shows them: the grid gathered
-        during the pass when it is that view, else rebuilt from the kept q/k."""
+        during the pass when it is that view (``gathered``), else rebuilt from the kept
+        q/k (``column_scale`` (H, S): value_norm's, see ``KeptLayer.gather``)."""
+        found = self.gathered(layer, query)
+        if found is not None and (column_scale is None or query.measure == "value_norm"):
+            return found
+        kept = self.layers[layer]
+        grid = MapGrid(query, kept.num_heads, len(self.tokens), len(self.key_tokens.tokens))
+        return kept.gather(grid, column_scale=column_scale)
+
+    def gathered(self, layer: int, query: MapQuery) -> MapGrid | None:
+        """Layer ``layer``'s grid gathered during the pass when it shows ``query``'s cells
+        (its measure included), else None."""
         if (
-            column_scale is None
-            and self.query is not None
+            self.query is not None
             and self.grids
             and self.query.same_cells(query)
             and (self.query.average or not query.average)
         ):
             return self.grids[layer]
-        kept = self.layers[layer]
-        grid = MapGrid(query, kept.num_heads, len(self.tokens), len(self.key_tokens.tokens))
-        return kept.gather(grid, column_scale=column_scale)
+        return None
 
     @cached_property
     def rollout(self) -> torch.Tensor | None:
@@ -193,19 +206,22 @@ class ModelPass:
 
 
 class StackedModel(Protocol):
-    """What every loaded model answers: ``forward_stacks`` (see the module doc)."""
+    """What every loaded model answers: ``forward_stacks`` (see the module doc), and what
+    it can be asked (``capabilities``)."""
 
     @property
     def name(self) -> str: ...
     @property
     def family(self) -> str: ...
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def forward_stacks(
         self,
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass: ...
 
@@ -213,10 +229,22 @@ class StackedModel(Protocol):
         """Each head's slice W_O^h of that layer's output projection, (H, D_v, C)."""
         ...
 
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """Every tensor of attention layer ``layer`` (0-based) of ``stack`` (None: the first)."""
+        ...
+
 
 def cached_pass(
-    cache: ResultCache[tuple[str, str | None, str | None], ModelPass],
-    key: tuple[str, str | None, str | None],
+    cache: ResultCache[PassKey, ModelPass],
+    key: PassKey,
     options: PassOptions,
     run: Callable[[PassOptions], ModelPass],
 ) -> ModelPass:
@@ -228,14 +256,3 @@ def cached_pass(
     made = run(options.merged(found))
     cache.put(key, made)
     return made
-
-
-def refuse_target(target: str | None, name: str, causal: bool) -> None:
-    """A ``SpecError`` on ``target`` for a model with one stack (it reads one text)."""
-    if target is not None:
-        kind = "a decoder" if causal else "an encoder"
-        raise SpecError(
-            f"target (the decoder's text) is for encoder-decoders (T5, BART, Marian); "
-            f"{name!r} is {kind}: put the text in text",
-            field="target",
-        )

@@ -26,12 +26,14 @@ from typing import Any, Unpack, cast
 
 import torch
 
-from ...errors import SpecError
+from ...errors import LimitExceeded, SpecError
 from ...progress import report
-from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, StackName, cached_pass
+from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
+from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
 from ..base.device import CPU
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
+from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import hold, read_in, run_on, stored_dtype
@@ -123,7 +125,7 @@ class EncoderDecoder:
     """
 
     causal = False  # the encoder's maps (``attentions``) are bidirectional
-    kind = "encoder-decoder"
+    capabilities = Capabilities(STACK_NAMES, writes=True)  # it writes a target
 
     name: str
     model: Any
@@ -160,9 +162,7 @@ class EncoderDecoder:
             int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None
         )
         self._cache: ResultCache[tuple[str, str | None], Seq2SeqMaps] = ResultCache(cache_bytes)
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.failures = FailureWatch()
         # Newer families renamed past_key_values (still accepted, with a warning).
         parameters = inspect.signature(self.model.forward).parameters
@@ -243,25 +243,23 @@ class EncoderDecoder:
     def layers_of(self, stack: Stack) -> int:
         return sum(1 for s, _ in self.layer_modules if s == stack)
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         c = self.model.config
         heads = int(c.num_attention_heads)
-        head_dim = int(getattr(c, "d_kv", None) or c.hidden_size // heads)
-        return {
-            "name": self.name,
-            "family": self.family,
-            "causal": self.causal,
-            "kind": self.kind,
-            "layers": self.num_layers,
-            "decoder_layers": self.num_decoder_layers,
-            "heads": heads,
-            "kv_heads": heads,
-            "hidden": int(c.hidden_size),
-            "head_dim": head_dim,
-            "vocab_size": int(c.vocab_size),
-            "max_positions": int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
-            "max_tokens": self.max_tokens,
-        }
+        return ModelSummary(
+            self.name,
+            self.family,
+            self.causal,
+            layers=self.num_layers,
+            heads=heads,
+            kv_heads=heads,
+            hidden=int(c.hidden_size),
+            head_dim=int(getattr(c, "d_kv", None) or c.hidden_size // heads),
+            vocab_size=int(c.vocab_size),
+            max_positions=int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
+            max_tokens=self.max_tokens,
+            decoder_layers=self.num_decoder_layers,
+        )
 
     # --- text in --------------------------------------------------------------------------
 
@@ -285,6 +283,44 @@ class EncoderDecoder:
             (start_special, *labels.special[:-1]),
             labels.input_ids,
         )
+
+    def target_from_ids(self, ids: tuple[int, ...], field: str = "target_ids") -> TargetText:
+        """The decoder's input for a target given as ids (as a generation answered them):
+        the start token, then every id, the last included, as the generation's maps read
+        it; the tokens are the text each id adds, as there."""
+        vocabulary = int(self.model.config.vocab_size)
+        bad = next((i for i in ids if not 0 <= i < vocabulary), None)
+        if bad is not None:
+            raise SpecError(
+                f"{field} holds token id {bad}; {self.name}'s ids are 0..{vocabulary - 1}",
+                field=field,
+            )
+        limit = self.max_tokens - 1  # the start token is a position too
+        if len(ids) > limit:
+            raise LimitExceeded(
+                f"{field} is {len(ids)} tokens; the limit is {limit} "
+                f"({self.tokenizer.limit_source}, less the start token)",
+                field=field,
+                limit=limit,
+                found=len(ids),
+                setting=self.tokenizer.limit_setting,
+            )
+        start, start_special = self.start_token()
+        special_ids = self.tokenizer.special_ids
+        return TargetText(
+            (self.start_id, *ids),
+            (start, *self.tokenizer.continuation([], ids)),
+            (start_special, *(i in special_ids for i in ids)),
+        )
+
+    def decoder_input(self, target: str | tuple[int, ...] | None) -> TargetText:
+        """``target`` as text (``target_text``) or as ids (``target_from_ids``)."""
+        if isinstance(target, tuple):
+            return self.target_from_ids(target)
+        return self.target_text(target)
+
+    def target_tokens(self, target: Target) -> int:
+        return len(self.decoder_input(target))
 
     def refuse_pair(self, text_b: str | None) -> None:
         refuse_pair(
@@ -337,14 +373,14 @@ class EncoderDecoder:
             getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
         )
         info = self.info()
-        return head_slices(projection, cast(int, info["heads"]), cast(int, info["head_dim"]))
+        return head_slices(projection, info.heads, info.head_dim)
 
     def forward_stacks(
         self,
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): the ``encoder`` stack (source ×
@@ -355,12 +391,14 @@ class EncoderDecoder:
         run = partial(self._pass, text, target)
         return cached_pass(self.long_cache, (text, None, target), options, run)
 
-    def _pass(self, text: str, target: str | None, options: PassOptions) -> ModelPass:
+    def _pass(self, text: str, target: Target | None, options: PassOptions) -> ModelPass:
         source = self.tokenize(text)
-        decoder_input = self.target_text(target)
+        decoder_input = self.decoder_input(target)
         no_averages = replace(options, averages_up_to=0)  # no rollout crosses stacks
         passes = {
-            "encoder": options.long_pass(self.num_layers, False, source, True, False),
+            "encoder": options.long_pass(
+                self.num_layers, False, source, True, False, partial(self.head_outputs, "encoder")
+            ),
             "decoder": options.long_pass(self.num_decoder_layers, False, decoder_input, False),
             "cross": no_averages.long_pass(self.layers_of("cross"), False, decoder_input, False),
         }
@@ -413,10 +451,29 @@ class EncoderDecoder:
         assert isinstance(tokens, TokenizedText)  # the encoder's rows are the source
         return tokens, trace
 
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """``trace_stack`` as the contract asks it (``stack`` None: the encoder), with the
+        source's tokens for ``cross``."""
+        self.refuse_pair(text_b)
+        chosen = self.capabilities.stack(stack)
+        rows, trace, source = self.trace_stack(text, target, chosen, layer)
+        if source is None:
+            return StackTrace(chosen, rows, trace)
+        return StackTrace(chosen, rows, trace, source[0], self.tokenize(text).tokens)
+
     def trace_stack(
-        self, text: str, target: str | None, stack: Stack, layer: int
+        self, text: str, target: str | tuple[int, ...] | None, stack: Stack, layer: int
     ) -> tuple[TokenizedText | TargetText, LayerTrace, torch.Tensor | None]:
-        """Every tensor of one attention layer (0-based) of ``stack``.
+        """Every tensor of one attention layer (0-based) of ``stack``; ``target`` is the
+        target's text or its ids (``decoder_input``).
 
         Returns the tokens of its rows (the source for the encoder, else the
         target), the ``LayerTrace`` (x: that attention's input, after its norm),
@@ -425,7 +482,7 @@ class EncoderDecoder:
         """
         check_layer(layer, self.layers_of(stack), f"the {stack} stack of this model")
         source = self.tokenize(text)
-        decoder_input = self.target_text(target)
+        decoder_input = self.decoder_input(target)
         path, module = self.layer_modules[(stack, layer)]
 
         def wanted(site: Site) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -150,13 +150,19 @@ class KeptLayer:
         (H, D_v, C) -> (H, S); query head h reads kv head h // (H / H_kv)."""
         if self.value is None:
             raise ValueError("this pass kept no values (run it with values=True)")
-        per_head = self.value.repeat_interleave(self.num_heads // self.num_kv_heads, dim=0)
-        lengths: torch.Tensor = torch.linalg.vector_norm(per_head @ out.to(per_head), dim=-1)
-        return lengths
+        return value_lengths(self.value, out)
 
     @property
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in kept_tensors(self))
+
+
+def value_lengths(value: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``KeptLayer.value_lengths`` of values (H_kv, S, D_v) and head outputs (H, D_v, C):
+    (H, S)."""
+    per_head = value.repeat_interleave(out.shape[0] // value.shape[0], dim=0)
+    lengths: torch.Tensor = torch.linalg.vector_norm(per_head @ out.to(per_head), dim=-1)
+    return lengths
 
 
 def rescaled(on_block: BlockSink, scale: torch.Tensor) -> BlockSink:
@@ -166,7 +172,7 @@ def rescaled(on_block: BlockSink, scale: torch.Tensor) -> BlockSink:
     def sink(r0: int, c0: int, weights: torch.Tensor) -> None:
         part = weights * scale[:, None, c0 : c0 + weights.shape[-1]]
         totals = part.sum(dim=-1, keepdim=True)
-        on_block(r0, c0, part / totals.clamp_min(torch.finfo(part.dtype).tiny))
+        on_block(r0, c0, part.div_(totals.clamp_min(torch.finfo(part.dtype).tiny)))
 
     return sink
 
@@ -193,7 +199,9 @@ class LongPass:
     transformers backend and BERT; the core decoders' ``run_blocks`` reports
     its blocks itself).  ``keep_values``: keep each layer's v too (value-norm
     maps, the head trace).  ``full_averages``: keep each layer's head average
-    at full resolution, (T, S) (the rollout).
+    at full resolution, (T, S) (the rollout).  ``head_outputs``: layer (0-based) ->
+    its heads' slices of the output projection (H, D_v, C), which a value-weighted
+    ``query`` needs (without them such a view is not gathered during the pass).
     """
 
     query: MapQuery | None
@@ -202,6 +210,7 @@ class LongPass:
     block_cells: int = DEFAULT_BLOCK_CELLS
     full_averages: bool = False
     keep_values: bool = False
+    head_outputs: Callable[[int], torch.Tensor] | None = None
     layers: dict[int, KeptLayer] = field(default_factory=dict)
     grids: dict[int, MapGrid] = field(default_factory=dict)
     averages: dict[int, torch.Tensor] = field(default_factory=dict)
@@ -233,19 +242,21 @@ class LongPass:
             value=call.value[0].contiguous() if self.keep_values else None,
         )
         H, T, S = int(query.shape[1]), int(query.shape[2]), int(key.shape[-2])
-        grid = None if self.query is None else MapGrid(self.query, H, T, S)
+        grid, to_grid = self._grid(layer, call.value[0], H, T, S)
         whole = Region(0, T, 0, S)
         average = (
             MapGrid(MapQuery(None, whole, (1, 1), ()), H, T, S) if self.full_averages else None
         )
 
         def gather(r0: int, c0: int, weights: torch.Tensor) -> None:
-            for target in (grid, average):
-                if target is not None:
-                    target.add(r0, c0, weights[0])
+            if to_grid is not None:
+                to_grid(r0, c0, weights[0])
+            if average is not None:
+                average.add(r0, c0, weights[0])
 
+        own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
         context = blocked_attention(
-            call,
+            own if kept.value is None else replace(own, value=kept.value[None]),
             block_rows=rows_per_block(H, S, self.block_cells),
             on_block=gather,
         )
@@ -257,6 +268,21 @@ class LongPass:
         if self.report_layers:
             report("forward", len(self.layers), self.num_layers)
         return context
+
+    def _grid(
+        self, layer: int, value: torch.Tensor, H: int, T: int, S: int
+    ) -> tuple[MapGrid | None, BlockSink | None]:
+        """This layer's view and what hands it each block (value-weighted: each weight
+        times its key's ‖v_j W_O^h‖, rows re-summed to 1); (None, None) when none."""
+        query = self.query
+        if query is None:
+            return None, None
+        grid = MapGrid(query, H, T, S)
+        if query.measure == "weights":
+            return grid, grid.add
+        if self.head_outputs is None:
+            return None, None
+        return grid, rescaled(grid.add, value_lengths(value, self.head_outputs(layer)))
 
     def steps(
         self, layer: int | None, call: AttentionCall, module: object = None

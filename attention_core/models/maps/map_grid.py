@@ -95,6 +95,9 @@ class MapGrid:
 
     def add(self, r0: int, c0: int, weights: torch.Tensor) -> None:
         """Rows ``r0..`` of every head's map, columns ``c0..``: weights (H, rows, cols)."""
+        if self.spec.hidden is None and self._shown is None:
+            self._add_rows(r0, c0, weights)
+            return
         targets = self._out_row[r0 : r0 + weights.shape[-2]]
         keep = targets >= 0
         if not bool(keep.any()):
@@ -116,6 +119,27 @@ class MapGrid:
             right = self.num_keys - c0 - part.shape[-1]
             _max_into(grid, out_rows, self._shown_cells(F.pad(part, (c0, right))))  # (h, n, S)
 
+    def _add_rows(self, r0: int, c0: int, weights: torch.Tensor) -> None:
+        """``add`` when nothing is hidden: each run of ``block[0]`` rows pooled first (an
+        elementwise maximum of whole rows), then its columns; one slice of the grid each."""
+        r, height = self.spec.region, self.spec.block[0]
+        lo, hi = max(r0, r.row_start), min(r0 + weights.shape[-2], r.row_stop)
+        if lo >= hi:
+            return
+        first = (lo - r.row_start) // height
+        offset = lo - r.row_start - first * height
+        block = weights[..., lo - r0 : hi - r0, :]  # (H, n, w)
+        mean = block.mean(dim=0, keepdim=True) if self.average is not None else None
+        chosen = block if self._heads is None else block.index_select(0, self._heads)
+        for out, part in ((self.heads, chosen), (self.average, mean)):
+            if out is None or part is None or out.numel() == 0:
+                continue
+            rows = part if height == 1 else _pooled(part, offset, height, dim=-2)  # (h, k, w)
+            column, cells = self._visible_cells(c0, rows)
+            grid = out if out.dim() == 3 else out.unsqueeze(0)  # (h, r, c)
+            target = grid[..., first : first + cells.shape[-2], column : column + cells.shape[-1]]
+            torch.maximum(target, cells, out=target)
+
     def _visible_cells(self, c0: int, part: torch.Tensor) -> tuple[int, torch.Tensor]:
         """Nothing hidden: the pooled cells of the columns a block holds (c0..), within the
         region, and the first of them; the rest of each row is 0 and adds nothing.
@@ -125,12 +149,10 @@ class MapGrid:
         if lo >= hi:
             return 0, part[..., :0]
         first = (lo - r.col_start) // width
-        start = r.col_start + first * width  # the first cell's first column
-        cells = -(-(hi - start) // width)
-        piece = F.pad(part[..., lo - c0 : hi - c0], (lo - start, start + cells * width - hi))
+        piece = part[..., lo - c0 : hi - c0]
         if width == 1:
             return first, piece
-        return first, piece.view(*piece.shape[:-1], cells, width).amax(dim=-1)
+        return first, _pooled(piece, lo - r.col_start - first * width, width, dim=-1)
 
     def _shown_cells(self, rows: torch.Tensor) -> torch.Tensor:
         """Shapes: (h, n, T) -> (h, n, cols pooled): hidden columns dropped and rows
@@ -173,6 +195,27 @@ def _shown(hidden: tuple[bool, ...] | None, count: int) -> torch.Tensor:
     if hidden is None:
         return torch.arange(count)
     return torch.tensor([not h for h in hidden]).nonzero().squeeze(-1)
+
+
+def _pooled(piece: torch.Tensor, offset: int, width: int, dim: int) -> torch.Tensor:
+    """Each run of ``width`` entries' maximum along ``dim`` (-1: columns, -2: rows), the
+    first run ``offset`` entries short (a cell that starts before the piece) and the last
+    cut where the piece ends: what padding the piece with zeros to whole cells gives for
+    weights (never negative), without the padded copy.  Shapes: (h, n, w) -> (h, n, cells)
+    or (h, cells, w)."""
+    size = piece.shape[dim]
+    head = min(size, width - offset) if offset else 0
+    whole = (size - head) // width
+    parts = [piece.narrow(dim, 0, head).amax(dim=dim, keepdim=True)] if head else []
+    if whole:
+        body = piece.narrow(dim, head, whole * width)
+        axis = dim % body.dim()
+        split = (*body.shape[:axis], whole, width, *body.shape[axis + 1 :])
+        parts.append(body.view(split).amax(dim=axis + 1))
+    if head + whole * width < size:
+        tail = piece.narrow(dim, head + whole * width, size - head - whole * width)
+        parts.append(tail.amax(dim=dim, keepdim=True))
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=dim)
 
 
 def _max_into(out: torch.Tensor, rows: torch.Tensor, cells: torch.Tensor) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
@@ -17,19 +18,20 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
+from ..base.capabilities import Capabilities, StackName, StackTrace, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
+    PassKey,
     PassOptions,
     cached_pass,
-    refuse_target,
 )
 from ..base.decoder_lm import DecoderLM
 from ..base.device import CPU, running_on, to_cpu
 from ..base.out_projections import head_slices, output_projections
 from ..base.outputs import LayerTrace, check_layer
-from ..base.protocols import CausalLM, DecoderConfig, model_info
+from ..base.protocols import CausalLM, DecoderConfig, ModelSummary, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import TOKENIZER_FILE
 from ..checkpoints.weight_dtype import hold, read_in, run_on
@@ -119,9 +121,7 @@ class TextModelBase(Generic[ModelT]):
         self.tokenizer = tokenizer
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
         # Recent passes' kept q/k (``forward_stacks``); the app sets its own budget.
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
         self._projections: list[nn.Module] | None = None
 
@@ -153,8 +153,18 @@ class TextModelBase(Generic[ModelT]):
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """One stack, ``decoder`` (which writes) or ``encoder``."""
+        return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
+
+    def target_tokens(self, target: Target) -> int:
+        """A model with one stack reads no target: refused."""
+        self.capabilities.check_fields(self.name, target)
+        return 0
 
     # --- text in ------------------------------------------------------------------------
 
@@ -201,14 +211,14 @@ class TextModelBase(Generic[ModelT]):
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): one stack, ``decoder`` or
         ``encoder``, whose every layer's q/k (and what ``options`` asks) is kept and
         whose maps are never held whole (or a recent pass that has what is asked)."""
         self._refuse_pair(text_b)
-        refuse_target(target, self.name, self.causal)
+        self.capabilities.check_fields(self.name, target)
         return cached_pass(self.long_cache, (text, None, None), options, self._pass(text))
 
     def _pass(self, text: str) -> Callable[[PassOptions], ModelPass]:
@@ -216,7 +226,13 @@ class TextModelBase(Generic[ModelT]):
             tokenized = self.tokenize(text)
             layers = self.config.num_layers
             # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-            pass_ = options.long_pass(layers, not isinstance(self.model, DecoderLM), tokenized)
+            name: StackName = "decoder" if self.causal else "encoder"
+            pass_ = options.long_pass(
+                layers,
+                not isinstance(self.model, DecoderLM),
+                tokenized,
+                head_outputs=lambda layer: self.head_outputs(name, layer),
+            )
             with torch.inference_mode(), running_on(self.device), long_pass(pass_):
                 out = self.model(
                     torch.tensor([tokenized.input_ids]),
@@ -224,7 +240,7 @@ class TextModelBase(Generic[ModelT]):
                     output_hidden_states=options.hidden_states,
                 )
             stack = KeptStack(
-                "decoder" if self.causal else "encoder",
+                name,
                 tokenized,
                 tokenized,
                 to_cpu(pass_.kept()),
@@ -257,3 +273,16 @@ class TextModelBase(Generic[ModelT]):
         if out.trace is None:
             raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
         return tokenized, to_cpu(out.trace)
+
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""
+        trace = partial(self.trace, text, layer, text_b)
+        return self.capabilities.one_stack_trace(self.name, target, stack, trace)

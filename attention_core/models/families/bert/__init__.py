@@ -6,10 +6,11 @@ dependency: ``tokenizers`` (imported lazily, on load); the weights are read by
 ``..safetensors_io``, memory-mapped.
 """
 
+from ...base.capabilities import WordComparison
 from .config import EncoderConfig, default_model_dir, resolve_model_dir
 from .model import Encoder, EncoderOutput
 from .tokenizer import Tokenized, WordPieceTokenizer
-from .words import WordComparison, find_word, layer_cosines
+from .words import find_word, layer_cosines
 
 __all__ = [
     "Encoder",

@@ -25,17 +25,18 @@ from ....attention import AttentionSteps, attention_with_steps
 from ....blocked_attention import AttentionCall
 from ....errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ....progress import report
+from ...base.capabilities import Capabilities, StackTrace, Target, WordComparison
 from ...base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
+    PassKey,
     PassOptions,
     cached_pass,
-    refuse_target,
 )
 from ...base.device import CPU, move, running_on, to_cpu
 from ...base.outputs import LayerTrace, check_layer
-from ...base.protocols import model_info
+from ...base.protocols import ModelSummary, model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
 from ...checkpoints.weight_dtype import float32_copy
@@ -45,7 +46,7 @@ from ...maps.text_maps import TokenizedMaps
 from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
 from .weights import EmbeddingWeights, LayerWeights, load_weights
-from .words import WordComparison, find_word, layer_cosines
+from .words import find_word, layer_cosines
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,10 @@ def _attention(
     """One layer's attention, or the current blocked pass's (one text: (H, T, D) each,
     given the batch axis of 1 a pass takes and returned without it)."""
     blocked = current_pass()
-    if blocked is None or query.dim() != 3:
+    if blocked is None:
         return attention_with_steps(query, key, value)
+    if query.dim() == 4:  # a batch of texts (B, H, T, D): head analysis's edited passes
+        return blocked.steps(layer, AttentionCall(query, key, value))
     steps = blocked.steps(layer, AttentionCall(query[None], key[None], value[None]))
     return replace(steps, context_vec=steps.context_vec[0])
 
@@ -130,9 +133,7 @@ class Encoder:
     def __post_init__(self, cache_bytes: int) -> None:
         self._act = _activation(self.config.hidden_act)
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
@@ -185,8 +186,22 @@ class Encoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         return model_info(self.config.name, self.family, self.causal, self.config, self.max_tokens)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """One stack, the encoder; its WordPiece vocabulary answers word questions."""
+        return Capabilities(("encoder",), words=self)
+
+    def target_tokens(self, target: Target) -> int:
+        """A model with one stack reads no target: refused."""
+        self.capabilities.check_fields(self.name, target)
+        return 0
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.hidden_size
 
     # --- the forward pass -------------------------------------------------------------
 
@@ -225,12 +240,12 @@ class Encoder:
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): the ``encoder`` stack of ``text``
         (and ``text_b``), every layer's q/k kept, no map held whole."""
-        refuse_target(target, self.name, causal=False)
+        self.capabilities.check_fields(self.name, target)
         run = partial(self._pass, text, text_b)
         return cached_pass(self.long_cache, (text, text_b, None), options, run)
 
@@ -238,7 +253,8 @@ class Encoder:
         tokenized = self.tokenize(text, text_b)
         ids, types = torch.tensor(tokenized.input_ids), torch.tensor(tokenized.token_type_ids)
         self._check_length(ids)
-        pass_ = options.long_pass(len(self.layers), False, tokenized)
+        outputs = partial(self.head_outputs, "encoder")
+        pass_ = options.long_pass(len(self.layers), False, tokenized, head_outputs=outputs)
         with torch.inference_mode(), running_on(self.device), long_pass(pass_):
             _, hidden, _ = self.forward_layers(ids, types)
         stack = KeptStack(
@@ -273,6 +289,19 @@ class Encoder:
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
         return tokenized, to_cpu(trace)
+
+    def stack_trace(
+        self,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
+    ) -> StackTrace:
+        """``trace`` as the contract asks it: the encoder's layer ``layer`` (0-based)."""
+        trace = partial(self.trace, text, layer, text_b)
+        return self.capabilities.one_stack_trace(self.name, target, stack, trace)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None

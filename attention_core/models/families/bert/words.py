@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
 from ....errors import SpecError
 from ...maps.features import kept_tokens
 from .tokenizer import Tokenized
-
-
-@dataclass(frozen=True)
-class WordComparison:
-    """``cosines[l]``: cosine of the word's state in text A and text B after layer l
-    (0 = embeddings).  ``span_*`` are token index ranges [start, stop)."""
-
-    word: str
-    pieces: tuple[str, ...]
-    tokens_a: tuple[str, ...]
-    tokens_b: tuple[str, ...]
-    span_a: tuple[int, int]
-    span_b: tuple[int, int]
-    cosines: tuple[float, ...]
 
 
 def find_word(

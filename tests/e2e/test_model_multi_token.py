@@ -1,0 +1,163 @@
+"""Several query tokens at once on /model: shift- or ctrl-click (or "Select several" and
+the keyboard) chooses them, chips list them, and the token view shows their rows
+averaged or summed, equal to the API's maps; the choice is in the URL.  A decoder's
+tokens read different numbers of keys: a shorter row counts 0 past its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import ARTIFACTS, api, plot_data
+from tests.e2e.servers import models_server
+from tests.models.checkpoints import make_gpt2
+from tests.requires import require
+
+pytestmark = [pytest.mark.e2e, pytest.mark.model]
+
+WAIT = 30_000
+UINT8_ERROR = 1 / 510
+TEXT = "the river bank was muddy after the rain"  # MiniLM: 10 tokens, [CLS] and [SEP] included
+GPT = "tiny-gpt"
+GPT_TEXT = "the cat sat on the mat and looked at the dog"
+
+
+@pytest.fixture(scope="module")
+def gpt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require("transformers")
+    root = tmp_path_factory.mktemp("multi-token")
+    make_gpt2(root / GPT)
+    with models_server(root) as url:
+        yield url
+
+
+@pytest.fixture
+def gpt_page(browser: Browser, gpt_server: str) -> Iterator[Page]:
+    """A page on the GPT-2's server that fails its test on any page or console error."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=gpt_server)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def combined(
+    maps: list, queries: list[int], combine: str, causal: bool = False
+) -> list[list[float]]:
+    """Every layer × head: the rows of ``queries`` summed (or averaged), shorter rows
+    (a decoder's token reads keys 0..q) padded with 0 (the oracle the page must equal)."""
+    out = []
+    for layer in maps:
+        for head in layer:
+            rows = [[v or 0.0 for v in head[q][: q + 1 if causal else None]] for q in queries]
+            keys = max(len(r) for r in rows)
+            total = [sum(r[j] if j < len(r) else 0.0 for r in rows) for j in range(keys)]
+            out.append(total if combine == "sum" else [v / len(rows) for v in total])
+    return out
+
+
+def assert_rows(actual: list[list[float]], expected: list[list[float]], tol: float) -> None:
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected, strict=True):
+        assert len(a) == len(e)
+        assert max(abs(x - y) for x, y in zip(a, e, strict=True)) <= tol
+
+
+def drawn(page: Page, queries: str, combine: str) -> None:
+    view = page.get_by_test_id("token-view")
+    expect(view).to_have_attribute("data-drawn-tokens", f"{queries}:{combine}", timeout=WAIT)
+
+
+def test_several_tokens_averaged_and_summed(page: Page, server_url: str) -> None:
+    page.goto(f"/model?text={quote(TEXT)}&layer=2")
+    tokens = page.get_by_test_id("wp-token")
+    expect(tokens).to_have_count(10, timeout=WAIT)
+    tokens.nth(3).click()
+    expect(page.get_by_test_id("token-view")).to_have_attribute("data-token", "3", timeout=WAIT)
+    tokens.nth(5).click(modifiers=["Shift"])
+    tokens.nth(8).click(modifiers=["Control"])
+    drawn(page, "3,5,8", "mean")
+    chips = page.get_by_test_id("tv-chip")
+    expect(chips).to_have_count(3)
+    expect(chips.nth(1)).to_contain_text("muddy·5")
+    for i in (3, 5, 8):
+        expect(tokens.nth(i)).to_have_attribute("aria-pressed", "true")
+    maps = api(server_url, "/api/model/attention", {"text": TEXT})["attentions"]
+    assert_rows(plot_data(page, "tv-strip"), combined(maps, [3, 5, 8], "mean"), UINT8_ERROR)
+    expect(page.get_by_test_id("tv-what")).to_contain_text(
+        "What 3 tokens read, their rows averaged"
+    )
+    page.get_by_test_id("tv-combine-sum").check()
+    drawn(page, "3,5,8", "sum")
+    assert_rows(plot_data(page, "tv-strip"), combined(maps, [3, 5, 8], "sum"), 3 * UINT8_ERROR)
+    # The head view: one line per head and key, layer 2's summed weights.
+    lines = page.locator("[data-testid='headview-lines'] line").evaluate_all(
+        "ls => ls.map(l => [Number(l.dataset.head), Number(l.dataset.key),"
+        " Number(l.dataset.weight)])"
+    )
+    sums = combined([maps[1]], [3, 5, 8], "sum")
+    assert len(lines) == 12 * 10
+    for head, key, weight in lines:
+        assert abs(weight - sums[head][key]) <= 3 * UINT8_ERROR
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["toks"] == ["3,5,8"] and query["comb"] == ["sum"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_test_id("token-view").scroll_into_view_if_needed()
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.get_by_test_id("token-view").screenshot(
+            path=str(ARTIFACTS / f"multi_token_{width}.png")
+        )
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    # The link restores it; a chip removes its token.
+    page.reload()
+    drawn(page, "3,5,8", "sum")
+    page.get_by_test_id("tv-chip").nth(0).click()
+    drawn(page, "5,8", "sum")
+    assert_rows(plot_data(page, "tv-strip"), combined(maps, [5, 8], "sum"), 2 * UINT8_ERROR)
+    page.get_by_test_id("tv-clear").click()
+    expect(page.get_by_test_id("tv-chip")).to_have_count(0)
+    expect(page.get_by_test_id("token-view")).to_have_attribute(
+        "data-drawn-tokens", "", timeout=WAIT
+    )
+
+
+def test_several_tokens_by_keyboard(page: Page) -> None:
+    page.goto(f"/model?text={quote(TEXT)}")
+    tokens = page.get_by_test_id("wp-token")
+    expect(tokens).to_have_count(10, timeout=WAIT)
+    toggle = page.get_by_test_id("tv-several")
+    toggle.focus()
+    page.keyboard.press("Space")
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    for i in (2, 4):
+        tokens.nth(i).focus()
+        page.keyboard.press("Enter")
+    drawn(page, "2,4", "mean")
+    page.get_by_test_id("tv-combine-sum").focus()
+    page.keyboard.press("Space")
+    drawn(page, "2,4", "sum")
+
+
+def test_a_decoders_tokens_read_different_lengths(gpt_page: Page, gpt_server: str) -> None:
+    page = gpt_page
+    page.goto(f"/model?model={GPT}&text={quote(GPT_TEXT)}")
+    maps = api(gpt_server, "/api/model/attention", {"model": GPT, "text": GPT_TEXT})["attentions"]
+    tokens = page.get_by_test_id("wp-token")
+    expect(tokens).to_have_count(len(maps[0][0]), timeout=WAIT)
+    tokens.nth(1).click()
+    tokens.nth(6).click(modifiers=["Shift"])
+    drawn(page, "1,6", "mean")
+    # Token 1 reads 2 keys, token 6 reads 7: the strip is 7 keys wide.
+    assert_rows(
+        plot_data(page, "tv-strip"), combined(maps, [1, 6], "mean", causal=True), UINT8_ERROR
+    )
+    expect(page.get_by_test_id("tv-what")).to_contain_text("the keys after it count 0")
