@@ -17,7 +17,7 @@ from attention_core import SpecError
 from attention_core.models.maps.map_grid import MapQuery
 from attention_core.models.maps.pooling import POOL_REDUCE, Region, block_size
 
-from .schemas.model import MapOptions
+from .schemas.model import MapOptions, RegionOptions
 
 
 def _range(found: list[int] | None, field: str, T: int) -> tuple[int, int]:
@@ -59,6 +59,22 @@ def shown_count(hidden: tuple[bool, ...] | None, count: int) -> int:
     return count if hidden is None else sum(1 for h in hidden if not h)
 
 
+def region_and_block(
+    options: RegionOptions, T: int, S: int, region: bool = True
+) -> tuple[Region, tuple[int, int]]:
+    """``rows``/``cols`` checked against a (T, S) map (``region`` False: the whole map)
+    and the pooling block ``pool`` makes of that region ((1, 1): none)."""
+    rows = _range(options.rows if region else None, "rows", T)
+    cols = _range(options.cols if region else None, "cols", S)
+    block = (1, 1)
+    if options.pool is not None:
+        block = (  # a stack with every token hidden shows 0 rows: a block of 1
+            block_size(max(1, rows[1] - rows[0]), options.pool),
+            block_size(max(1, cols[1] - cols[0]), options.pool),
+        )
+    return Region(*rows, *cols), block
+
+
 def map_query(
     options: MapOptions,
     heads: int,
@@ -75,17 +91,10 @@ def map_query(
     decoder and cross maps; they index the source's tokens)."""
     T = shown_count(hidden, num_rows)
     S = shown_count(hidden_keys if hidden_keys is not None else hidden, num_cols or num_rows)
-    rows = _range(options.rows if region else None, "rows", T)
-    cols = _range(options.cols if region else None, "cols", S)
-    block = (1, 1)
-    if options.pool is not None:
-        block = (  # a stack with every token hidden shows 0 rows: a block of 1
-            block_size(max(1, rows[1] - rows[0]), options.pool),
-            block_size(max(1, cols[1] - cols[0]), options.pool),
-        )
+    shown, block = region_and_block(options, T, S, region)
     return MapQuery(
         hidden,
-        Region(*rows, *cols),
+        shown,
         block,
         _heads(options.heads, heads),
         average=options.head_average,
@@ -99,12 +108,24 @@ def describe(
 ) -> dict[str, Any]:
     """The answer's ``head_numbers``, ``region`` (null: the whole map) and ``pooled``
     (null unless ``pool`` was asked); ``shape``: the shown tokens' (rows, cols)."""
-    r = query.region
+    numbers = list(range(1, heads + 1)) if query.heads is None else [h + 1 for h in query.heads]
+    shown = region_fields(query.region, query.block, query.shape, pooled_asked, shape)
+    return {"head_numbers": numbers, **shown}
+
+
+def region_fields(
+    r: Region,
+    block: tuple[int, int],
+    cells: tuple[int, int],
+    pooled_asked: bool,
+    shape: tuple[int, int],
+) -> dict[str, Any]:
+    """An answer's ``region`` (null: the whole (rows, cols) ``shape``) and ``pooled`` (null
+    unless ``pool`` was asked: the ``block`` and the ``cells`` of each map)."""
     region = None
     if r != Region(0, shape[0], 0, shape[1]):
         region = {"rows": [r.row_start, r.row_stop], "cols": [r.col_start, r.col_stop]}
     pooled = None
     if pooled_asked:
-        pooled = {"block": list(query.block), "shape": list(query.shape), "reduce": POOL_REDUCE}
-    numbers = list(range(1, heads + 1)) if query.heads is None else [h + 1 for h in query.heads]
-    return {"head_numbers": numbers, "region": region, "pooled": pooled}
+        pooled = {"block": list(block), "shape": list(cells), "reduce": POOL_REDUCE}
+    return {"region": region, "pooled": pooled}

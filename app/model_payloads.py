@@ -16,11 +16,9 @@ from attention_core.models import (
     ModelMaps,
     ModelUnsupported,
     encode_compact,
-    head_trace,
     hidden_tokens,
     hide_special,
 )
-from attention_core.models.base.capabilities import StackTrace
 from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
 from attention_core.models.maps.text_maps import TokenizedLike
 
@@ -122,20 +120,24 @@ def head_numbers(trace: HeadTrace) -> int:
     return sum(t.numel() for t in tensors)
 
 
-def head_payload(
-    trace: HeadTrace, tokens: tuple[str, ...], special: tuple[bool, ...], *, model: str, family: str
-) -> dict[str, Any]:
-    """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
-    numbers = head_numbers(trace)
+def check_head_numbers(numbers: int, tokens: int) -> None:
+    """A 422 on ``pool`` when one head's trace would be over ``MAX_JSON_WEIGHTS`` numbers."""
     if numbers > MAX_JSON_WEIGHTS:
         raise over_limit(
-            ["body", "text"],
-            f"this head's trace is {numbers} numbers for {len(tokens)} tokens; the limit is "
-            f"{MAX_JSON_WEIGHTS}: use a shorter text",
+            ["body", "pool"],
+            f"this head's trace is {numbers} numbers for {tokens} tokens; the limit is "
+            f"{MAX_JSON_WEIGHTS}: ask with pool or a smaller rows/cols region",
             limit=MAX_JSON_WEIGHTS,
             found=numbers,
             setting=JSON_WEIGHTS_SETTING,
         )
+
+
+def head_payload(
+    trace: HeadTrace, tokens: tuple[str, ...], special: tuple[bool, ...], *, model: str, family: str
+) -> dict[str, Any]:
+    """``ModelHeadResponse``: one head in /api/attention's shape, layer and head 1-based."""
+    check_head_numbers(head_numbers(trace), len(tokens))
     rope = trace.q_unrotated is not None
     steps: dict[str, np.ndarray | None] = {
         name: float_array(getattr(trace, name)) for name in HEAD_STEPS
@@ -175,29 +177,6 @@ def head_payload(
         "heads": [steps],
         "output": None,
     }
-
-
-def stack_head_payload(
-    traced: StackTrace, head: int, *, model: str, family: str, stack: str | None
-) -> dict[str, Any]:
-    """``ModelHeadResponse`` for head ``head`` (0-based) of one layer of any stack
-    (``stack``: its name where the model has several); a cross head adds the encoder's
-    output its keys and values come from."""
-    trace = head_trace(traced.layer, head, causal=traced.causal)
-    rows = traced.rows
-    payload = head_payload(trace, rows.tokens, rows.special, model=model, family=family)
-    if stack is not None:
-        payload["stack"] = stack
-    if traced.source is not None:
-        payload.update(
-            {
-                "cross": True,
-                "source_tokens": list(traced.source_tokens),
-                "source": float_array(traced.source),  # (S, C)
-            }
-        )
-        payload["shapes"]["source"] = list(traced.source.shape)
-    return payload
 
 
 def pooled(maps: torch.Tensor, query: MapQuery) -> torch.Tensor:

@@ -24,26 +24,23 @@ def refuse_induction(model: TextModel, length: int | None, settings: Settings) -
         refuse_full_maps(model, 2 * length, "induction_length", settings, what)
 
 
-def refuse_target(model: TextModel, target: str | None, settings: Settings, what: str) -> None:
-    """An encoder-decoder's ``target`` (the decoder's text) sizes the decoder's and the
-    cross-attention's maps: bounded as ``text`` is, and refused under its own name."""
+def check_target(model: TextModel, target: str | None) -> None:
+    """An encoder-decoder's ``target`` (the decoder's text) is tokenized before the work:
+    over the model's token limit, or given to a one-stack model, it is refused under its
+    own name.  Its maps are never held whole (the decoder's and cross-attention's
+    analyses read them block by block from the pass), so no other bound applies."""
     if target is not None:
-        tokens = model.target_tokens(target)
-        refuse_full_maps(model, tokens, "target", settings, what)
+        model.target_tokens(target)
 
 
 def head_target(
-    model: TextModel,
-    target: str | None,
-    target_ids: list[int] | None,
-    settings: Settings,
-    what: str,
+    model: TextModel, target: str | None, target_ids: list[int] | None
 ) -> Target | None:
     """The decoder's input of a head's trace: ``target`` (its text, tokenized) or
     ``target_ids`` (the ids a generation answered, read as they are, so the rows are the
-    map's), not both; either is bounded as ``text`` is, under its own name."""
+    map's), not both; either is checked as ``check_target`` does, under its own name."""
     if target_ids is None:
-        refuse_target(model, target, settings, what)
+        check_target(model, target)
         return target
     if target is not None:
         raise SpecError(
@@ -51,7 +48,5 @@ def head_target(
             field="target_ids",
         )
     ids = tuple(target_ids)
-    # Refused by a one-stack model; ids in the vocabulary and under the token limit.
-    tokens = model.target_tokens(ids)
-    refuse_full_maps(model, tokens, "target_ids", settings, what)
+    model.target_tokens(ids)  # refused by a one-stack model; ids in the vocabulary, in the limit
     return ids

@@ -15,12 +15,12 @@ itself stays in ``attention_with_steps``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
 
-from .attention import attention_with_steps
+from .attention import AttentionSteps, attention_with_steps
 
 # (first row, first column, weights (..., H, rows, cols)) of one block of rows.
 BlockSink = Callable[[int, int, torch.Tensor], None]
@@ -138,3 +138,38 @@ def blocked_attention(
         parts.append(steps.context_vec)
         del steps  # this block's scores go before the next block's are made
     return torch.cat(parts, dim=-2)  # (..., H, T, D_v)
+
+
+def steps_by_rows(
+    call: AttentionCall, rows: tuple[int, int], block_rows: int
+) -> Iterator[tuple[int, AttentionSteps]]:
+    """Every step of ``call``'s query rows [start, stop), ``block_rows`` rows at a time,
+    each block over every key (none skipped: a trace shows the masked cells' scores too).
+
+    Shapes: as ``AttentionCall``; each block's steps (..., H, rows, S).  The mask,
+    the causal triangle (row i sees keys 0..i) and the score bias are the block's rows.
+    """
+    query, key = call.query, call.key
+    S = key.shape[-2]
+    start, stop = rows
+    for r0 in range(start, stop, block_rows):
+        r1 = min(stop, r0 + block_rows)
+        allowed = None if call.attn_mask is None else _rows_of(call.attn_mask, r0, r1)
+        if call.is_causal:
+            causal = torch.ones(r1 - r0, S, dtype=torch.bool).tril(r0)
+            allowed = causal if allowed is None else allowed & causal
+        bias = None if call.score_bias is None else _rows_of(call.score_bias, r0, r1)
+        yield (
+            r0,
+            attention_with_steps(
+                query[..., r0:r1, :],
+                key,
+                call.value,
+                attn_mask=allowed,
+                scale=call.scale_factor,
+                enable_gqa=call.enable_gqa,
+                score_bias=bias,
+                softcap=call.softcap,
+                sinks=call.sinks,
+            ),
+        )

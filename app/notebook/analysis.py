@@ -16,7 +16,7 @@ from attention_core.analysis.qk_decomposition import why as why_cell
 
 from ..why_payloads import attribute_payload, why_payload
 from .render import NotebookView
-from .views import _quoted, _registry_model
+from .views import _loaded_model, _quoted
 
 
 class Analysis:
@@ -43,7 +43,7 @@ def why(
     """Layer ``layer``, head ``head`` (from 1)'s pre-softmax score for query token ``row``
     and key token ``col`` (from 0) as (query component, key component) pairs, norms frozen:
     ``score``, ``weight``, ``contributions`` (the ``top`` largest), ``rest``, ``grid``."""
-    loaded = _registry_model(model)
+    loaded = _loaded_model(model)
     heads = head_model(loaded)
     tokens = heads.tokenize(text)
     result = why_cell(heads, tokens.ids, layer - 1, head - 1, row, col)
@@ -66,7 +66,7 @@ def attribute(
     loss; (position, token id or None for the model's own)): ``estimate`` by ``method``
     ("attribution_patching", "atp_star" or "exact", which adds the ``exact`` grid),
     ``ablation`` "zero" or "mean"; the ``confirm_top`` largest estimates ablated exactly."""
-    loaded = _registry_model(model)
+    loaded = _loaded_model(model)
     heads = decoder_heads(head_model(loaded), loaded.name)
     tokens = heads.tokenize(text)
     result = attribute_heads(heads, tokens.ids, method, ablation, target, loaded.name, confirm_top)

@@ -13,6 +13,7 @@ from attention_core import AttentionSpec, get_preset, run
 from attention_core.models.registry.model_registry import ModelRegistry
 
 from ..convert import trace_to_json
+from ..settings import Settings
 from ..steps import HEAD_STEPS
 from .attentions import (
     POOL_ABOVE,
@@ -24,6 +25,7 @@ from .attentions import (
     stack_attention,
 )
 from .render import NotebookView, deliver
+from .served import served_section
 
 
 def _sections(
@@ -190,8 +192,9 @@ def model_view(
 # ---------- show: a model and a text ----------
 
 
-def _registry_model(model: str | Path) -> Any:
-    """A model of the registry (its name), or the checkpoint directory at ``model``."""
+def _registry_model(model: str | Path) -> tuple[ModelRegistry, str, Settings]:
+    """The registry that knows ``model`` (a name, or the checkpoint directory at ``model``),
+    the name it knows it by, and the server's settings (its limits)."""
     from ..model_registry import build_registry
     from ..settings import get_settings
 
@@ -210,8 +213,14 @@ def _registry_model(model: str | Path) -> Any:
         if len(entries) != 1:
             found = ", ".join(e.name for e in entries) or "none"
             raise ValueError(f"{path}: expected one checkpoint there; found {found}")
-        return registry.load(entries[0].name)
-    return build_registry(settings).load(str(model))
+        return registry, entries[0].name, settings
+    return build_registry(settings), str(model), settings
+
+
+def _loaded_model(model: str | Path) -> Any:
+    """The model ``_registry_model`` finds, loaded."""
+    registry, name, _ = _registry_model(model)
+    return registry.load(name)
 
 
 def _transformers_section(model: Any, tokenizer: Any, text: str, text_b: str | None) -> Section:
@@ -282,23 +291,12 @@ def show(
             )
         section = _transformers_section(model, tokenizer, text, text_b)
         title = _title(section.title, text, text_b)
-    else:
-        loaded = _registry_model(model)
-        maps_out = loaded.encode(text, text_b)
-        maps = torch.stack(list(maps_out.layer_attentions)).to(torch.float32)
-        section = Section(
-            name="attention",
-            title=loaded.name,
-            queries=tuple(maps_out.tokens),
-            keys=tuple(maps_out.tokens),
-            maps=maps,
-            layers=tuple(range(1, maps.shape[0] + 1)),
-            heads=tuple(range(1, maps.shape[1] + 1)),
-            causal=loaded.causal,
-            special=tuple(maps_out.special),
-            token_type_ids=tuple(maps_out.token_type_ids),
-        )
-        title = _title(loaded.name, text, text_b)
+    else:  # the server's builder and limits: pooled while gathered, never a full map held
+        registry, name, settings = _registry_model(model)
+        shown_name, served = served_section(registry, name, settings, text, text_b, pool_above)
+        title = _title(shown_name, text, text_b)
+        payload = {"view": "maps", "title": title, "pool_above": pool_above, "sections": [served]}
+        return deliver(NotebookView(payload), html_action)
     payload = _maps_payload("maps", title, [section], pool_above)
     return deliver(NotebookView(payload), html_action)
 

@@ -40,7 +40,7 @@ from ..schemas.heads import (
     LogitLensResponse,
 )
 from ..settings import Settings
-from ..work_limits import refuse_induction, refuse_target
+from ..work_limits import check_target, refuse_induction
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -66,7 +66,7 @@ async def head_scores(body: HeadScoresRequest, request: Request, settings: Setti
 
 def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_target(model, body.target, settings, "head scores of the decoder over target")
+    check_target(model, body.target)
     refuse_induction(model, body.induction_length, settings)
     scored = score_model(
         model,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import torch
 from fastapi import APIRouter, Query, Request, Response
 
 from attention_core.models import (
@@ -34,8 +33,9 @@ from attention_core.models.registry.backends import sliding_windows
 from ..attention_answer import attention_answer
 from ..errors import error_response
 from ..full_maps import refuse_full_maps, token_count
+from ..head_answer import head_answer
 from ..limits import over_limit
-from ..model_payloads import require_attention, stack_head_payload
+from ..model_payloads import float_array, require_attention
 from ..model_registry import RegistryDep, load
 from ..model_work import model_answer
 from ..schemas.model import (
@@ -148,22 +148,9 @@ async def model_head(body: ModelHeadRequest, request: Request, settings: Setting
 
 def _model_head(body: ModelHeadRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "a head's trace")
-    what = "a decoder or cross head's trace over target"
-    target = head_target(model, body.target, body.target_ids, settings, what)
+    target = head_target(model, body.target, body.target_ids)
     require_attention(entry.name, model.info())
-    with torch.inference_mode():
-        traced = model.stack_trace(
-            body.text, body.layer - 1, text_b=body.text_b, target=target, stack=body.stack
-        )
-        payload = stack_head_payload(
-            traced,
-            body.head - 1,
-            model=entry.name,
-            family=model.family,
-            stack=model.capabilities.named(traced.stack),
-        )
-    return json_response(payload)
+    return json_response(head_answer(model, entry.name, body, target, settings))
 
 
 @router.post("/compare-word", response_model=CompareWordResponse, responses=ERRORS)
@@ -184,16 +171,16 @@ def _compare_word(
         refuse_full_maps(model, tokens, field, settings, "compare-word")
     result = words.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
-        {
-            "model": entry.name,
-            "word": result.word,
-            "pieces": list(result.pieces),
-            "tokens_a": list(result.tokens_a),
-            "tokens_b": list(result.tokens_b),
-            "span_a": list(result.span_a),
-            "span_b": list(result.span_b),
-            "cosines": list(result.cosines),
-        }
+        CompareWordResponse(
+            model=entry.name,
+            word=result.word,
+            pieces=list(result.pieces),
+            tokens_a=list(result.tokens_a),
+            tokens_b=list(result.tokens_b),
+            span_a=list(result.span_a),
+            span_b=list(result.span_b),
+            cosines=list(result.cosines),
+        )
     )
 
 
@@ -229,11 +216,11 @@ def _embeddings(body: EmbeddingsRequest, registry: ModelRegistry, settings: Sett
     pieces = encoder.word_pieces(body.words)
     vectors = encoder.word_vectors(body.words)
     return json_response(
-        {
-            "model": entry.name,
-            "dim": encoder.hidden_size,
-            "words": body.words,
-            "pieces": [list(p) for p in pieces],
-            "vectors": vectors.numpy(),
-        }
+        EmbeddingsResponse(
+            model=entry.name,
+            dim=encoder.hidden_size,
+            words=body.words,
+            pieces=[list(p) for p in pieces],
+            vectors=float_array(vectors),
+        )
     )

@@ -177,7 +177,29 @@ TARGET_FIELD: dict[str, Any] = {
 Stack = Literal["encoder", "decoder", "cross"]
 
 
-class MapOptions(Strict):
+class RegionOptions(Strict):
+    """Which part of each map to return, and how pooled (the maps and one head's trace)."""
+
+    pool: JsonInt | None = Field(
+        None,
+        ge=1,
+        le=MAX_POOL_CELLS,
+        description=f"block-pool each returned map (after rows/cols) to at most pool × pool "
+        f"cells, 1..{MAX_POOL_CELLS}; a cell is the {POOL_REDUCE} of its block, so a "
+        "sharp head's one-cell line stays at full strength instead of being dimmed by the "
+        "block's width as a mean would; default: full resolution",
+    )
+    rows: TokenRange | None = Field(
+        None,
+        description="[start, stop): only these rows (attending tokens), 0-based over "
+        "`tokens`; default all",
+    )
+    cols: TokenRange | None = Field(
+        None, description="[start, stop): only these columns (attended tokens), as rows"
+    )
+
+
+class MapOptions(RegionOptions):
     """How to return attention maps (for /api/model/attention and /api/model/generate)."""
 
     hide_special: StrictBool = Field(False, description=HIDE_SPECIAL)
@@ -199,23 +221,6 @@ class MapOptions(Strict):
         max_length=MAX_LISTED_HEADS,
         description="heads to return in `attentions`, 1..H; default all (head_average "
         "and rollout stay over every head)",
-    )
-    pool: JsonInt | None = Field(
-        None,
-        ge=1,
-        le=MAX_POOL_CELLS,
-        description=f"block-pool each returned map (after rows/cols) to at most pool × pool "
-        f"cells, 1..{MAX_POOL_CELLS}; a cell is the {POOL_REDUCE} of its block, so a "
-        "sharp head's one-cell line stays at full strength instead of being dimmed by the "
-        "block's width as a mean would; default: full resolution",
-    )
-    rows: TokenRange | None = Field(
-        None,
-        description="[start, stop): only these rows (attending tokens), 0-based over "
-        "`tokens`; default all",
-    )
-    cols: TokenRange | None = Field(
-        None, description="[start, stop): only these columns (attended tokens), as rows"
     )
     head_average: StrictBool = Field(
         True,
@@ -406,7 +411,12 @@ class GenerateResponse(Seq2SeqMaps, MapsResponse):
     top_k: int | None
 
 
-class ModelHeadRequest(Strict):
+class ModelHeadRequest(RegionOptions):
+    """One head's trace: the whole (T, S) steps by default; a long text's with ``rows``/
+    ``cols`` (its steps for that region: x, q and the context over the rows, k and v over
+    the columns) or ``pool`` (each map max-pooled, each vector the mean of its block of
+    tokens); the maps asked for count against ATTENTION_VIZ_MODEL_MAX_ANSWER_CELLS."""
+
     model_config = ConfigDict(extra="forbid", json_schema_extra=examples.HEAD)
 
     model: ModelName | None = None
@@ -499,6 +509,10 @@ class ModelHeadResponse(BaseModel):
     )
     heads: list[ModelHeadSteps] = Field(description="one entry: the head asked for")
     output: None = Field(None, description="always null: one head has no output projection")
+    region: MapRegion | None = Field(
+        None, description="the rows and columns the steps above hold (the whole map if null)"
+    )
+    pooled: Pooled | None = Field(None, description="how the steps were pooled (null: not)")
 
 
 class CompareWordRequest(Strict):
@@ -531,6 +545,6 @@ class EmbeddingsResponse(BaseModel):
     dim: int
     words: list[str]
     pieces: list[list[str]]
-    vectors: list[list[float]] = Field(
+    vectors: MatrixOut = Field(
         description="word-embedding-table rows, mean over each word's WordPieces (no context)"
     )

@@ -48,10 +48,13 @@ import torch.nn.functional as F
 
 from ..attention import attention_with_steps
 from ..errors import SpecError
+from ..models.maps.blocked_pass import blocked_pass
+from ..models.maps.context_pass import ContextPass
 from .ablation import ABLATION_MODES, check_heads, check_length, each_head_effects, masked_edit
 from .access import DecoderHeadModel, HeadModel, editing
 from .frozen_norm import frozen
 from .qk_decomposition import layer_paths
+from .residual_parts import output_bias, post_norm
 
 Method = Literal["attribution_patching", "atp_star", "exact"]
 METHODS: tuple[str, ...] = ("attribution_patching", "atp_star", "exact")
@@ -59,6 +62,9 @@ Target = tuple[int, int] | None  # (position, token id): −log p(token | text u
 MAX_CONFIRM = 16  # heads one request may have ablated exactly, each alone
 # Score cells (sources × heads × T²) AtP* recomputes per batch of sources.
 STAR_BATCH_CELLS = 1 << 23
+# Scores per block of the gradient pass's attention (every head): small enough that a causal
+# map's blocks skip most of its masked half (GPT-2 small, T = 1,024: 85 rows a block).
+GRADIENT_BLOCK_CELLS = 1 << 20
 
 
 CANCELLED_RATIO = 2.0  # GradDrop score over |estimate| that marks a head as cancelled
@@ -147,17 +153,46 @@ def loss_of(
 
     def loss(final: torch.Tensor) -> torch.Tensor:
         if target is None:
-            logits = heads.unembed(final[:, :-1]).float()  # (B, T-1, V)
-            B, T1, V = logits.shape
-            nll = F.cross_entropy(
-                logits.reshape(B * T1, V), ids[1:].expand(B, T1).reshape(-1), reduction="none"
-            )
-            return nll.view(B, T1).mean(-1)
+            B, T, C = final.shape
+            flat = final[:, :-1].reshape(B * (T - 1), C)  # 2-D: one matrix product, not B
+            logits = heads.unembed(flat).float()  # (B (T-1), V)
+            nll = F.cross_entropy(logits, ids[1:].expand(B, T - 1).reshape(-1), reduction="none")
+            return nll.view(B, T - 1).mean(-1)
         position, token = target
         logits = heads.unembed(final[:, position]).float()  # (B, V)
         return -F.log_softmax(logits, dim=-1)[:, token]
 
     return loss
+
+
+def scored(ids: Sequence[int], target: Target) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss's rows and the token scored at each: every next token, or the target."""
+    if target is None:
+        return torch.arange(len(ids) - 1), torch.tensor(list(ids[1:]))
+    return torch.tensor([target[0]]), torch.tensor([target[1]])
+
+
+def loss_and_gradient(
+    heads: DecoderHeadModel, ids: Sequence[int], target: Target, final: torch.Tensor
+) -> tuple[float, torch.Tensor]:
+    """``loss_of``'s loss at the final-normed states (1, T, C) and its gradient there: the
+    mean of −log p over the scored rows, whose gradient at the logits is (p − onehot) / rows
+    (by hand: no log-softmax backward), then back through the unembedding by autograd."""
+    rows, tokens = scored(ids, target)
+    picked = torch.arange(len(rows))
+    with torch.inference_mode(False), torch.enable_grad():
+        x = final[0, rows].detach().requires_grad_(True)
+        logits = heads.unembed(x).float()  # (R, V)
+        with torch.no_grad():
+            logp = torch.log_softmax(logits, dim=-1)
+            loss = -float(logp[picked, tokens].mean())
+            slope = logp.exp_()
+            slope[picked, tokens] -= 1.0
+            slope /= len(rows)
+        (at_rows,) = torch.autograd.grad(logits, x, grad_outputs=slope)
+    out = torch.zeros_like(final)
+    out[0, rows] = at_rows.to(out.dtype)
+    return loss, out
 
 
 def gradient_pass(
@@ -188,17 +223,23 @@ def gradient_pass(
             return skip(x) if drop is not None and n == drop + 1 else x
 
         last = drop is not None and drop == L - 1
-        with editing(edit, keep), _final_input(heads, skip if last else None) as final_input:
+        with (
+            editing(edit, keep),
+            _final_input(heads, skip if last else None) as final_input,
+            blocked_pass(ContextPass(GRADIENT_BLOCK_CELLS)),  # no map: the context in blocks
+        ):
             final = heads.decoder.model(tensor, num_logits=0, output_hidden_states=True)
-            loss = loss_of(heads, tensor[0], target)(final.hidden_states[-1])[0]
-        found = torch.autograd.grad(loss, leaves, allow_unused=True)  # dropped: unused
+        states = final.hidden_states[-1]
+        loss, at_final = loss_and_gradient(heads, ids, target, states.detach())
+        # dropped: unused
+        found = torch.autograd.grad(states, leaves, grad_outputs=at_final, allow_unused=True)
         grads = [
             torch.zeros_like(leaf) if g is None else g
             for g, leaf in zip(found, leaves, strict=True)
         ]
     shape = (T, heads.num_heads, heads.head_dim)
     return Pass(
-        float(loss.detach()),
+        loss,
         [contexts[n].view(shape) for n in range(L)],
         [g[0].float().view(shape) for g in grads],
         [inputs[n] for n in range(L)],
@@ -277,6 +318,23 @@ def cancelled_heads(estimate: torch.Tensor, score: torch.Tensor) -> tuple[tuple[
     return tuple((int(n), int(h)) for n, h in hits.nonzero().tolist())
 
 
+def written(
+    heads: DecoderHeadModel, layer: int, context: torch.Tensor, change: torch.Tensor
+) -> torch.Tensor:
+    """(H, T, C): each head's ``change`` (T, H, D) to its context as a change to the residual
+    stream: through the output projection, and the post-attention norm (OLMo 2) frozen at
+    the layer's clean output."""
+    W = heads.out_weights(layer).float()
+    out = torch.einsum("thd,hdc->htc", change, W)
+    norm = post_norm(heads, layer)
+    if norm is None:
+        return out
+    total = torch.einsum("thd,hdc->tc", context, W) + output_bias(
+        heads.projections[layer], W.shape[-1]
+    )
+    return frozen(norm, total).apply(out)
+
+
 def star_correction(
     heads: DecoderHeadModel, run: Pass, mode: str, grads: Sequence[list[torch.Tensor]]
 ) -> torch.Tensor:
@@ -285,10 +343,7 @@ def star_correction(
     L, H, T = heads.num_layers, heads.num_heads, len(run.inputs[0])
     out = torch.zeros(len(grads), L, H)
     positions = torch.arange(T)
-    deltas = [
-        torch.einsum("thd,hdc->htc", context_change(z, mode), heads.out_weights(n).float())
-        for n, z in enumerate(run.contexts)
-    ]  # per layer (H, T, C): each head's change to the residual stream
+    deltas = [written(heads, n, z, context_change(z, mode)) for n, z in enumerate(run.contexts)]
     for later in range(1, L):
         paths = layer_paths(heads, later, T)
         norms = paths.freeze(run.inputs[later])
@@ -328,15 +383,18 @@ def direct_attribution(
     weight = heads.lm_head.weight
     assert isinstance(weight, torch.Tensor)
     W_U = weight.detach().float()  # (V, C)
-    if target is None:
-        rows, tokens = torch.arange(len(ids) - 1), torch.tensor(ids[1:])
-    else:
-        rows, tokens = torch.tensor([target[0]]), torch.tensor([target[1]])
+    rows, tokens = scored(ids, target)
     norm = frozen(heads.final_norm, run.final_input[rows])
+    reads = norm.adjoint(W_U[tokens])  # (R, C): ⟨norm(x), W_U[token]⟩ = ⟨x, reads⟩
     out = []
     for n, z in enumerate(run.contexts):
-        outs = torch.einsum("thd,hdc->htc", z[rows], heads.out_weights(n).float())
-        out.append((norm.apply(outs) * W_U[tokens]).sum(-1).mean(-1))
+        W = heads.out_weights(n).float()
+        at, post = reads, post_norm(heads, n)
+        if post is not None:  # OLMo 2: the head's output goes through its frozen post-norm
+            total = torch.einsum("rhd,hdc->rc", z[rows], W)
+            at = frozen(post, total + output_bias(heads.projections[n], W.shape[-1])).adjoint(at)
+        through = torch.einsum("rc,hdc->rhd", at, W)
+        out.append((z[rows] * through).sum(dim=(0, 2)) / len(rows))
     return torch.stack(out)
 
 

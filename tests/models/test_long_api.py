@@ -124,7 +124,6 @@ def test_a_4096_token_map_without_pool_is_refused_before_any_work(
 @pytest.mark.parametrize(
     ("path", "body", "field"),
     [
-        ("/api/model/head", {"layer": 1, "head": 1}, "text"),
         ("/api/model/generate", {"max_new_tokens": 2}, "prompt"),
     ],
 )
@@ -208,3 +207,39 @@ def test_ablation_and_the_logit_lens_of_a_4096_token_text_make_no_tensor_of_a_he
     with torch.inference_mode(), LargestOutput() as lens:
         logit_lens(decoder, text)
     assert lens.largest < T * T // 2
+
+
+def test_a_4096_token_head_trace_answers_a_region_or_pooled_from_the_kept_layer(
+    client: TestClient, text: str, eager: tuple[torch.Tensor, ...]
+) -> None:
+    """Once refused: one head's steps for the last 64 rows, and pooled to 64 × 64, equal to
+    transformers' eager map (cropped, max-pooled); the whole map is over the JSON limit and
+    refused on ``pool``; the region's answer makes no tensor of a head's whole map."""
+    from app.head_answer import head_answer
+    from app.schemas.model import ModelHeadRequest
+
+    T = eager[0].shape[-1]
+    body = {"model": NAME, "text": text, "layer": 2, "head": 3}
+    whole = client.post("/api/model/head", json=body)
+    assert whole.status_code == 422 and whole.json()["detail"][0]["loc"] == ["body", "pool"]
+    region = client.post("/api/model/head", json={**body, "rows": [T - 64, T]})
+    assert region.status_code == 200, region.text[:300]
+    steps = region.json()["heads"][0]
+    want = eager[1][0, 2, T - 64 :].numpy()
+    np.testing.assert_allclose(steps["attn_weights"], want, atol=1e-5, rtol=0)
+    assert len(steps["q"]) == 64 and len(steps["k"]) == T
+    pooled = client.post("/api/model/head", json={**body, "pool": 64}).json()
+    block = -(-T // 64)
+    assert pooled["pooled"]["block"] == [block, block]
+    np.testing.assert_allclose(
+        pooled["heads"][0]["attn_weights"],
+        max_pool(eager[1][0, 2].numpy(), (block, block)),
+        atol=1e-5,
+        rtol=0,
+    )
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    decoder.long_cache = ResultCache(0)  # no cached pass: it runs under the watch
+    request = ModelHeadRequest.model_validate({**body, "rows": [T - 64, T]})
+    with LargestOutput() as watched:
+        head_answer(decoder, NAME, request, None, Settings(models="unused", hf_cache=False))
+    assert watched.largest < T * T // 2

@@ -219,6 +219,32 @@ def test_head_scores(
     close(scores["entropy"], attention_entropy(maps))
 
 
+@pytest.mark.parametrize(("name", "stack"), STACKS)
+def test_head_trace_whole_region_and_pooled(
+    served: tuple[str, TestClient],
+    eager: dict[tuple[str, str], torch.Tensor],
+    name: str,
+    stack: str,
+) -> None:
+    """One head's steps recomputed from the layer the pass kept: the whole map, a region
+    (rows and cols, every stack) and pooled, each equal to transformers' eager map."""
+    _, client = served
+    want = eager[(name, stack)][1, 1]  # layer 2, head 2: (T, S)
+    body: dict[str, Any] = {"layer": 2, "head": 2}
+    if name == "marian":
+        body["stack"] = stack
+    whole = post(client, name, "/api/model/head", **body)
+    assert whole["region"] is None and whole["pooled"] is None
+    close(whole["heads"][0]["attn_weights"], want)
+    region = post(client, name, "/api/model/head", rows=[2, 5], cols=[1, 3], **body)
+    assert region["region"] == {"rows": [2, 5], "cols": [1, 3]}
+    close(region["heads"][0]["attn_weights"], want[2:5, 1:3])
+    assert len(region["heads"][0]["q"]) == 3 and len(region["heads"][0]["k"]) == 2
+    pooled = post(client, name, "/api/model/head", pool=4, **body)
+    T, S = want.shape
+    close(pooled["heads"][0]["attn_weights"], max_pool(want, [-(-T // 4), -(-S // 4)]))
+
+
 # --- the analyses that read a model's outputs, not its maps ---------------------------------
 
 OUT_PROJECTIONS = {

@@ -33,6 +33,10 @@ from .result_cache import ResultCache
 View = Callable[[TokenizedLike, bool], MapQuery | None]
 
 
+# What a pass is remembered by: (text, text_b, target).
+PassKey = tuple[str, str | None, Target | None]
+
+
 @dataclass(frozen=True)
 class PassOptions:
     """What a pass keeps besides every layer's q/k.
@@ -226,7 +230,7 @@ class StackedModel(Protocol):
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass: ...
 
@@ -248,8 +252,8 @@ class StackedModel(Protocol):
 
 
 def cached_pass(
-    cache: ResultCache[tuple[str, str | None, str | None], ModelPass],
-    key: tuple[str, str | None, str | None],
+    cache: ResultCache[PassKey, ModelPass],
+    key: PassKey,
     options: PassOptions,
     run: Callable[[PassOptions], ModelPass],
 ) -> ModelPass:

@@ -10,7 +10,7 @@ import torch
 from ..checkpoints.model_size import DecoderConfig as DecoderConfig
 from ..maps.text_maps import ModelMaps, TokenizedLike
 from .capabilities import Target
-from .contract import ModelPass, StackedModel
+from .contract import ModelPass, PassKey, StackedModel
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .result_cache import ResultCache
@@ -165,4 +165,4 @@ class TextModel(StackedModel, Protocol):
         self, text: str, layer: int, text_b: str | None = None
     ) -> tuple[TokenizedLike, LayerTrace]: ...
 
-    long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass]
+    long_cache: ResultCache[PassKey, ModelPass]

@@ -29,7 +29,7 @@ import torch
 from ...errors import LimitExceeded, SpecError
 from ...progress import report
 from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
-from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassOptions, cached_pass
+from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
@@ -158,9 +158,7 @@ class EncoderDecoder:
             int(i) for i in (eos if isinstance(eos, list) else [eos]) if i is not None
         )
         self._cache: ResultCache[tuple[str, str | None], Seq2SeqMaps] = ResultCache(cache_bytes)
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.failures = FailureWatch()
         # Newer families renamed past_key_values (still accepted, with a warning).
         parameters = inspect.signature(self.model.forward).parameters
@@ -373,7 +371,7 @@ class EncoderDecoder:
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): the ``encoder`` stack (source ×
@@ -384,9 +382,9 @@ class EncoderDecoder:
         run = partial(self._pass, text, target)
         return cached_pass(self.long_cache, (text, None, target), options, run)
 
-    def _pass(self, text: str, target: str | None, options: PassOptions) -> ModelPass:
+    def _pass(self, text: str, target: Target | None, options: PassOptions) -> ModelPass:
         source = self.tokenize(text)
-        decoder_input = self.target_text(target)
+        decoder_input = self.decoder_input(target)
         no_averages = replace(options, averages_up_to=0)  # no rollout crosses stacks
         passes = {
             "encoder": options.long_pass(

@@ -10,13 +10,16 @@ used them, and the projections before the rotation come along too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
+import torch.nn.functional as F
 
 from ...attention import CoreSteps
+from ...blocked_attention import DEFAULT_BLOCK_CELLS, rows_per_block, steps_by_rows
 from ...errors import SpecError
 from ..base.outputs import AttentionInputs, LayerTrace
+from ..maps.long_maps import KeptLayer
 
 
 @dataclass(frozen=True)
@@ -89,3 +92,126 @@ def _head_of(t: torch.Tensor | None, head: int) -> torch.Tensor | None:
     if t is None:
         return None
     return t[0, head if t.shape[1] > 1 else 0]
+
+
+@dataclass(frozen=True)
+class TraceView:
+    """What part of one head's (T, S) steps a trace answers: query rows [start, stop),
+    key columns [start, stop), each map max-pooled in blocks of ``block`` (rows, cols)
+    ((1, 1): full resolution).  The per-token vectors follow: x, q and the context over
+    the rows, k and v over the columns, each block of tokens their mean."""
+
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    block: tuple[int, int] = (1, 1)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, cols) of each map answered."""
+        (r0, r1), (c0, c1) = self.rows, self.cols
+        return -(-(r1 - r0) // self.block[0]), -(-(c1 - c0) // self.block[1])
+
+
+MAP_STEPS = (
+    "attn_scores",
+    "scaled_scores",
+    "masked_scores",
+    "attn_weights",
+    "biased_scores",
+    "capped_scores",
+)
+
+
+def region_head_trace(
+    trace: LayerTrace,
+    kept: KeptLayer,
+    head: int,
+    causal: bool,
+    view: TraceView,
+    block_cells: int = DEFAULT_BLOCK_CELLS,
+) -> HeadTrace:
+    """Query head ``head`` (0-based) of one layer as ``view`` shows it, at any length.
+
+    ``trace`` gives what attention read (x, q, k, v, before RoPE too; its steps are not
+    read: a context-only pass leaves them empty); ``kept`` the layer's call as the pass
+    kept it (mask, score bias, soft-cap, sinks).  The steps are recomputed for the
+    view's rows a bounded block at a time, over every key, cropped to its columns and
+    pooled block by block: no (T, S) map is made unless the view is the whole map.
+    """
+    H = kept.num_heads
+    if not 0 <= head < H:
+        raise SpecError(
+            f"head {head + 1} does not exist; this layer has heads 1 to {H}", field="head"
+        )
+    kv_head = head // (H // kept.num_kv_heads)
+    call = replace(kept.call([head]), value=trace.v[0, kv_head][None].float())
+    S = int(call.key.shape[-2])
+    step = rows_per_block(1, S, block_cells, multiple=view.block[0])
+    (c0, c1), block = view.cols, view.block
+    parts: dict[str, list[torch.Tensor]] = {name: [] for name in (*MAP_STEPS, "sink", "ctx")}
+    for _, steps in steps_by_rows(call, view.rows, step):
+        for name in MAP_STEPS:
+            found = getattr(steps, name)
+            if found is not None:
+                parts[name].append(_max_pool(found[0, :, c0:c1], block))
+        if steps.sink_weights is not None:
+            parts["sink"].append(_max_pool(steps.sink_weights[0][:, None], (block[0], 1))[:, 0])
+        parts["ctx"].append(mean_blocks(steps.context_vec[0], block[0]))
+    maps = {name: torch.cat(found) if found else None for name, found in parts.items()}
+    (r0, r1) = view.rows
+
+    def rows_of(t: torch.Tensor | None) -> torch.Tensor | None:
+        return None if t is None else mean_blocks(t[r0:r1], block[0])
+
+    def cols_of(t: torch.Tensor | None) -> torch.Tensor | None:
+        return None if t is None else mean_blocks(t[c0:c1], block[1])
+
+    return HeadTrace(
+        layer=trace.layer,
+        head=head,
+        kv_head=kv_head,
+        x=mean_blocks(trace.x[0][r0:r1], block[0]),
+        q=mean_blocks(trace.q[0, head][r0:r1], block[0]),
+        k=mean_blocks(trace.k[0, kv_head][c0:c1], block[1]),
+        v=mean_blocks(trace.v[0, kv_head][c0:c1], block[1]),
+        attn_scores=_required(maps["attn_scores"]),
+        scaled_scores=_required(maps["scaled_scores"]),
+        masked_scores=_required(maps["masked_scores"]),
+        attn_weights=_required(maps["attn_weights"]),
+        context_vec=_required(maps["ctx"]),
+        scale=kept.scale,
+        causal=causal,
+        q_unrotated=rows_of(None if trace.q_unrotated is None else trace.q_unrotated[0, head]),
+        k_unrotated=cols_of(None if trace.k_unrotated is None else trace.k_unrotated[0, kv_head]),
+        biased_scores=maps["biased_scores"],
+        capped_scores=maps["capped_scores"],
+        softcap=kept.softcap,
+        sink_weights=maps["sink"],
+        qk_norm=trace.qk_norm,
+    )
+
+
+def _required(t: torch.Tensor | None) -> torch.Tensor:
+    if t is None:  # unreachable: every block has these steps
+        raise RuntimeError("a step every attention call has is missing")
+    return t
+
+
+def _max_pool(t: torch.Tensor, block: tuple[int, int]) -> torch.Tensor:
+    """(n, m) -> (⌈n / b_r⌉, ⌈m / b_c⌉): each cell its block's maximum (masked: -inf)."""
+    if block == (1, 1):
+        return t
+    return F.max_pool2d(t[None], block, block, ceil_mode=True)[0]
+
+
+def mean_blocks(t: torch.Tensor, size: int) -> torch.Tensor:
+    """(n, D) -> (⌈n / size⌉, D): each block of ``size`` rows its mean (the last may be
+    shorter)."""
+    if size == 1:
+        return t
+    n = t.shape[0]
+    cells = -(-n // size)
+    sums = F.pad(t, (0, 0, 0, cells * size - n)).view(cells, size, -1).sum(1)
+    counts = torch.full((cells, 1), float(size), dtype=t.dtype)
+    counts[-1] = n - (cells - 1) * size
+    return sums / counts

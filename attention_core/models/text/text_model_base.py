@@ -23,6 +23,7 @@ from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
+    PassKey,
     PassOptions,
     cached_pass,
 )
@@ -120,9 +121,7 @@ class TextModelBase(Generic[ModelT]):
         self.tokenizer = tokenizer
         self._cache: ResultCache[str, DecoderMaps] = ResultCache(cache_bytes)
         # Recent passes' kept q/k (``forward_stacks``); the app sets its own budget.
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
         self._projections: list[nn.Module] | None = None
 
@@ -212,7 +211,7 @@ class TextModelBase(Generic[ModelT]):
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): one stack, ``decoder`` or

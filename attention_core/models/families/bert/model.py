@@ -30,6 +30,7 @@ from ...base.contract import (
     NO_OPTIONS,
     KeptStack,
     ModelPass,
+    PassKey,
     PassOptions,
     cached_pass,
 )
@@ -132,9 +133,7 @@ class Encoder:
     def __post_init__(self, cache_bytes: int) -> None:
         self._act = _activation(self.config.hidden_act)
         self._cache: ResultCache[tuple[str, str | None], EncoderOutput] = ResultCache(cache_bytes)
-        self.long_cache: ResultCache[tuple[str, str | None, str | None], ModelPass] = ResultCache(
-            DEFAULT_LONG_CACHE_BYTES
-        )
+        self.long_cache: ResultCache[PassKey, ModelPass] = ResultCache(DEFAULT_LONG_CACHE_BYTES)
         self.device = CPU
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
@@ -241,7 +240,7 @@ class Encoder:
         text: str,
         *,
         text_b: str | None = None,
-        target: str | None = None,
+        target: Target | None = None,
         options: PassOptions = NO_OPTIONS,
     ) -> ModelPass:
         """The contract's pass (``contract.ModelPass``): the ``encoder`` stack of ``text``
