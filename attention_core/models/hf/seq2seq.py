@@ -32,6 +32,7 @@ from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace
 from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
+from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..maps.long_maps import StackedPass, long_pass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
@@ -137,8 +138,8 @@ class EncoderDecoder:
         self.layer_modules: dict[tuple[Stack, int], tuple[str, torch.nn.Module]] = {}
         for path, module in modules.items():
             site = self.sites.get(id(module))
-            if site is not None and path.endswith(_ATTENTION_SUFFIXES):
-                self.layer_modules.setdefault((site.stack, site.layer), (path, module))
+            if site is not None and path.endswith(_ATTENTION_SUFFIXES):  # the innermost
+                self.layer_modules[(site.stack, site.layer)] = (path, module)  # (LED's)
         generation = self.model.generation_config
         start = generation.decoder_start_token_id
         if start is None:
@@ -232,25 +233,23 @@ class EncoderDecoder:
     def layers_of(self, stack: Stack) -> int:
         return sum(1 for s, _ in self.layer_modules if s == stack)
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         c = self.model.config
         heads = int(c.num_attention_heads)
-        head_dim = int(getattr(c, "d_kv", None) or c.hidden_size // heads)
-        return {
-            "name": self.name,
-            "family": self.family,
-            "causal": self.causal,
-            "kind": self.capabilities.kind,
-            "layers": self.num_layers,
-            "decoder_layers": self.num_decoder_layers,
-            "heads": heads,
-            "kv_heads": heads,
-            "hidden": int(c.hidden_size),
-            "head_dim": head_dim,
-            "vocab_size": int(c.vocab_size),
-            "max_positions": int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
-            "max_tokens": self.max_tokens,
-        }
+        return ModelSummary(
+            self.name,
+            self.family,
+            self.causal,
+            layers=self.num_layers,
+            heads=heads,
+            kv_heads=heads,
+            hidden=int(c.hidden_size),
+            head_dim=int(getattr(c, "d_kv", None) or c.hidden_size // heads),
+            vocab_size=int(c.vocab_size),
+            max_positions=int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
+            max_tokens=self.max_tokens,
+            decoder_layers=self.num_decoder_layers,
+        )
 
     # --- text in --------------------------------------------------------------------------
 
@@ -364,7 +363,7 @@ class EncoderDecoder:
             getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
         )
         info = self.info()
-        return head_slices(projection, cast(int, info["heads"]), cast(int, info["head_dim"]))
+        return head_slices(projection, info.heads, info.head_dim)
 
     def forward_stacks(
         self,
@@ -632,7 +631,15 @@ class EncoderDecoder:
 
 # Attention modules' names (BART/Marian: self_attn, encoder_attn; T5: SelfAttention,
 # EncDecAttention): the modules whose input is the attention's x.
-_ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
+# The attention modules' names (NLLB-MoE's cross-attention is ``cross_attention``).
+_ATTENTION_SUFFIXES = (
+    "self_attn",
+    "encoder_attn",
+    "SelfAttention",
+    "EncDecAttention",
+    "cross_attention",
+    "cross_attn",
+)
 
 
 class ForwardFailed(SpecError):

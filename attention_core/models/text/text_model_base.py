@@ -31,7 +31,7 @@ from ..base.decoder_lm import DecoderLM
 from ..base.device import CPU, running_on, to_cpu
 from ..base.out_projections import head_slices, output_projections
 from ..base.outputs import LayerTrace, check_layer
-from ..base.protocols import CausalLM, DecoderConfig, model_info
+from ..base.protocols import CausalLM, DecoderConfig, ModelSummary, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import TOKENIZER_FILE
 from ..checkpoints.weight_dtype import hold, read_in, run_on
@@ -153,7 +153,7 @@ class TextModelBase(Generic[ModelT]):
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
     @property

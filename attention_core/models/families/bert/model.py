@@ -36,7 +36,7 @@ from ...base.contract import (
 )
 from ...base.device import CPU, move, running_on, to_cpu
 from ...base.outputs import LayerTrace, check_layer
-from ...base.protocols import model_info
+from ...base.protocols import ModelSummary, model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
 from ...checkpoints.weight_dtype import float32_copy
@@ -186,7 +186,7 @@ class Encoder:
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         return model_info(self.config.name, self.family, self.causal, self.config, self.max_tokens)
 
     @property
