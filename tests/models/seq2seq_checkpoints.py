@@ -168,15 +168,18 @@ def make_seq2seq(
 SEQ2SEQ = {"tiny-t5": "t5", "tiny-bart": "bart", "tiny-marian": "marian"}
 
 # Encoder-decoders that compute attention in their own code, each 2 + 2 layers, d_model 32
-# (LED: Longformer's sliding-window encoder).  BART's tokenizer: <s> 0, <pad> 1, </s> 2.
+# (LED: Longformer's sliding-window encoder; BigBird-Pegasus: block-sparse, refused).
+# BART's tokenizer: <s> 0, <pad> 1, </s> 2.
 OWN_CODE_SEQ2SEQ: dict[str, dict[str, Any]] = {
     "fsmt": {"langs": ["en", "de"], "max_length": 32},
     "led": {"attention_window": [4, 4], "max_encoder_position_embeddings": 64},
+    # BigBird-Pegasus: its encoder's block-sparse attention is its own code (no adapter).
+    "bigbird_pegasus": {"block_size": 4, "num_random_blocks": 2},
 }
 
 
 def make_own_code_seq2seq(directory: Path, model_type: str) -> Path:
-    """A random FSMT or LED checkpoint (see ``OWN_CODE_SEQ2SEQ``) with its tokenizer."""
+    """A random checkpoint of ``OWN_CODE_SEQ2SEQ`` (FSMT, LED...) with its tokenizer."""
     import transformers
 
     directory.mkdir(parents=True, exist_ok=True)

@@ -141,8 +141,8 @@ class EncoderDecoder:
         self.layer_modules: dict[tuple[Stack, int], tuple[str, torch.nn.Module]] = {}
         for path, module in modules.items():
             site = self.sites.get(id(module))
-            if site is not None and path.endswith(_ATTENTION_SUFFIXES):
-                self.layer_modules.setdefault((site.stack, site.layer), (path, module))
+            if site is not None and path.endswith(_ATTENTION_SUFFIXES):  # the innermost
+                self.layer_modules[(site.stack, site.layer)] = (path, module)  # (LED's)
         generation = self.model.generation_config
         start = generation.decoder_start_token_id
         if start is None:
@@ -641,7 +641,15 @@ class EncoderDecoder:
 
 # Attention modules' names (BART/Marian: self_attn, encoder_attn; T5: SelfAttention,
 # EncDecAttention): the modules whose input is the attention's x.
-_ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
+# The attention modules' names (NLLB-MoE's cross-attention is ``cross_attention``).
+_ATTENTION_SUFFIXES = (
+    "self_attn",
+    "encoder_attn",
+    "SelfAttention",
+    "EncDecAttention",
+    "cross_attention",
+    "cross_attn",
+)
 
 
 class ForwardFailed(SpecError):
