@@ -67,9 +67,7 @@ def full_maps_bytes(layers: int, heads: int, tokens: int) -> int:
 def model_sizes(model: TextModel) -> tuple[int, int, int]:
     """(layers of the first stack, layers of any stack, heads) from ``info()``."""
     info = model.info()
-    layers, heads = int(str(info.get("layers", 0))), int(str(info.get("heads", 0)))
-    deepest = max(layers, int(str(info.get("decoder_layers") or 0)))
-    return layers, deepest, heads
+    return info.layers, info.deepest, info.heads
 
 
 @dataclass

@@ -162,8 +162,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"{args.model}: {reason}")
     try:
         model = registry.load(entry.name)
-        layers = model.info().get("layers")
-        if not isinstance(layers, int) or not layers:
+        if not model.info().layers:
             return _fail(f"{entry.name} has no attention layers: there are no maps to write")
         bar = ProgressBar(sys.stderr, enabled=not args.quiet)
         result = pooled_maps(model, text, args.pool, bar)

@@ -16,6 +16,7 @@ from attention_core.models import (
     ModelUnsupported,
     encode_compact,
 )
+from attention_core.models.base.protocols import ModelSummary
 from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
 from attention_core.models.maps.text_maps import TokenizedLike
 
@@ -42,9 +43,9 @@ def map_json(tensor: torch.Tensor, options: MapOptions) -> object:
     return float_array(tensor)
 
 
-def require_attention(model: str, info: dict[str, object]) -> None:
+def require_attention(model: str, info: ModelSummary) -> None:
     """Refuse (422) to show the attention of a model whose ``info()`` has 0 ``layers``."""
-    if info.get("layers") == 0:
+    if info.layers == 0:
         raise ModelUnsupported(
             f"{model!r} has no attention layers (0 layers, as a trained bigram: no token "
             "reads another), so there is no attention to show; "

@@ -16,7 +16,8 @@ Timings (medians of ``rounds``, each pair back to back, alternating which goes f
   T = 1,024 vs one forward: goal ≤ 1×.
 
 Rank correlations (Spearman, the 144 or 8 heads' Δloss) of attribution patching, AtP* and
-direct logit attribution with exact each-head ablation: on the shipped tiny-bank-gpt's two
+direct logit attribution with exact each-head ablation, and of |AtP*| and AtP*'s GradDrop
+score (unsigned, what the paper ranks heads by) with |exact|: on the shipped tiny-bank-gpt's two
 "money" sentences, the target the model's own next letter at the last position, and on the
 random GPT-2-small shape at T = 64 (the text's next-token loss), zero and mean ablation.
 """
@@ -61,7 +62,13 @@ def correlations(d: Decoder, text: str, target_last: bool) -> dict[str, list[flo
         with torch.no_grad():
             final = heads.run(torch.tensor([list(ids)])).hidden[-1]  # type: ignore[attr-defined]
         target = (len(ids) - 1, int(heads.unembed(final[0, -1]).argmax()))  # type: ignore[attr-defined]
-    out: dict[str, list[float]] = {"attribution patching": [], "AtP*": [], "direct logit": []}
+    out: dict[str, list[float]] = {
+        "attribution patching": [],
+        "AtP*": [],
+        "direct logit": [],
+        "|AtP*| with |exact|": [],
+        "AtP* GradDrop score with |exact|": [],
+    }
     for mode in ("zero", "mean"):
         exact = attribute(heads, ids, "exact", mode, target)
         star = attribute(heads, ids, "atp_star", mode, target)
@@ -70,6 +77,12 @@ def correlations(d: Decoder, text: str, target_last: bool) -> dict[str, list[flo
         out["AtP*"].append(rank_correlation(star.estimate, exact.exact))
         # Removing a head that writes +logit on the scored token raises the loss: same sign.
         out["direct logit"].append(rank_correlation(exact.direct, exact.exact))
+        # The paper ranks heads by the unsigned GradDrop score: against the size of the effect.
+        assert star.graddrop is not None
+        out["|AtP*| with |exact|"].append(rank_correlation(star.estimate.abs(), exact.exact.abs()))
+        out["AtP* GradDrop score with |exact|"].append(
+            rank_correlation(star.graddrop, exact.exact.abs())
+        )
     return out
 
 

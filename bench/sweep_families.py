@@ -2,7 +2,7 @@
 
 For each model type of transformers' causal-LM, masked-LM and seq2seq auto
 mappings: its config's defaults shrunk as the listing's dry run shrinks them
-(``hf.probe.shrunk``: 2 layers, 4 heads of 128, a 256-token vocabulary), a
+(``hf.shrink.shrunk``: 2 layers, at most 4 heads, a 256-token vocabulary), a
 random checkpoint written by ``save_pretrained`` with a small word-level
 ``tokenizer.json``, then listed and loaded by the app's registry and its maps
 compared with transformers' eager attention (``output_attentions=True``) on
@@ -40,9 +40,10 @@ from transformers import CONFIG_MAPPING  # noqa: E402
 from transformers.models.auto import modeling_auto  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
+from attention_core.errors import SpecError  # noqa: E402
 from attention_core.models import ModelRegistry  # noqa: E402
-from attention_core.models.hf.language_model import auto_class  # noqa: E402
-from attention_core.models.hf.probe import VOCAB, shrunk  # noqa: E402
+from attention_core.models.hf.language_model import auto_class, transformers_config  # noqa: E402
+from attention_core.models.hf.shrink import VOCAB, shrunk  # noqa: E402
 from attention_core.models.registry.backends import transformers_kind  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
@@ -74,13 +75,32 @@ def word_tokenizer(directory: Path, vocab: int) -> None:
     tokenizer.save(str(directory / "tokenizer.json"))
 
 
+def completed(defaults: dict[str, Any]) -> dict[str, Any]:
+    """A default config's gaps that every real checkpoint fills: ``head_dim``,
+    ``num_key_value_heads`` and ``vocab_size`` left None (Ministral, Nemotron, ESM)."""
+    out = dict(defaults)
+    heads, width = out.get("num_attention_heads"), out.get("hidden_size")
+    if "head_dim" in out and out["head_dim"] is None and heads and width:
+        out["head_dim"] = width // heads
+    if "num_key_value_heads" in out and out["num_key_value_heads"] is None and heads:
+        out["num_key_value_heads"] = heads
+    if "vocab_size" in out and out["vocab_size"] is None:
+        out["vocab_size"] = VOCAB
+    return out
+
+
 def make_checkpoint(model_type: str, directory: Path) -> tuple[str, Any]:
     """A random checkpoint of ``model_type`` with shrunk defaults; its kind and config."""
-    raw = {**shrunk(CONFIG_MAPPING[model_type]().to_dict()), "model_type": model_type}
-    kind = transformers_kind(raw, f"model_type {model_type!r}")
+    defaults = completed(CONFIG_MAPPING[model_type]().to_dict())
+    raw = {**shrunk(defaults), "model_type": model_type}
+    try:
+        kind = transformers_kind(raw, f"model_type {model_type!r}")
+    except SpecError:  # refused by its kind (audio in): the listing must say so too
+        seq2seq = modeling_auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+        kind = "encoder-decoder" if model_type in seq2seq else "decoder"
     if kind == "encoder-decoder" and raw.get("decoder_start_token_id") is None:
         raw["decoder_start_token_id"] = raw.get("pad_token_id") or 0  # as T5's checkpoints
-    config = CONFIG_MAPPING[model_type].from_dict(raw)
+    config = transformers_config(raw)
     auto = auto_class(model_type, kind) if kind != "encoder" else transformers.AutoModelForMaskedLM
     torch.manual_seed(0)
     model = auto.from_config(config)
@@ -105,13 +125,28 @@ def eager_maps(directory: Path, kind: str, ids: list[int], target: list[int]) ->
                 use_cache=False,  # FSMT builds its causal mask only without a cache
             )
             return {
-                "encoder": out.encoder_attentions,
+                "encoder": tuple(unbanded(a, len(ids)) for a in out.encoder_attentions),
                 "decoder": out.decoder_attentions,
                 "cross": out.cross_attentions,
             }
         extra = {"use_cache": False} if kind == "decoder" else {}
         out = model(input_ids=torch.tensor([ids]), output_attentions=True, **extra)
         return {"encoder" if kind == "encoder" else "decoder": out.attentions}
+
+
+def unbanded(band: Any, keys: int) -> Any:
+    """Longformer's (LED's) eager maps, (B, H, T, 2w + 1) per query's window of keys
+    ``i - w`` … ``i + w``, as (B, H, T, T) maps (keys outside the text: never read)."""
+    if band.shape[-1] == keys:
+        return band
+    w = (band.shape[-1] - 1) // 2
+    full = band.new_zeros(*band.shape[:-1], keys)
+    for i in range(band.shape[-2]):
+        for k in range(band.shape[-1]):
+            j = i + k - w
+            if 0 <= j < keys:
+                full[..., i, j] = band[..., i, k]
+    return full
 
 
 def our_maps(model: Any, kind: str) -> tuple[dict[str, Any], list[int], list[int]]:

@@ -16,6 +16,7 @@ oversubscription, which on a busy 2-core machine made a 7-token forward pass
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -89,16 +90,17 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
     except ModelUnsupported as exc:
         return error_response(422, ["query", "model"], exc.message, "model_unsupported")
     info = loaded.info()
-    layers = info["layers"]
-    windows = sliding_windows(loaded, layers if isinstance(layers, int) else 0)
-    return json_response(
-        {
-            **info,
-            "name": entry.name,
-            "compact_formats": DECODE_DESCRIPTION,
-            "sliding_windows": windows,
-        }
-    )
+    sizes = {name: value for name, value in asdict(info).items() if value is not None}
+    capabilities = loaded.capabilities
+    if capabilities.reads_target:
+        sizes["kind"] = capabilities.kind
+    answer = {
+        **sizes,
+        "name": entry.name,
+        "compact_formats": DECODE_DESCRIPTION,
+        "sliding_windows": sliding_windows(loaded, info.layers),
+    }
+    return json_response(ModelInfo.model_validate(answer))
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)

@@ -150,6 +150,12 @@ class ModelInfo(BaseModel):
     vocab_size: int
     max_positions: int
     max_tokens: int = Field(description="tokens per input, special tokens included")
+    kind: Literal["encoder-decoder"] | None = Field(
+        None, description="encoder-decoders only: its stacks are encoder, decoder and cross"
+    )
+    decoder_layers: int | None = Field(
+        None, description="encoder-decoders only: the decoder's layers (layers: the encoder's)"
+    )
     compact_formats: dict[str, CompactFormat]
     sliding_windows: list[int | None] = Field(
         description="per layer, its sliding window w (query i reads keys i - w + 1 to i; the "

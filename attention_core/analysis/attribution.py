@@ -54,6 +54,7 @@ from .ablation import ABLATION_MODES, check_heads, check_length, each_head_effec
 from .access import DecoderHeadModel, HeadModel, editing
 from .frozen_norm import frozen
 from .qk_decomposition import layer_paths
+from .residual_parts import output_bias, post_norm
 
 Method = Literal["attribution_patching", "atp_star", "exact"]
 METHODS: tuple[str, ...] = ("attribution_patching", "atp_star", "exact")
@@ -317,6 +318,23 @@ def cancelled_heads(estimate: torch.Tensor, score: torch.Tensor) -> tuple[tuple[
     return tuple((int(n), int(h)) for n, h in hits.nonzero().tolist())
 
 
+def written(
+    heads: DecoderHeadModel, layer: int, context: torch.Tensor, change: torch.Tensor
+) -> torch.Tensor:
+    """(H, T, C): each head's ``change`` (T, H, D) to its context as a change to the residual
+    stream: through the output projection, and the post-attention norm (OLMo 2) frozen at
+    the layer's clean output."""
+    W = heads.out_weights(layer).float()
+    out = torch.einsum("thd,hdc->htc", change, W)
+    norm = post_norm(heads, layer)
+    if norm is None:
+        return out
+    total = torch.einsum("thd,hdc->tc", context, W) + output_bias(
+        heads.projections[layer], W.shape[-1]
+    )
+    return frozen(norm, total).apply(out)
+
+
 def star_correction(
     heads: DecoderHeadModel, run: Pass, mode: str, grads: Sequence[list[torch.Tensor]]
 ) -> torch.Tensor:
@@ -325,10 +343,7 @@ def star_correction(
     L, H, T = heads.num_layers, heads.num_heads, len(run.inputs[0])
     out = torch.zeros(len(grads), L, H)
     positions = torch.arange(T)
-    deltas = [
-        torch.einsum("thd,hdc->htc", context_change(z, mode), heads.out_weights(n).float())
-        for n, z in enumerate(run.contexts)
-    ]  # per layer (H, T, C): each head's change to the residual stream
+    deltas = [written(heads, n, z, context_change(z, mode)) for n, z in enumerate(run.contexts)]
     for later in range(1, L):
         paths = layer_paths(heads, later, T)
         norms = paths.freeze(run.inputs[later])
@@ -373,7 +388,12 @@ def direct_attribution(
     reads = norm.adjoint(W_U[tokens])  # (R, C): ⟨norm(x), W_U[token]⟩ = ⟨x, reads⟩
     out = []
     for n, z in enumerate(run.contexts):
-        through = torch.einsum("rc,hdc->rhd", reads, heads.out_weights(n).float())
+        W = heads.out_weights(n).float()
+        at, post = reads, post_norm(heads, n)
+        if post is not None:  # OLMo 2: the head's output goes through its frozen post-norm
+            total = torch.einsum("rhd,hdc->rc", z[rows], W)
+            at = frozen(post, total + output_bias(heads.projections[n], W.shape[-1])).adjoint(at)
+        through = torch.einsum("rc,hdc->rhd", at, W)
         out.append((z[rows] * through).sum(dim=(0, 2)) / len(rows))
     return torch.stack(out)
 

@@ -21,6 +21,7 @@ from torch import nn
 from ..errors import SpecError
 
 _PROBE = 1e3  # a probe input this large makes eps negligible (eps / probe² < 1e-11)
+_TINY = 1e-6  # one this small is as good as 0 (probe² / eps < 1e-5 for eps ≥ 1e-7)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,11 @@ def frozen(module: nn.Module, x: torch.Tensor) -> FrozenNorm:
         scaled = G * centered_x  # (P, C): s · (y − β)
         target = y - shift
         s = (scaled * target).sum(-1) / target.pow(2).sum(-1).clamp_min(1e-30)  # (P,)
+        silent = target.pow(2).sum(-1) < 1e-30  # a zero input (OLMo 2's first token): the
+        if bool(silent.any()):  # divisor is the norm's at 0, read off a tiny probe
+            tiny = _TINY * probe
+            out = module(tiny[None]).float()[0] - shift
+            s[silent] = float((G * tiny * out).sum() / out.pow(2).sum().clamp_min(1e-30))
         norm = FrozenNorm(G / s[:, None], shift, centered)
         if not torch.allclose(norm.apply(x) + shift, y, rtol=1e-3, atol=1e-4):
             raise SpecError(

@@ -24,7 +24,7 @@ from ..attention import attention_with_steps
 from ..errors import SpecError
 from ..models.families.bert import Encoder
 from .access import DecoderHeadModel, EncoderHeadModel, HeadModel
-from .qk_paths import TRANSFORMERS_TYPES, LayerPaths, gpt2_paths, llama_paths
+from .qk_paths import TRANSFORMERS_TYPES, LayerPaths, gpt2_paths, llama_paths, neox_paths
 from .residual_parts import Parts, decoder_parts, encoder_parts
 
 BIAS = "biases"
@@ -60,22 +60,34 @@ def layer_paths(heads: HeadModel, layer: int, length: int) -> LayerPaths:
     block = heads.blocks[layer]
     if hasattr(block, "attn") and hasattr(block, "ln_1"):
         return gpt2_paths(block, layer, heads.num_heads)
+    if hasattr(block, "attention") and hasattr(block.attention, "query_key_value"):
+        return neox_paths(block, heads.num_heads, _rope(heads, length))
     attn = block.get_submodule("self_attn")
-    k_weight = attn.get_submodule("k_proj").weight
-    assert isinstance(k_weight, torch.Tensor)
-    kv_heads = k_weight.shape[0] // heads.head_dim
-    sizes = (heads.num_heads, int(kv_heads), heads.head_dim)
+    kv_heads = _kv_heads(attn, heads.num_heads, heads.head_dim)
+    sizes = (heads.num_heads, kv_heads, heads.head_dim)
     return llama_paths(block, sizes, _rope(heads, length))
 
 
+def _kv_heads(attn: torch.nn.Module, num_heads: int, head_dim: int) -> int:
+    """Key/value heads: k_proj's rows, or (Phi-3's fused qkv_proj) what q leaves, halved."""
+    fused = getattr(attn, "qkv_proj", None)
+    if fused is not None:
+        return (int(fused.out_features) // head_dim - num_heads) // 2
+    k_weight = attn.get_submodule("k_proj").weight
+    assert isinstance(k_weight, torch.Tensor)
+    return int(k_weight.shape[0]) // head_dim
+
+
 def _rope(heads: DecoderHeadModel, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin (T, D) as the model's forward computes them for a text ``length`` long."""
+    """cos, sin (T, R) as the model's forward computes them for a text ``length`` long (R:
+    the rotated dimensions of a head, all of them but in GPT-NeoX's partial rotary)."""
     module = heads.module
     own = getattr(module, "rotary_angles", None)
     if callable(own):
         cos, sin = own(0, length)
         return cos.float(), sin.float()
-    rotary = module.get_submodule("model.rotary_emb")
+    name = "gpt_neox.rotary_emb" if hasattr(module, "gpt_neox") else "model.rotary_emb"
+    rotary = module.get_submodule(name)
     positions = torch.arange(length)[None]
     cos, sin = rotary(torch.zeros(1, length, 1), positions)
     return cos[0].float(), sin[0].float()

@@ -10,11 +10,15 @@ frozen, RoPE at each position (linear).  ``constant`` gives the part that is
 no component's: the projections' biases and the norms' shifts.  The sum over
 components plus the constant is the layer's own q, k, v.
 
-Three kinds of layer, by transformers' module names (the hand-written
-families use them too): GPT-2 (``ln_1``, fused ``c_attn``), the Llama kind
+Kinds of layer, by transformers' module names (the hand-written families use
+them too): GPT-2 (``ln_1``, fused ``c_attn``), the Llama kind
 (``input_layernorm``, ``q_proj``/``k_proj``/``v_proj``, optional
-``q_norm``/``k_norm``, split-half RoPE, grouped-query attention) and the
-hand-written BERT.  Other transformers families are refused with the reason.
+``q_norm``/``k_norm`` per head (Qwen3) or over all heads (OLMo 2, which has
+no pre-attention norm), split-half RoPE, grouped-query attention), Phi-3 (the
+Llama kind with one fused ``qkv_proj``: q, then k, then v), GPT-NeoX (fused
+``query_key_value``, per head q|k|v; RoPE on the first ``rotary_ndims`` of
+each head's dimensions) and the hand-written BERT.  Other transformers
+families are refused with the reason.
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ from .frozen_norm import FrozenNorm, frozen
 
 # transformers model types whose residual stream is x + attn(norm(x)) + mlp(norm(x)) with no
 # norm on a sublayer's output, and whose attention is one of the kinds above.
-TRANSFORMERS_TYPES = frozenset({"gpt2", "llama", "mistral", "qwen2", "qwen3"})
+# OLMo 2 normalizes each sublayer's output before adding it: a post-attention norm, frozen
+# like the others (``residual_parts``).
+TRANSFORMERS_TYPES = frozenset(
+    {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gpt_neox", "olmo2"}
+)
 
 
 class Projected(Protocol):
@@ -97,8 +105,20 @@ class LayerPaths:
         for module, proj, heads in zip(
             self.qk_norms, self.qkv[:2], (self.num_heads, self.num_kv_heads), strict=True
         ):
-            flat = proj(normed).reshape(-1, self.head_dim)  # (P·heads, D)
-            qk.append(None if module is None else _per_head(frozen(module, flat), heads))
+            if module is None:
+                qk.append(None)
+                continue
+            flat = proj(normed)  # (P, heads·D): OLMo 2's norm reads all heads at once
+            if _norm_width(module) == self.head_dim:
+                flat = flat.reshape(-1, self.head_dim)  # (P·heads, D): per head (Qwen3)
+            norm_qk = frozen(module, flat)
+            if norm_qk.centered and _norm_width(module) != self.head_dim:
+                raise SpecError(
+                    "a LayerNorm over all heads' queries or keys centres across heads: the "
+                    "decomposition knows per-head norms and RMSNorms",
+                    field="model",
+                )
+            qk.append(_per_head(norm_qk, heads, self.head_dim))
         return Frozen(norm, (qk[0], qk[1]))
 
     def totals(self, x: torch.Tensor, positions: torch.Tensor) -> QKV:
@@ -137,16 +157,24 @@ class LayerPaths:
     ) -> torch.Tensor:
         """(N, P, heads, D): the frozen per-head q/k norm, then RoPE at each position."""
         if norm is not None:
-            y = norm.apply(y)
+            y = norm.apply(y)  # gains (P, heads, D); an RMSNorm over all heads is one too
         if self.rope is not None:
-            cos, sin = (t[positions][:, None, :] for t in self.rope)  # (P, 1, D)
-            y = y * cos + rotate_half(y) * sin
+            cos, sin = (t[positions][:, None, :] for t in self.rope)  # (P, 1, R), R ≤ D
+            R = cos.shape[-1]  # GPT-NeoX rotates the first R of each head's dimensions
+            turned = y[..., :R] * cos + rotate_half(y[..., :R]) * sin
+            y = turned if R == y.shape[-1] else torch.cat([turned, y[..., R:]], dim=-1)
         return y
 
 
-def _per_head(norm: FrozenNorm, heads: int) -> FrozenNorm:
-    """A norm frozen at (P·heads, D) rows, as gains (P, heads, D)."""
-    gain = norm.gain.view(-1, heads, norm.gain.shape[-1])
+def _norm_width(module: nn.Module) -> int:
+    weight = getattr(module, "weight", None)
+    return int(weight.shape[-1]) if isinstance(weight, torch.Tensor) else -1
+
+
+def _per_head(norm: FrozenNorm, heads: int, head_dim: int) -> FrozenNorm:
+    """A norm frozen at (P·heads, D) rows, or (P, heads·D) (over all heads), as gains
+    (P, heads, D)."""
+    gain = norm.gain.reshape(-1, heads, head_dim)
     return FrozenNorm(gain, norm.shift, norm.centered)
 
 
@@ -184,21 +212,71 @@ def gpt2_paths(block: nn.Module, layer: int, num_heads: int) -> LayerPaths:
     )
 
 
+def _scale(attn: nn.Module, head_dim: int) -> float:
+    scale = getattr(attn, "scale", None) or getattr(attn, "scaling", None)
+    return scale if isinstance(scale, float) else head_dim**-0.5
+
+
+def _rows(linear: nn.Module, rows: torch.Tensor) -> Projected:
+    """A fused projection's output ``rows`` as a projection of its own."""
+    W, b = linear.weight, getattr(linear, "bias", None)
+    assert isinstance(W, torch.Tensor)
+    picked_b = b[rows] if isinstance(b, torch.Tensor) else None
+    picked_W = W[rows]
+    return lambda x: torch.nn.functional.linear(x, picked_W, picked_b)
+
+
 def llama_paths(
     block: nn.Module, sizes: tuple[int, int, int], rope: tuple[torch.Tensor, torch.Tensor]
 ) -> LayerPaths:
+    """The Llama kind; OLMo 2 (no ``input_layernorm``: its attention reads the residual
+    stream itself) and Phi-3 (``qkv_proj``: q, k, v one after the other) too."""
     attn: Any = block.get_submodule("self_attn")
-    scale = getattr(attn, "scale", None) or getattr(attn, "scaling", None)
-    if not isinstance(scale, float):
-        scale = sizes[2] ** -0.5
+    H, H_kv, D = sizes
+    fused = getattr(attn, "qkv_proj", None)
+    if fused is not None:
+        q_end, k_end = H * D, (H + H_kv) * D
+        qkv: tuple[Projected, Projected, Projected] = (
+            _rows(fused, torch.arange(q_end)),
+            _rows(fused, torch.arange(q_end, k_end)),
+            _rows(fused, torch.arange(k_end, k_end + H_kv * D)),
+        )
+        width = fused.in_features
+    else:
+        qkv, width = (attn.q_proj, attn.k_proj, attn.v_proj), attn.q_proj.in_features
     return LayerPaths(
-        block.get_submodule("input_layernorm"),
-        (attn.q_proj, attn.k_proj, attn.v_proj),
-        attn.q_proj.in_features,
+        getattr(block, "input_layernorm", None),
+        qkv,
+        width,
         sizes,
-        scale,
+        _scale(attn, D),
         (getattr(attn, "q_norm", None), getattr(attn, "k_norm", None)),
         rope,
+    )
+
+
+def neox_paths(
+    block: nn.Module, num_heads: int, rope: tuple[torch.Tensor, torch.Tensor]
+) -> LayerPaths:
+    """GPT-NeoX: ``query_key_value``'s output is (heads, q|k|v, D); ``input_layernorm``
+    before attention (with the parallel residual, the MLP reads its own norm of x)."""
+    attn: Any = block.get_submodule("attention")
+    fused = attn.query_key_value
+    D = fused.out_features // (3 * num_heads)
+
+    def part(k: int) -> Projected:
+        rows = torch.cat(
+            [torch.arange(h * 3 * D + k * D, h * 3 * D + (k + 1) * D) for h in range(num_heads)]
+        )
+        return _rows(fused, rows)
+
+    return LayerPaths(
+        block.get_submodule("input_layernorm"),
+        (part(0), part(1), part(2)),
+        fused.in_features,
+        (num_heads, num_heads, D),
+        _scale(attn, D),
+        rope=rope,
     )
 
 

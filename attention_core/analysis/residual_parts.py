@@ -8,6 +8,10 @@ the block added beyond its attention).  One forward pass, stopped at the
 layer's block, gives them: the block inputs and each layer's context at the
 positions asked for.
 
+OLMo 2 (and the Gemma 2/3 kind) normalize the attention's output before adding
+it (``post_attention_layernorm``): frozen at that output's value, each head's
+share of the sum goes through it (``residual_writes``).
+
 BERT is post-norm: each sublayer's sum goes through a LayerNorm, frozen at
 the forward's values, so every component so far (and the norms' shifts, kept
 with the biases) is carried through it; the components are those entering
@@ -29,6 +33,7 @@ from torch import nn
 from ..models.families.bert import Encoder
 from ..progress import StopForward
 from .access import DecoderHeadModel, editing
+from .frozen_norm import frozen
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,32 @@ class Parts:
     parts: torch.Tensor  # (N, P, C)
     bias: torch.Tensor  # (P, C)
     layer_input: torch.Tensor  # (T, C): the layer's input at every position
+
+
+# transformers model types whose blocks add post_attention_layernorm(attention output).
+POST_NORMED = frozenset({"olmo2"})
+
+
+def post_norm(heads: DecoderHeadModel, layer: int) -> nn.Module | None:
+    """The norm ``layer``'s attention output goes through before the residual, if any."""
+    config = getattr(heads.module, "config", None)
+    if getattr(config, "model_type", None) not in POST_NORMED:
+        return None
+    return heads.blocks[layer].get_submodule("post_attention_layernorm")
+
+
+def residual_writes(
+    heads: DecoderHeadModel, layer: int, outs: torch.Tensor, bias: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each head's output (H, P, C) and the output bias (C,) as written to the residual
+    stream: through the post-attention norm frozen at their sum, where the family has one;
+    -> (H, P, C), (P, C)."""
+    bias = bias.expand(outs.shape[1], outs.shape[2])
+    norm = post_norm(heads, layer)
+    if norm is None:
+        return outs, bias
+    held = frozen(norm, outs.sum(0) + bias)
+    return held.apply(outs), held.apply(bias) + held.shift
 
 
 class _Stop(StopForward):
@@ -76,7 +107,7 @@ def decoder_parts(
     bias = torch.zeros_like(parts[0][0])
     for n in range(layer):
         outs = _head_outputs(contexts[n], heads.out_weights(n).float())  # (H, P, C)
-        b = _bias(heads.projections[n], outs.shape[-1])
+        outs, b = residual_writes(heads, n, outs, output_bias(heads.projections[n], outs.shape[-1]))
         attention = outs.sum(0) + b
         mlp = inputs[n + 1][positions] - inputs[n][positions] - attention
         names += [f"L{n + 1} H{h + 1}" for h in range(heads.num_heads)] + [f"L{n + 1} MLP"]
@@ -85,7 +116,7 @@ def decoder_parts(
     return Parts(tuple(names), torch.cat(parts), bias, inputs[layer])
 
 
-def _bias(module: nn.Module, width: int) -> torch.Tensor:
+def output_bias(module: nn.Module, width: int) -> torch.Tensor:
     b = getattr(module, "bias", None)
     return b.detach().float() if isinstance(b, torch.Tensor) else torch.zeros(width)
 
@@ -105,8 +136,6 @@ def encoder_parts(
     encoder: Encoder, ids: Sequence[int], layer: int, positions: torch.Tensor
 ) -> Parts:
     """BERT's components of ``layer``'s input, carried through each frozen LayerNorm."""
-    from .frozen_norm import frozen
-
     contexts: dict[int, torch.Tensor] = {}
 
     def keep_context(n: int, context: torch.Tensor) -> torch.Tensor:

@@ -307,6 +307,7 @@ export function heatmapFigure(opts, width, range = weightRange) {
     const [lo, hi] = dataRange(z);
     const mabs = opts.zrange || Math.max(Math.abs(lo), Math.abs(hi)) || 1;
     Object.assign(trace, { colorscale: DIVERGING, zmid: 0, zmin: -mabs, zmax: mabs });
+    if (opts.scaleTitle) trace.colorbar.title = { text: opts.scaleTitle, side: "right", font: { size: 10 } };
   }
   const rowPx = Math.max(yFont + 2, Math.min(40, 300 / Math.max(n, 1)));
   const extra = vertical ? Math.max(0, xLabelW - 14) : 0;

@@ -25,6 +25,7 @@ import { drawTokenView, rowFor, rowsOfLayers } from "./model-token-view.js";
 import { tokenRows } from "./model-token-rows.js";
 import { explainUnknown, markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
 import { adds, markTokens, mountTokenSelection, toggled } from "./model-multi-token.js";
+import { mountTwoTexts } from "./model-two-texts.js";
 
 const init = initialData();
 const LIMITS = init.limits || {};
@@ -526,6 +527,9 @@ function chooseToken(i, { scroll = true, ev = null } = {}) {
     if (box.top > window.innerHeight - 80) tokenView.scrollIntoView({ block: "start", behavior: "instant" });
   }
 }
+
+// Two texts (or two checkpoints), one head, and their difference (model-two-texts.js).
+mountTwoTexts($("two-texts"), { models: MODELS, defaultModel: DEFAULT_MODEL, page: () => ({ model: state.model, text: state.text, layer: state.layer, head: state.head }) });
 
 // Several tokens at once (model-multi-token.js): the chips, "Select several", sum or mean.
 const tokenSelection = mountTokenSelection($("tv-select"), {

@@ -11,6 +11,7 @@ import json
 import re
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -102,12 +103,11 @@ def page(browser: Browser, server_url: str, request: pytest.FixtureRequest) -> I
 # ---------- helpers shared by the tests ----------
 
 
-@pytest.fixture
-def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
-    """A 390 px phone-sized page (2x pixels) that fails its test on any page or console error."""
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, base_url=server_url, device_scale_factor=2
-    )
+@contextmanager
+def watched_page(browser: Browser, base_url: str, **options: Any) -> Iterator[Page]:
+    """A page of a new context on ``base_url`` (``options``: the context's) that fails its
+    test on any page or console error."""
+    context = browser.new_context(base_url=base_url, **options)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
@@ -115,6 +115,14 @@ def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
     yield page
     context.close()
     assert not errors, errors
+
+
+@pytest.fixture
+def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
+    """A 390 px phone-sized page (2x pixels) that fails its test on any page or console error."""
+    viewport = {"width": 390, "height": 844}
+    with watched_page(browser, server_url, viewport=viewport, device_scale_factor=2) as page:
+        yield page
 
 
 def api(server_url: str, path: str, body: dict | None = None) -> Any:

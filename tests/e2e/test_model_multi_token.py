@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ARTIFACTS, api, plot_data
+from tests.e2e.conftest import ARTIFACTS, api, plot_data, watched_page
 from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 from tests.requires import require
@@ -38,14 +38,8 @@ def gpt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def gpt_page(browser: Browser, gpt_server: str) -> Iterator[Page]:
     """A page on the GPT-2's server that fails its test on any page or console error."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=gpt_server)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield page
-    context.close()
-    assert not errors, errors
+    with watched_page(browser, gpt_server, viewport={"width": 1280, "height": 900}) as page:
+        yield page
 
 
 def combined(

@@ -102,6 +102,49 @@ OWN_CODE_SPECS: dict[str, HFSpec] = {
         },
         decoder=False,
     ),
+    "tiny-deberta": HFSpec(
+        "deberta",
+        {
+            **_SMALL,
+            "relative_attention": True,
+            "pos_att_type": ["c2p", "p2c"],
+            "max_relative_positions": 16,
+            "position_biased_input": False,
+            "type_vocab_size": 0,
+        },
+        decoder=False,
+    ),
+    # GPT-Neo: unscaled scores, a local layer (a window of 4) after a global one.
+    "tiny-gpt-neo": HFSpec(
+        "gpt_neo",
+        {
+            "hidden_size": 32,
+            "num_layers": 2,
+            "num_heads": 4,
+            "intermediate_size": 64,
+            "max_position_embeddings": 64,
+            "attention_types": [[["global", "local"], 1]],
+            "window_size": 4,
+            "initializer_range": 0.4,
+        },
+        byte_level=True,
+    ),
+    # GIT's text decoder, run on text alone (its vision tower built small, never run).
+    "tiny-git": HFSpec(
+        "git",
+        {
+            **_SMALL,
+            "vision_config": {
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 4,
+                "image_size": 32,
+                "patch_size": 16,
+            },
+        },
+        byte_level=True,
+    ),
     "tiny-albert": HFSpec(
         "albert", {**_SMALL, "embedding_size": 16, "num_hidden_groups": 1}, decoder=False
     ),

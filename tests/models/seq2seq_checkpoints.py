@@ -131,8 +131,16 @@ MODEL_CLASSES = {
 }
 
 
-def make_seq2seq(directory: Path, model_type: str, *, seed: int = 0, **overrides: Any) -> Path:
-    """A random ``model_type`` (t5, bart, marian) encoder-decoder with its tokenizer."""
+def make_seq2seq(
+    directory: Path,
+    model_type: str,
+    *,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    **overrides: Any,
+) -> Path:
+    """A random ``model_type`` (t5, bart, marian) encoder-decoder with its tokenizer,
+    saved in ``dtype``."""
     import transformers
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -148,7 +156,7 @@ def make_seq2seq(directory: Path, model_type: str, *, seed: int = 0, **overrides
         randomize_norms(model)
     model.generation_config = transformers.GenerationConfig.from_model_config(config)
     model.generation_config.update(**_generation_settings(model_type, vocab))
-    model.save_pretrained(directory)
+    model.to(dtype).save_pretrained(directory)
     tokenizer.save(str(directory / "tokenizer.json"))
     (directory / "tokenizer_config.json").write_text(
         json.dumps(_tokenizer_config(model_type), indent=2)
@@ -160,15 +168,18 @@ def make_seq2seq(directory: Path, model_type: str, *, seed: int = 0, **overrides
 SEQ2SEQ = {"tiny-t5": "t5", "tiny-bart": "bart", "tiny-marian": "marian"}
 
 # Encoder-decoders that compute attention in their own code, each 2 + 2 layers, d_model 32
-# (LED: Longformer's sliding-window encoder).  BART's tokenizer: <s> 0, <pad> 1, </s> 2.
+# (LED: Longformer's sliding-window encoder; BigBird-Pegasus: block-sparse, refused).
+# BART's tokenizer: <s> 0, <pad> 1, </s> 2.
 OWN_CODE_SEQ2SEQ: dict[str, dict[str, Any]] = {
     "fsmt": {"langs": ["en", "de"], "max_length": 32},
     "led": {"attention_window": [4, 4], "max_encoder_position_embeddings": 64},
+    # BigBird-Pegasus: its encoder's block-sparse attention is its own code (no adapter).
+    "bigbird_pegasus": {"block_size": 4, "num_random_blocks": 2},
 }
 
 
 def make_own_code_seq2seq(directory: Path, model_type: str) -> Path:
-    """A random FSMT or LED checkpoint (see ``OWN_CODE_SEQ2SEQ``) with its tokenizer."""
+    """A random checkpoint of ``OWN_CODE_SEQ2SEQ`` (FSMT, LED...) with its tokenizer."""
     import transformers
 
     directory.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """No model answers a 500: what cannot be captured is listed with its reason before any
-request (LED: an encoder-decoder computing attention in its own code, its encoder
-Longformer's sliding windows), and a capture
+request (BigBird-Pegasus: an encoder-decoder whose encoder's block-sparse attention is
+its own code, no adapter), and a capture
 that fails on a request anyway answers 422 with the reason, the model listed unsupported
 from then on, for the three kinds (decoder, encoder, encoder-decoder)."""
 
@@ -40,6 +40,7 @@ def models_dir(
         shutil.copytree(hf_checkpoints(name), root / name)
     make_seq2seq(root / "tiny-bart", "bart")
     make_own_code_seq2seq(root / "tiny-led", "led")
+    make_own_code_seq2seq(root / "tiny-bigbird-pegasus", "bigbird_pegasus")
     return root
 
 
@@ -54,8 +55,10 @@ def _listed(client: TestClient) -> dict[str, dict[str, Any]]:
     return {m["name"]: m for m in client.get("/api/models").json()["models"]}
 
 
-def test_led_is_listed_with_the_reason_before_any_request(client: TestClient) -> None:
-    name = "tiny-led"
+def test_an_uncapturable_model_is_listed_with_the_reason_before_any_request(
+    client: TestClient,
+) -> None:
+    name = "tiny-bigbird-pegasus"
     listed = _listed(client)[name]
     assert (listed["supported"], listed["kind"], listed["loaded"]) == (
         False,
@@ -77,13 +80,21 @@ def test_led_is_listed_with_the_reason_before_any_request(client: TestClient) ->
 
 def test_the_listing_says_how_each_attention_is_captured(client: TestClient) -> None:
     listed = _listed(client)
-    mine = ("tiny-qwen3", "tiny-roberta", "tiny-bart", "tiny-bloom", "tiny-led")
+    mine = (
+        "tiny-qwen3",
+        "tiny-roberta",
+        "tiny-bart",
+        "tiny-bloom",
+        "tiny-led",
+        "tiny-bigbird-pegasus",
+    )
     assert {n: (listed[n]["capture"], listed[n]["loaded"]) for n in mine} == {
         "tiny-qwen3": ("interface", False),
         "tiny-roberta": ("interface", False),
         "tiny-bart": ("interface", False),
         "tiny-bloom": ("adapter", False),
-        "tiny-led": (None, False),
+        "tiny-led": ("adapter", False),  # Longformer's sliding window as a mask
+        "tiny-bigbird-pegasus": (None, False),
     }
 
 

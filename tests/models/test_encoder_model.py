@@ -32,9 +32,9 @@ TOLERANCE = 1e-5
 
 def test_default_checkpoint_is_minilm(encoder: Encoder) -> None:
     info = encoder.info()
-    assert (info["layers"], info["heads"], info["hidden"]) == (6, 12, 384)
-    assert info["max_tokens"] == 512
-    assert info["name"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (info.layers, info.heads, info.hidden) == (6, 12, 384)
+    assert info.max_tokens == 512
+    assert info.name == "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @pytest.mark.parametrize("name", list(SENTENCES))

@@ -1,11 +1,13 @@
 """What the adapters (``hf.adapters``) show as steps of their own: ALiBi (Bloom, MPT,
 Falcon with ALiBi) and DeBERTa's content-to-position and position-to-content terms are the
-score bias (``biased_scores``), computed by the family's own code; ALBERT's one shared
+score bias (``biased_scores``), computed by the family's own code (DeBERTa v1 and v2);
+GPT-Neo's unscaled scores and local window; ALBERT's one shared
 attention module is counted once per call, in layer order.  (The maps, generation and a
 head against transformers' eager attention: ``test_hf_families``.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +21,7 @@ from tests.models.hf_checkpoints import LONG_TEXT
 from tests.requires import require
 
 transformers = require("transformers")
+SWEEP = Path(__file__).resolve().parents[2] / "bench" / "sweep_families.py"
 
 
 def _load(path: Path) -> Any:
@@ -75,6 +78,41 @@ def test_deberta_position_terms_are_a_step_of_their_own(
     assert float(bias.abs().mean()) > 0.01  # the position terms move the scores
 
 
+def test_deberta_v1_position_terms_are_a_step_of_their_own(
+    hf_checkpoints: Callable[[str], Path],
+) -> None:
+    """DeBERTa (v1): its q with q_bias, the terms from the scaled q, as the module computes."""
+    model = _load(hf_checkpoints("tiny-deberta"))
+    _, trace = model.trace(LONG_TEXT, 1)
+    steps = trace.steps
+    assert steps.biased_scores is not None
+    scale = math.sqrt(trace.q.shape[-1] * 3)  # content, c2p, p2c
+    assert steps.scale == pytest.approx(1 / scale)
+    encoder = model.model.model.encoder
+    attention = encoder.layer[1].attention.self
+    with torch.inference_mode():
+        relative = encoder.get_rel_pos(trace.x)
+        expected = attention.disentangled_att_bias(
+            trace.q / scale, trace.k, relative, encoder.get_rel_embedding(), 3
+        )
+    bias = steps.biased_scores - steps.scaled_scores
+    torch.testing.assert_close(bias, expected, atol=1e-5, rtol=1e-5)
+    assert float(bias.abs().mean()) > 0.01
+
+
+def test_gpt_neo_local_layer_reads_its_window_unscaled(
+    hf_checkpoints: Callable[[str], Path],
+) -> None:
+    """GPT-Neo: no 1/sqrt(d) scale; its local layer's own window (4 keys) is the mask."""
+    model = _load(hf_checkpoints("tiny-gpt-neo"))
+    tokenized, trace = model.trace(LONG_TEXT, 1)
+    assert trace.steps.scale == 1.0
+    T = len(tokenized.input_ids)
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    assert trace.steps.allowed is not None
+    assert torch.equal(trace.steps.allowed[0, 0], (j <= i) & (i - j < 4))
+
+
 def test_albert_counts_its_shared_attention_once_per_layer(
     hf_checkpoints: Callable[[str], Path],
 ) -> None:
@@ -91,26 +129,41 @@ def test_albert_counts_its_shared_attention_once_per_layer(
         torch.testing.assert_close(trace.x[0], maps.layer_hidden_states[layer], atol=1e-5, rtol=0)
 
 
-@pytest.fixture(scope="module")
-def fsmt(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
-    """(our FSMT through the registry, transformers' eager FSMT) of one random checkpoint."""
+@pytest.fixture(scope="module", params=["fsmt", "led"])
+def fsmt(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, Any]:
+    """(ours through the registry, transformers' eager model) of one random FSMT or LED
+    checkpoint: the encoder-decoders whose attention is their own code."""
     from tests.models.seq2seq_checkpoints import make_own_code_seq2seq
 
-    path = make_own_code_seq2seq(tmp_path_factory.mktemp("fsmt") / "tiny-fsmt", "fsmt")
+    name = str(request.param)
+    path = make_own_code_seq2seq(tmp_path_factory.mktemp(name) / f"tiny-{name}", name)
     eager = transformers.AutoModelForSeq2SeqLM.from_pretrained(
         path, attn_implementation="eager", dtype=torch.float32, local_files_only=True
     )
     return _load(path), eager.eval()
 
 
+def _unbanded(maps: tuple[torch.Tensor, ...], keys: int) -> tuple[torch.Tensor, ...]:
+    """LED's eager encoder maps (each query's window of keys) as full maps: the sweep's."""
+    spec = importlib.util.spec_from_file_location("sweep_families", SWEEP)
+    assert spec is not None and spec.loader is not None
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    return tuple(sweep.unbanded(m, keys) for m in maps)
+
+
 def _fsmt_eager(eager: Any, source: tuple[int, ...], target: tuple[int, ...]) -> Any:
     with torch.inference_mode():  # without use_cache=False FSMT builds no causal mask
-        return eager(
+        out = eager(
             input_ids=torch.tensor([source]),
             decoder_input_ids=torch.tensor([target]),
             output_attentions=True,
             use_cache=False,
         )
+    out.encoder_attentions = _unbanded(out.encoder_attentions, len(source))
+    return out
 
 
 def test_fsmt_three_stacks_equal_eager(fsmt: tuple[Any, Any]) -> None:
@@ -155,5 +208,5 @@ def test_fsmt_head_step_by_step_is_its_map(stack: str, fsmt: tuple[Any, Any]) ->
     torch.testing.assert_close(
         trace.steps.attn_weights[0, 2], reference[1][0, 2], atol=1e-5, rtol=0
     )
-    assert trace.x.shape == (1, len(rows.input_ids), 32)  # (B, T, C), FSMT's (T, B, C) turned
+    assert trace.x.shape == (1, len(rows.input_ids), 32)  # (B, T, C): FSMT's turned, LED unpadded
     torch.testing.assert_close(trace.steps.attn_scores, trace.q @ trace.k.transpose(-1, -2))

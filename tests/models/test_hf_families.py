@@ -172,6 +172,7 @@ def test_sliding_windows_named_are_the_masks_applied(
         "tiny-gemma2": (4, None),
         "tiny-gemma3": (4, None),
         "tiny-mistral-window": (4, 4),
+        "tiny-gpt-neo": (None, 4),  # GPT-Neo's attention_layers: global, then local
     }.get(name, (None, None))
     assert windows == expected_windows
     for layer, window in enumerate(windows):

@@ -565,7 +565,7 @@ def test_checkpoints_of_the_transformers_backend_are_checked_alike(
     )
     refused = {e.name: e for e in small.entries()}["tiny-qwen3"]
     assert refused.reason is not None and refused.reason.startswith(f"the weights take {weights:,}")
-    assert registry.load("tiny-qwen3").info()["layers"] == 2
+    assert registry.load("tiny-qwen3").info().layers == 2
 
 
 def test_a_cache_ref_cannot_lead_outside_its_repository(checkpoints: Path, tmp_path: Path) -> None:

@@ -89,6 +89,141 @@ def test_the_pairs_add_up_to_the_score_transformers_map_was_drawn_from(
         assert len(result.components) == 2 + layer * (heads.num_heads + 1)
 
 
+FAMILIES = ["tiny-phi3", "tiny-gpt-neox", "tiny-olmo2"]
+
+
+@pytest.fixture(scope="module")
+def families(hf_checkpoints: Callable[[str], Path]) -> dict[str, tuple[TextModel, Any]]:
+    """Transformers-backed Phi-3 (fused qkv_proj), GPT-NeoX (fused per-head query_key_value,
+    partial rotary, parallel residual) and OLMo 2 (q/k norms over all heads, post-norms, no
+    pre-norm): ours, and transformers' eager model."""
+    import transformers
+
+    from attention_core.models.hf.text_models import load_transformers
+    from tests.models.hf_checkpoints import ALL_SPECS
+
+    out = {}
+    for name in FAMILIES:
+        directory = hf_checkpoints(name)
+        family = ALL_SPECS[name].model_type
+        ours = load_transformers(directory, name, 512, 1 << 24, kind="decoder", family=family)
+        eager_model = transformers.AutoModelForCausalLM.from_pretrained(
+            directory, attn_implementation="eager", dtype=torch.float32
+        ).eval()
+        out[name] = (ours, eager_model)
+    return out
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_fused_and_post_normed_families_pairs_add_up_to_the_score(
+    name: str, families: dict[str, tuple[TextModel, Any]]
+) -> None:
+    ours, reference = families[name]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    out = eager(reference, ids)
+    for layer, head, row, col in CELLS:
+        result = why(heads, ids, layer, head, row, col)
+        maps = out.attentions[layer][0, head].double()
+        check_cell(result, maps, row, col)
+        other = why(heads, ids, layer, head, row, 0)
+        log_ratio = float(maps[row, col].log() - maps[row, 0].log())
+        assert result.score - other.score == pytest.approx(log_ratio, abs=1e-4)
+        assert len(result.components) == 2 + layer * (heads.num_heads + 1)
+
+
+def _rms(v: torch.Tensor, eps: float) -> torch.Tensor:
+    return (v.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+
+
+def test_one_gpt_neox_pair_is_a_direct_computation(
+    families: dict[str, tuple[TextModel, Any]],
+) -> None:
+    """GPT-NeoX: the pair (layer 1 head 2's output at row, the embedding at col) at layer 2,
+    head 3, from transformers' weights: LayerNorm frozen at the layer's input, q and k from
+    head 3's rows of the fused query_key_value (q|k|v per head), rotary on the first half of
+    the head's dimensions only."""
+    from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
+
+    ours, reference = families["tiny-gpt-neox"]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    row, col, head, D = 11, 4, 2, 8
+    layers = reference.gpt_neox.layers
+    kept: list[torch.Tensor] = []
+    hook = layers[0].attention.dense.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0]))
+    out = eager(reference, ids)
+    hook.remove()
+    x, ln = out.hidden_states[1][0], layers[1].input_layernorm
+    W = layers[1].attention.query_key_value.weight.view(4, 3, D, -1)[head]  # (q|k|v, D, C)
+
+    def normed(part: torch.Tensor, at: int) -> torch.Tensor:
+        centred = part - part.mean()
+        return ln.weight * centred / (x[at].var(unbiased=False) + ln.eps).sqrt()
+
+    head_out = kept[0][row, D : 2 * D] @ layers[0].attention.dense.weight[:, D : 2 * D].T
+    q = W[0] @ normed(head_out, row)
+    k = W[1] @ normed(out.hidden_states[0][0, col], col)
+    cos, sin = reference.gpt_neox.rotary_emb(x[None], torch.arange(len(ids))[None])
+    assert cos.shape[-1] == D // 2  # rotary_pct 0.5
+    q_rot, _ = apply_rotary_pos_emb(
+        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
+    )
+    _, k_rot = apply_rotary_pos_emb(
+        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
+    )
+    expected = float(q_rot.flatten() @ k_rot.flatten()) * layers[1].attention.scaling
+    result = why(heads, ids, 1, head, row, col)
+    got = float(result.grid[result.components.index("L1 H2"), result.components.index("embedding")])
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
+def test_one_olmo2_pair_freezes_the_post_norm_and_the_all_heads_q_k_norms(
+    families: dict[str, tuple[TextModel, Any]],
+) -> None:
+    """OLMo 2: layer 1 head 1's output reaches the residual stream through layer 1's
+    post-attention RMSNorm (frozen at the attention output), layer 2 reads the residual
+    stream without a pre-norm, and q_norm/k_norm divide by the RMS over all heads."""
+    from transformers.models.olmo2.modeling_olmo2 import apply_rotary_pos_emb
+
+    ours, reference = families["tiny-olmo2"]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    row, col, head, D = 10, 6, 3, 8
+    layers = reference.model.layers
+    kept: list[torch.Tensor] = []
+    written: list[torch.Tensor] = []
+    o_proj = layers[0].self_attn.o_proj
+    hooks = [
+        o_proj.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0])),
+        o_proj.register_forward_hook(lambda _m, _a, o: written.append(o[0])),
+    ]
+    out = eager(reference, ids)
+    for h in hooks:
+        h.remove()
+    x, attn, post = out.hidden_states[1][0], layers[1].self_attn, layers[0].post_attention_layernorm
+    raw = kept[0][row, :D] @ o_proj.weight[:, :D].T
+    head_out = post.weight * raw / _rms(written[0][row], post.variance_epsilon)
+
+    def side(proj: Any, norm: Any, part: torch.Tensor, at: int, h: int) -> torch.Tensor:
+        whole = proj.weight @ part / _rms(proj(x[at]), norm.variance_epsilon)
+        return (norm.weight * whole).view(-1, D)[h]
+
+    q = side(attn.q_proj, attn.q_norm, head_out, row, head)
+    k = side(attn.k_proj, attn.k_norm, out.hidden_states[0][0, col], col, head // 2)
+    cos, sin = reference.model.rotary_emb(x[None], torch.arange(len(ids))[None])
+    q_rot, _ = apply_rotary_pos_emb(
+        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
+    )
+    _, k_rot = apply_rotary_pos_emb(
+        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
+    )
+    expected = float(q_rot.flatten() @ k_rot.flatten()) * attn.scaling
+    result = why(heads, ids, 1, head, row, col)
+    got = float(result.grid[result.components.index("L1 H1"), result.components.index("embedding")])
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
 def test_bert_post_norm_pairs_add_up_to_the_score(
     encoder: Encoder, hf_model: torch.nn.Module
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 
@@ -16,23 +17,47 @@ from .outputs import DecoderOutput, LayerTrace
 from .result_cache import ResultCache
 
 
+@dataclass(frozen=True)
+class ModelSummary:
+    """What ``GET /api/model`` says about a loaded model (``TextModel.info``): its sizes
+    (``layers``: the first stack's; ``decoder_layers``: an encoder-decoder's decoder's)."""
+
+    name: str
+    family: str
+    causal: bool
+    layers: int
+    heads: int
+    kv_heads: int
+    hidden: int
+    head_dim: int
+    vocab_size: int
+    max_positions: int
+    max_tokens: int
+    decoder_layers: int | None = None
+
+    @property
+    def deepest(self) -> int:
+        """The layers of its deepest stack."""
+        return max(self.layers, self.decoder_layers or 0)
+
+
 def model_info(
     name: str, family: str, causal: bool, config: DecoderConfig, max_tokens: int
-) -> dict[str, object]:
-    """``TextModel.info()`` for any family: what ``GET /api/model`` says about a model."""
-    return {
-        "name": name,
-        "family": family,
-        "causal": causal,
-        "layers": config.num_layers,
-        "heads": config.num_heads,
-        "kv_heads": config.num_kv_heads,
-        "hidden": config.hidden_size,
-        "head_dim": config.head_dim,
-        "vocab_size": config.vocabulary_size,
-        "max_positions": config.max_positions,
-        "max_tokens": max_tokens,
-    }
+) -> ModelSummary:
+    """``TextModel.info()`` for any family read through a ``DecoderConfig``."""
+    return ModelSummary(
+        name,
+        family,
+        causal,
+        layers=config.num_layers,
+        heads=config.num_heads,
+        kv_heads=config.num_kv_heads,
+        hidden=config.hidden_size,
+        head_dim=config.head_dim,
+        vocab_size=config.vocabulary_size,
+        max_positions=config.max_positions,
+        max_tokens=max_tokens,
+    )
 
 
 class Alias:
@@ -148,7 +173,7 @@ class TextModel(StackedModel, Protocol):
     @property
     def max_tokens(self) -> int: ...
 
-    def info(self) -> dict[str, object]: ...
+    def info(self) -> ModelSummary: ...
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None: ...
 

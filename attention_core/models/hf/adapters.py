@@ -1,6 +1,6 @@
 """Families that compute attention in their own code, run through the core all the same.
 
-Bloom, MPT, Falcon, DeBERTa-v2 and FSMT never call transformers' attention
+Bloom, MPT, Falcon, DeBERTa (v1 and v2), GPT-Neo, GIT and FSMT never call transformers' attention
 interface: each attention module multiplies its own q and k and adds its own
 terms.  An adapter here replaces that module's ``forward`` (on the instance,
 nothing global) with the family's own projections and terms handed to
@@ -11,7 +11,13 @@ captured like any other family's:
 - Falcon: its fused query/key/value split by its own ``_split_heads``, RoPE its own;
 - DeBERTa-v2: the content-to-position and position-to-content terms (computed by the
   module's own ``disentangled_attention_bias``) are the score bias, a step of its own;
-- FSMT (an encoder-decoder): its three stacks, inputs time first, masks as booleans.
+- DeBERTa (v1): its fused projection with q and v biases, the same terms as the bias;
+- GPT-Neo: unscaled scores, its own local-window or causal mask (GPT-Neo and GIT look
+  the implementation name up in a table of their own, as Falcon does);
+- GIT: scores with GIT's own additive mask (its text decoder, run on text alone);
+- FSMT (an encoder-decoder): its three stacks, inputs time first, masks as booleans;
+- LED (an encoder-decoder): its encoder's sliding window (Longformer's) as a mask, its
+  decoder's self- and cross-attention as BART's with LED's additive masks.
 
 These families are loaded with ``attn_implementation="eager"`` (their own
 path; Falcon looks other names up in a table of its own and fails), so the
@@ -28,7 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .capture import core_attention
+from .capture import as_allowed, core_attention
 
 Forward = Callable[..., Any]
 
@@ -175,6 +181,187 @@ def _deberta_v2(
     return context.reshape(batch, context.shape[1], -1), weights
 
 
+def _deberta(
+    self: Any,
+    hidden_states: torch.Tensor,
+    attention_mask: torch.Tensor,
+    output_attentions: bool = False,
+    query_states: torch.Tensor | None = None,
+    relative_pos: torch.Tensor | None = None,
+    rel_embeddings: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """DeBERTa (v1) ``DisentangledSelfAttention.forward``: one fused projection with q and
+    v biases, scores ``q·k / sqrt(d * factor)``, the disentangled terms (computed by the
+    module's own ``disentangled_att_bias`` from the scaled q) as the score bias."""
+    from ...errors import SpecError
+
+    if self.head_logits_proj is not None:  # mixes heads before the softmax: no one head's map
+        raise SpecError(
+            "DeBERTa with talking heads mixes the heads' scores before the softmax: "
+            "no head has a map of its own",
+            field="model",
+        )
+    if query_states is None:
+        query, key, value = self.transpose_for_scores(self.in_proj(hidden_states)).chunk(3, dim=-1)
+    else:  # as the module does: the fused weight's rows per head
+        rows = self.in_proj.weight.chunk(self.num_attention_heads * 3, dim=0)
+        weights = [
+            torch.cat([rows[i * 3 + k] for i in range(self.num_attention_heads)], dim=0)
+            for k in range(3)
+        ]
+        query, key, value = (
+            self.transpose_for_scores(torch.matmul(w, x.t().to(dtype=w.dtype)))
+            for w, x in zip(weights, (query_states, hidden_states, hidden_states), strict=True)
+        )
+    query = query + self.transpose_for_scores(self.q_bias[None, None, :])
+    value = value + self.transpose_for_scores(self.v_bias[None, None, :])
+    factor = 1 + len(self.pos_att_type)
+    scale = math.sqrt(query.shape[-1] * factor)
+    bias = None
+    if self.relative_attention and rel_embeddings is not None and relative_pos is not None:
+        scaled = query / torch.tensor(scale, dtype=query.dtype)
+        terms = self.disentangled_att_bias(
+            scaled, key, relative_pos, self.pos_dropout(rel_embeddings), factor
+        )
+        bias = terms if isinstance(terms, torch.Tensor) else None
+    context, weights_ = core_attention(
+        self, query, key, value, attention_mask.bool(), scaling=1 / scale, position_bias=bias
+    )
+    return context.reshape(*context.shape[:2], -1), weights_
+
+
+def _gpt_neo(
+    self: Any,
+    hidden_states: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    layer_past: Any = None,
+    use_cache: bool = False,
+    output_attentions: bool = False,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``GPTNeoSelfAttention.forward``: unscaled scores ``q·k``, its own causal (global) or
+    local-window mask (the ``bias`` buffer), the model's mask on top."""
+    query, key, value = (
+        self._split_heads(proj(hidden_states), self.num_heads, self.head_dim)
+        for proj in (self.q_proj, self.k_proj, self.v_proj)
+    )
+    if layer_past is not None:
+        key, value = layer_past.update(key, value, self.layer_id)
+    length, keys = query.shape[-2], key.shape[-2]
+    allowed = self.bias[:, :, keys - length : keys, :keys]
+    bias = None
+    if attention_mask is not None:
+        given, bias = as_allowed(attention_mask)
+        allowed = allowed if given is None else allowed & given
+    context, weights = core_attention(
+        self, query, key, value, allowed, scaling=1.0, position_bias=bias
+    )
+    output = self.out_proj(context.reshape(*context.shape[:2], -1))
+    return self.resid_dropout(output), weights
+
+
+def _git(
+    self: Any,
+    hidden_states: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    cache: Any = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``GitSelfAttention.forward``: scores ``q·k / sqrt(d)`` plus GIT's own additive mask."""
+    shape = (*hidden_states.shape[:-1], -1, self.attention_head_size)
+    query, key, value = (
+        proj(hidden_states).view(shape).transpose(1, 2)
+        for proj in (self.query, self.key, self.value)
+    )
+    if cache is not None:
+        key, value = cache.update(key, value, self.layer_idx, kwargs=kwargs)
+    context, weights = core_attention(
+        self, query, key, value, attention_mask, scaling=1 / math.sqrt(self.attention_head_size)
+    )
+    return context.reshape(*context.shape[:2], self.all_head_size), weights
+
+
+def _led(
+    self: Any,
+    hidden_states: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    is_index_masked: torch.Tensor | None = None,
+    is_index_global_attn: torch.Tensor | None = None,
+    is_global_attn: bool | None = None,
+    output_attentions: bool = False,
+) -> tuple[torch.Tensor | None, ...]:
+    """LED's encoder self-attention (Longformer's): each query reads the keys within
+    ``attention_window / 2`` of it, as a mask, scores ``q·k / sqrt(d)``.  (Longformer's
+    chunks need the input padded to a multiple of the window; a mask does not:
+    ``_unpadded`` keeps the encoder from padding, so the maps are the text's own.)"""
+    from ...errors import SpecError
+
+    if is_global_attn:
+        raise SpecError(
+            "LED with global attention (global_attention_mask) is not captured: "
+            "only its sliding-window attention is",
+            field="model",
+        )
+    batch, length, _ = hidden_states.shape
+    query, key, value = (
+        proj(hidden_states).view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+        for proj in (self.query, self.key, self.value)
+    )
+    position = torch.arange(length, device=hidden_states.device)
+    distance = (position[:, None] - position[None, :]).abs()
+    allowed = (distance <= self.one_sided_attn_window_size)[None, None]
+    if is_index_masked is not None:
+        allowed = allowed & ~is_index_masked[:, None, None, :]
+    context, weights = core_attention(
+        self, query, key, value, allowed, scaling=1 / math.sqrt(self.head_dim)
+    )
+    output = context.reshape(batch, length, self.embed_dim)
+    return (output, weights) if output_attentions else (output,)
+
+
+def _unpadded(
+    self: Any,
+    input_ids: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+    inputs_embeds: torch.Tensor | None,
+    pad_token_id: int,
+) -> tuple[int, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """``LEDEncoder._pad_to_window_size`` for ``_led``: no padding (0 added)."""
+    return 0, input_ids, attention_mask, inputs_embeds
+
+
+def _led_decoder(
+    self: Any,
+    hidden_states: torch.Tensor,
+    key_value_states: torch.Tensor | None = None,
+    cache: Any = None,
+    attention_mask: torch.Tensor | None = None,
+    output_attentions: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None, Any]:
+    """``LEDDecoderAttention.forward`` (self- and cross-attention): scores ``q·k * scaling``
+    plus LED's additive mask."""
+    cross = key_value_states is not None
+    batch, length, width = hidden_states.shape
+    layers = cache
+    if cache is not None and hasattr(cache, "is_updated"):  # an EncoderDecoderCache
+        layers = cache.cross_attention_cache if cross else cache.self_attention_cache
+    if cross and cache is not None and cache.is_updated.get(self.layer_idx):
+        key, value = layers.layers[self.layer_idx].keys, layers.layers[self.layer_idx].values
+    else:
+        states = key_value_states if cross else hidden_states
+        key, value = (
+            proj(states).view(batch, -1, self.num_heads, self.head_dim).transpose(1, 2)
+            for proj in (self.k_proj, self.v_proj)
+        )
+        if cache is not None:
+            key, value = layers.update(key, value, self.layer_idx)
+            if cross and hasattr(cache, "is_updated"):
+                cache.is_updated[self.layer_idx] = True
+    query = self.q_proj(hidden_states).view(batch, length, self.num_heads, -1).transpose(1, 2)
+    context, weights = core_attention(self, query, key, value, attention_mask, scaling=self.scaling)
+    return self.out_proj(context.reshape(batch, length, width)), weights, cache
+
+
 def _fsmt(
     self: Any,
     query: torch.Tensor,
@@ -225,10 +412,21 @@ ADAPTERS: dict[tuple[str, str], Forward] = {
     ("mpt", "MptAttention"): _mpt,
     ("falcon", "FalconAttention"): _falcon,
     ("deberta_v2", "DisentangledSelfAttention"): _deberta_v2,
+    ("deberta", "DisentangledSelfAttention"): _deberta,
+    ("gpt_neo", "GPTNeoSelfAttention"): _gpt_neo,
+    ("git", "GitSelfAttention"): _git,
+    ("led", "LEDEncoderSelfAttention"): _led,
+    ("led", "LEDDecoderAttention"): _led_decoder,
     ("fsmt", "Attention"): _fsmt,
 }
+# Other methods an adapter needs replaced: (module, class) -> (method name, replacement).
+METHODS: dict[tuple[str, str], tuple[str, Forward]] = {
+    ("led", "LEDEncoder"): ("_pad_to_window_size", _unpadded),
+}
 # The model types whose attention an adapter computes (loaded with their eager path).
-ADAPTED_TYPES = frozenset({"bloom", "mpt", "falcon", "deberta-v2", "fsmt"})
+ADAPTED_TYPES = frozenset(
+    {"bloom", "mpt", "falcon", "deberta", "deberta-v2", "fsmt", "gpt_neo", "git", "led"}
+)
 # Families whose attention modules take their input time first, (T, B, C).
 TIME_FIRST = frozenset({("fsmt", "Attention")})
 
@@ -243,6 +441,9 @@ def install_adapters(model: nn.Module) -> int:
     A module whose input is time first is marked (``time_first``) for the capture."""
     count = 0
     for module in model.modules():
+        method = METHODS.get(_family_class(module))
+        if method is not None:
+            setattr(module, method[0], types.MethodType(method[1], module))
         adapter = ADAPTERS.get(_family_class(module))
         if adapter is not None:
             module.forward = types.MethodType(adapter, module)

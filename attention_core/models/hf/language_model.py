@@ -11,6 +11,7 @@ of each block (norms, RoPE, MLPs) stays transformers' code.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Unpack, cast
@@ -32,6 +33,7 @@ from ..base.outputs import DecoderOutput, LayerTrace
 from ..base.placement import Placement
 from ..base.protocols import ForwardOptions, Wanted
 from ..base.stack import first_position
+from ..checkpoints.hooked_float32 import compute_hooked_in_float32
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import run_on, stored_dtype
 from .adapters import ADAPTED_TYPES, install_adapters
@@ -108,6 +110,10 @@ def layer_windows(config: Any, num_layers: int) -> tuple[int | None, ...]:
     """Per layer, the sliding window (keys a query reads: itself and the w - 1 before it),
     None for full attention: ``layer_types`` where the config has them, else every layer."""
     text = config.get_text_config()
+    kinds = getattr(text, "attention_layers", None)  # GPT-Neo: "global" or "local" per layer
+    if getattr(text, "model_type", None) == "gpt_neo" and isinstance(kinds, list):
+        local = int(text.window_size)
+        return tuple(local if kind == "local" else None for kind in kinds)
     window = getattr(text, "sliding_window", None)
     if (
         not isinstance(window, int)
@@ -138,6 +144,16 @@ class TransformersKVCache(KVCache):
 def attention_implementation(model_type: str) -> str:
     """Ours, or ``eager`` for a family an adapter computes (``adapters``)."""
     return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
+
+
+def transformers_config(raw: Mapping[str, Any]) -> PretrainedConfig:
+    """``config.json`` (parsed) as transformers reads it from the file: its special floats
+    (``{"__float__": "Infinity"}``, Mamba's ``time_step_limit``) decoded."""
+    from transformers import CONFIG_MAPPING
+
+    decoded = PretrainedConfig._decode_special_floats(dict(raw))
+    config: PretrainedConfig = CONFIG_MAPPING[raw["model_type"]].from_dict(decoded)
+    return config
 
 
 def auto_class(model_type: str, kind: str) -> Any:
@@ -187,6 +203,8 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     model.eval().requires_grad_(False)
     if placement is None:
         run_on(model, CPU)
+    elif placement.device == "cpu":
+        compute_hooked_in_float32(model)  # inside accelerate's hooks
     return model
 
 

@@ -30,9 +30,13 @@ from ...errors import LimitExceeded, SpecError
 from ...progress import report
 from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
 from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
+from ..base.device import CPU
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
+from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..checkpoints.safetensors_io import checkpoint_files, read_header
+from ..checkpoints.weight_dtype import hold, read_in, run_on, stored_dtype
 from ..maps.long_maps import StackedPass, long_pass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
@@ -137,8 +141,8 @@ class EncoderDecoder:
         self.layer_modules: dict[tuple[Stack, int], tuple[str, torch.nn.Module]] = {}
         for path, module in modules.items():
             site = self.sites.get(id(module))
-            if site is not None and path.endswith(_ATTENTION_SUFFIXES):
-                self.layer_modules.setdefault((site.stack, site.layer), (path, module))
+            if site is not None and path.endswith(_ATTENTION_SUFFIXES):  # the innermost
+                self.layer_modules[(site.stack, site.layer)] = (path, module)  # (LED's)
         generation = self.model.generation_config
         start = generation.decoder_start_token_id
         if start is None:
@@ -175,7 +179,8 @@ class EncoderDecoder:
     ) -> EncoderDecoder:
         """Load with transformers, offline, every attention registered as the core's.
 
-        Weights stored in 16 bits run in float32.  ``max_tokens`` bounds the
+        The weights are held as stored (16-bit ones computed in float32 layer by layer,
+        ``weight_dtype``), as a decoder's.  ``max_tokens`` bounds the
         tokens of a source and of a target (and the model's positions, if it has
         a fixed number, bound them too).
         """
@@ -184,13 +189,14 @@ class EncoderDecoder:
         tokenizer_path = tokenizer_file(directory)
         register()
         try:  # offline, safetensors only (no pickle), never the checkpoint's own code
+            headers = [read_header(path) for path in checkpoint_files(directory)]
             model = AutoModelForSeq2SeqLM.from_pretrained(
                 directory,
                 attn_implementation=ATTENTION_NAME,
                 local_files_only=True,
                 trust_remote_code=False,
                 use_safetensors=True,
-                dtype=torch.float32,
+                dtype=stored_dtype(headers),
             ).eval()
         except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
             raise SpecError(
@@ -198,6 +204,7 @@ class EncoderDecoder:
                 field="model",
             ) from exc
         install_adapters(model)
+        run_on(model, CPU)
         context = getattr(model.config, "max_position_embeddings", None)
         limit, source = max_tokens or 512, "the server's token limit per model input"
         if isinstance(context, int) and context <= limit:
@@ -212,14 +219,18 @@ class EncoderDecoder:
         return self.tokenizer.max_tokens
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
-        """Encoder-decoders run on the CPU only, in float32, for now: refused, with the
-        reason, elsewhere (``dtype`` is not used)."""
+        """Encoder-decoders run on the CPU only, for now: refused, with the reason,
+        elsewhere.  Held as ``dtype`` (None: as stored), the weights left on the CPU read in
+        now, reporting ``load`` progress (``weight_dtype.read_in``)."""
         if device.type != "cpu":
             raise SpecError(
                 f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
                 f"{device.type!r}); set ATTENTION_VIZ_DEVICE=cpu to open this model",
                 field="model",
             )
+        hold(self.model, dtype)
+        run_on(self.model, device)
+        read_in(self.model)
 
     @property
     def num_layers(self) -> int:
@@ -232,25 +243,23 @@ class EncoderDecoder:
     def layers_of(self, stack: Stack) -> int:
         return sum(1 for s, _ in self.layer_modules if s == stack)
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         c = self.model.config
         heads = int(c.num_attention_heads)
-        head_dim = int(getattr(c, "d_kv", None) or c.hidden_size // heads)
-        return {
-            "name": self.name,
-            "family": self.family,
-            "causal": self.causal,
-            "kind": self.capabilities.kind,
-            "layers": self.num_layers,
-            "decoder_layers": self.num_decoder_layers,
-            "heads": heads,
-            "kv_heads": heads,
-            "hidden": int(c.hidden_size),
-            "head_dim": head_dim,
-            "vocab_size": int(c.vocab_size),
-            "max_positions": int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
-            "max_tokens": self.max_tokens,
-        }
+        return ModelSummary(
+            self.name,
+            self.family,
+            self.causal,
+            layers=self.num_layers,
+            heads=heads,
+            kv_heads=heads,
+            hidden=int(c.hidden_size),
+            head_dim=int(getattr(c, "d_kv", None) or c.hidden_size // heads),
+            vocab_size=int(c.vocab_size),
+            max_positions=int(getattr(c, "max_position_embeddings", None) or self.max_tokens),
+            max_tokens=self.max_tokens,
+            decoder_layers=self.num_decoder_layers,
+        )
 
     # --- text in --------------------------------------------------------------------------
 
@@ -364,7 +373,7 @@ class EncoderDecoder:
             getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
         )
         info = self.info()
-        return head_slices(projection, cast(int, info["heads"]), cast(int, info["head_dim"]))
+        return head_slices(projection, info.heads, info.head_dim)
 
     def forward_stacks(
         self,
@@ -632,7 +641,15 @@ class EncoderDecoder:
 
 # Attention modules' names (BART/Marian: self_attn, encoder_attn; T5: SelfAttention,
 # EncDecAttention): the modules whose input is the attention's x.
-_ATTENTION_SUFFIXES = ("self_attn", "encoder_attn", "SelfAttention", "EncDecAttention")
+# The attention modules' names (NLLB-MoE's cross-attention is ``cross_attention``).
+_ATTENTION_SUFFIXES = (
+    "self_attn",
+    "encoder_attn",
+    "SelfAttention",
+    "EncDecAttention",
+    "cross_attention",
+    "cross_attn",
+)
 
 
 class ForwardFailed(SpecError):

@@ -95,6 +95,12 @@ def transformers_kind(raw: Mapping[str, Any], shown: str) -> str:
     if is_encoder_decoder(raw) or (
         model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES and not causal_lm
     ):
+        if isinstance(raw.get("audio_config"), Mapping):  # Voxtral, Qwen2-Audio: speech in
+            raise SpecError(
+                f"{shown} reads sound (its config has an audio_config): its encoder's input "
+                "is audio, and the app shows text models",
+                field="model",
+            )
         return "encoder-decoder"
     if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not raw.get("is_decoder"):
         return "encoder"
@@ -119,13 +125,10 @@ def check_no_custom_code(raw: Mapping[str, Any], shown: str) -> None:
 
 def transformers_sizes(raw: Mapping[str, Any]) -> Any:
     """The listing's sizes from ``config.json`` read by transformers' config class."""
-    from transformers import CONFIG_MAPPING
-
-    from ..hf.language_model import TransformersSizes
+    from ..hf.language_model import TransformersSizes, transformers_config
 
     try:
-        config = CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))
-        return TransformersSizes.of(config)
+        return TransformersSizes.of(transformers_config(raw))
     except SpecError:
         raise
     except Exception as exc:  # an untrusted config.json: any failure is the file's fault

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
@@ -18,7 +17,7 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
-from ..base.capabilities import Capabilities, StackName, StackTrace, Target
+from ..base.capabilities import Capabilities, OneStack, StackName, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -31,7 +30,7 @@ from ..base.decoder_lm import DecoderLM
 from ..base.device import CPU, running_on, to_cpu
 from ..base.out_projections import head_slices, output_projections
 from ..base.outputs import LayerTrace, check_layer
-from ..base.protocols import CausalLM, DecoderConfig, model_info
+from ..base.protocols import CausalLM, DecoderConfig, ModelSummary, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.files import TOKENIZER_FILE
 from ..checkpoints.weight_dtype import hold, read_in, run_on
@@ -98,7 +97,7 @@ def refuse_pair(text_b: str | None, why: str, kind: str | None = None) -> None:
         raise SpecError(f"text_b (a sentence pair) is {why}", field="text_b", kind=kind)
 
 
-class TextModelBase(Generic[ModelT]):
+class TextModelBase(OneStack, Generic[ModelT]):
     """A model, its tokenizer and recent results: ``info``, ``encode``, ``trace``.
 
     Thread safety: the model is in eval mode with frozen weights and no call
@@ -153,18 +152,13 @@ class TextModelBase(Generic[ModelT]):
     def max_tokens(self) -> int:
         return self.tokenizer.max_tokens
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ModelSummary:
         return model_info(self.name, self.family, self.causal, self.config, self.max_tokens)
 
     @property
     def capabilities(self) -> Capabilities:
         """One stack, ``decoder`` (which writes) or ``encoder``."""
         return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
-
-    def target_tokens(self, target: Target) -> int:
-        """A model with one stack reads no target: refused."""
-        self.capabilities.check_fields(self.name, target)
-        return 0
 
     # --- text in ------------------------------------------------------------------------
 
@@ -274,16 +268,3 @@ class TextModelBase(Generic[ModelT]):
         if out.trace is None:
             raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
         return tokenized, to_cpu(out.trace)
-
-    def stack_trace(
-        self,
-        text: str,
-        layer: int,
-        *,
-        text_b: str | None = None,
-        target: Target | None = None,
-        stack: str | None = None,
-    ) -> StackTrace:
-        """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""
-        trace = partial(self.trace, text, layer, text_b)
-        return self.capabilities.one_stack_trace(self.name, target, stack, trace)
