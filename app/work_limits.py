@@ -50,3 +50,9 @@ def head_target(
     ids = tuple(target_ids)
     model.target_tokens(ids)  # refused by a one-stack model; ids in the vocabulary, in the limit
     return ids
+
+
+def token_count(model: TextModel, text: str, field: str = "text") -> int:
+    """How many tokens ``text`` (the request's ``field``) is for ``model``, its token
+    limit checked on the way (a 422 naming ``field``)."""
+    return len(model.tokenize(text, field=field).tokens)
