@@ -17,9 +17,11 @@ from .settings import Settings
 
 
 def refuse_induction(model: TextModel, length: int | None, settings: Settings) -> None:
-    """Head scores run the model once more over a block of ``length`` tokens repeated twice:
-    those maps are held whole, so ``induction_length`` is bounded as a text is."""
-    if length is not None:
+    """Head scores run the model once more over a block of ``length`` tokens repeated twice.
+    A one-stack model sums the score block by block (any length it takes); an
+    encoder-decoder's stack still holds those maps whole, so there ``induction_length`` is
+    bounded as a text's full maps are."""
+    if length is not None and model.capabilities.reads_target:
         what = "head scores' induction block (twice induction_length)"
         refuse_full_maps(model, 2 * length, "induction_length", settings, what)
 
