@@ -97,7 +97,19 @@ FAMILIES = [
     "tiny-gemma2",
     "tiny-gemma3",
     "tiny-mistral-window",
+    "tiny-gemma",
 ]
+# Gemma (1): RMSNorm (1 + w), the embedding × √C, multi-query attention; made here only.
+GEMMA1 = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 1,
+    "head_dim": 16,
+    "max_position_embeddings": 64,
+    "initializer_range": 0.4,
+}
 
 
 @pytest.fixture(scope="module")
@@ -105,17 +117,24 @@ def families(hf_checkpoints: Callable[[str], Path]) -> dict[str, tuple[TextModel
     """Transformers-backed Phi-3 (fused qkv_proj), GPT-NeoX (fused per-head query_key_value,
     partial rotary, parallel residual), OLMo 2 (q/k norms over all heads, post-norms, no
     pre-norm), Gemma 2 (sandwich norms, embedding scale, soft-capped scores, a sliding window
-    on layer 1), Gemma 3 (per-head q/k norms, a RoPE per layer kind) and Mistral with a
-    4-token window: ours, and transformers' eager model."""
+    on layer 1), Gemma 3 (per-head q/k norms, a RoPE per layer kind), Mistral with a
+    4-token window and Gemma (1) with one key/value head: ours, and transformers' eager
+    model."""
     import transformers
 
     from attention_core.models.hf.text_models import load_transformers
-    from tests.models.hf_checkpoints import ALL_SPECS
+    from tests.models.hf_checkpoints import ALL_SPECS, HFSpec, make_hf
 
     out = {}
     for name in FAMILIES:
-        directory = hf_checkpoints(name)
-        family = ALL_SPECS[name].model_type
+        if name == "tiny-gemma":
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setitem(ALL_SPECS, name, HFSpec("gemma", GEMMA1))
+                directory = make_hf(hf_checkpoints("tiny-gemma3").parent / name, name)
+            family = "gemma"
+        else:
+            directory = hf_checkpoints(name)
+            family = ALL_SPECS[name].model_type
         ours = load_transformers(directory, name, 512, 1 << 24, kind="decoder", family=family)
         eager_model = transformers.AutoModelForCausalLM.from_pretrained(
             directory, attn_implementation="eager", dtype=torch.float32
