@@ -16,13 +16,14 @@ from attention_core.analysis.attribution import attribute, decoder_heads, star_c
 from attention_core.analysis.qk_decomposition import why
 from attention_core.models import ModelRegistry
 
-from ..full_maps import refuse_full_maps, token_count
+from ..full_maps import refuse_full_maps
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
 from ..settings import Settings
 from ..why_payloads import attribute_payload, why_payload
+from ..work_limits import token_count
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
