@@ -163,8 +163,8 @@ def attention_with_steps(
             raise SpecError(
                 "every query must be allowed to attend to at least one key", field="attn_mask"
             )
-    attn_scores = _scores(query, key, group)
     if keep_steps:
+        attn_scores = _scores(query, key, group)
         scaled_scores = attn_scores * scale_factor
         biased_scores = None if score_bias is None else scaled_scores + score_bias
         unmasked = scaled_scores if biased_scores is None else biased_scores
@@ -175,7 +175,11 @@ def attention_with_steps(
         )
         softmax_input = masked_scores
     else:
-        softmax_input = _in_place(attn_scores, scale_factor, score_bias, softcap, allowed)
+        # A power of two scales q exactly as it would scale the scores: one pass fewer.
+        early = math.frexp(scale_factor)[0] == 0.5
+        scores = _scores(query * scale_factor if early else query, key, group)
+        late = 1.0 if early else scale_factor
+        softmax_input = _in_place(scores, late, score_bias, softcap, allowed)
         attn_scores = scaled_scores = masked_scores = query.new_empty(0)
         biased_scores = capped_scores = None
     sink_weights = None
@@ -242,10 +246,13 @@ def _in_place(
     for other in (score_bias, allowed):  # one with more (or longer) leading axes: grow to it
         if other is not None and not _broadcasts_to(other.shape, scores.shape):
             scores = (scores + scores.new_zeros(other.shape)).contiguous()
-    scores.mul_(scale)
+    if scale != 1.0:
+        scores.mul_(scale)
     if score_bias is not None:
         scores.add_(score_bias)
-    if softcap is not None:
+    if softcap is not None and scores.requires_grad:  # tanh's backward reads its output
+        scores = torch.tanh(scores / softcap) * softcap
+    elif softcap is not None:
         scores.div_(softcap).tanh_().mul_(softcap)
     if allowed is None:
         return scores

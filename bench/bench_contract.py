@@ -14,11 +14,17 @@ the sides; every side of ours runs the model's pass anew (its pass cache off):
   pass itself (each block's weights times each key's ‖v W_O‖, rows re-summed), as
   ``POST /api/model/attention`` with ``measure: value_norm`` does;
 - ``head_scores``: all five scores of the 144 heads (``score_heads``: the four text
-  scores summed block by block from the pass, induction on its repeated block).
+  scores summed block by block from the pass, induction on its repeated block);
+- ``ablation``: one head (layer 1, head 1: the earliest, so every layer runs with and
+  without it) zeroed, ``POST /api/model/ablate``'s ``ablate``: the text with and
+  without the head, each position's next-token log-probability and top tokens, the
+  attention of both a block of rows at a time (``context_pass``).
 
 Printed: each side's median seconds and the ratios the issue sets goals for
 (head scores ≤ 1.5× the overview, value-weighted ≤ 1.5× the overview, the
-overview ≤ 1.3× one SDPA forward), with the load average before and after.
+overview ≤ 1.3× one SDPA forward, one head's ablation ≤ 2× one SDPA forward), with
+the load average before and after; ``--record`` writes them to
+bench/results/bench_contract.json (``scripts/bench_table.py`` renders the tables).
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ def sides(directory: Path, tokens: int, pool: int) -> dict[str, Callable[[], obj
     import transformers
 
     from attention_core.analysis import score_heads
+    from attention_core.analysis.ablation import ablate
+    from attention_core.analysis.head_models import head_model
     from attention_core.models import ModelRegistry
     from attention_core.models.base.contract import PassOptions
     from attention_core.models.base.result_cache import ResultCache
@@ -87,11 +95,18 @@ def sides(directory: Path, tokens: int, pool: int) -> dict[str, Callable[[], obj
         with torch.inference_mode():
             return score_heads(model, text)
 
+    heads = head_model(model)
+
+    def ablation() -> object:
+        with torch.inference_mode():
+            return ablate(heads, heads.tokenize(text).ids, [(0, 0)])
+
     return {
         "sdpa": sdpa,
         "overview": pooled_overview,
         "value_norm": value_norm,
         "head_scores": head_scores,
+        "ablation": ablation,
     }
 
 
@@ -100,6 +115,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pool", type=int, default=128)
+    parser.add_argument("--record", action="store_true", help="write bench/results")
     args = parser.parse_args()
     import torch
 
@@ -121,12 +137,60 @@ def main() -> None:
     median = {side: statistics.median(found) for side, found in times.items()}
     for side, seconds in median.items():
         print(f"{side:<12} median {seconds:.2f} s")
-    print(
-        f"head_scores / overview: {median['head_scores'] / median['overview']:.2f}x (goal <= 1.5)"
+    load = f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
+    for side, baseline, goal in GOALS:
+        print(f"{side} / {baseline}: {median[side] / median[baseline]:.2f}x (goal <= {goal})")
+    print(load)
+    if args.record:
+        recorded(args, median, load)
+
+
+# (side, the side it is compared with, the issue's goal for their ratio)
+GOALS = (
+    ("overview", "sdpa", 1.3),
+    ("value_norm", "overview", 1.5),
+    ("head_scores", "overview", 1.5),
+    ("ablation", "sdpa", 2.0),
+)
+FIGURES = {
+    "sdpa": "one forward, transformers' SDPA (logits of every position)",
+    "overview": "pooled overview: every layer's 144 maps and their average, pooled (one pass)",
+    "value_norm": "value-weighted pooled overview (measure value_norm, one pass)",
+    "head_scores": "all five head scores of the 144 heads (score_heads)",
+    "ablation": "one head's ablation (layer 1 head 1 zeroed: the text with and without it)",
+}
+
+
+def recorded(args: argparse.Namespace, median: dict[str, float], load: str) -> None:
+    from record import machine, record
+
+    command = (
+        f".venv/bin/python bench/bench_contract.py --tokens {args.tokens} --rounds {args.rounds}"
     )
-    print(f"value_norm / overview: {median['value_norm'] / median['overview']:.2f}x (goal <= 1.5)")
-    print(f"overview / sdpa: {median['overview'] / median['sdpa']:.2f}x (goal <= 1.3)")
-    print(f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
+    shape = f"GPT-2 small's shape, T = {args.tokens}, 1 thread"
+    rows = []
+    for side, baseline, goal in GOALS:
+        rows.append(
+            {
+                "figure": f"{FIGURES[side]}, {shape}",
+                "value": round(median[side], 2),
+                "unit": "s",
+                "baseline": f"{FIGURES[baseline]}, same run",
+                "baseline_value": round(median[baseline], 2),
+                "ratio": round(median[side] / median[baseline], 2),
+                "goal": f"<= {goal}x",
+                "note": f"median of {args.rounds} rounds, sides alternating; {load}",
+                "machine": machine(),
+                "command": command + " --record",
+            }
+        )
+    record(
+        "bench/bench_contract.py",
+        "issue 28's figures: the one contract's analyses at long context against one SDPA "
+        "forward and the pooled overview",
+        ".venv/bin/python bench/bench_contract.py [--tokens 4096] [--rounds 3] [--record]",
+        rows,
+    )
 
 
 if __name__ == "__main__":

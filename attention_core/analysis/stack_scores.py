@@ -12,7 +12,7 @@ alignment is), and says which scores do not apply there (``NOT_FOR_CROSS``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -44,9 +44,20 @@ class _Sums:
         rows = torch.arange(r0, r0 + n)
         cols = torch.arange(c0, c0 + w)
         s = self.sums
-        self.total += weights.sum((-2, -1)).double()
-        logs = weights.clamp_min(torch.finfo(weights.dtype).tiny).log()
-        s["entropy"] -= (weights * logs).sum((-2, -1)).double()
+        flat = weights.reshape(weights.shape[0], n * w)  # (H, n*w)
+        if self.ids is not None and not self.cross:
+            # The total and duplicate-token in one read: (H, n*w) @ (n*w, 2).
+            same = (self.ids[rows, None] == self.ids[None, cols]) & (cols[None, :] < rows[:, None])
+            both = torch.stack([torch.ones_like(same, dtype=weights.dtype), same.to(weights.dtype)])
+            sums = (flat @ both.view(2, n * w).T).double()  # (H, 2)
+            self.total += sums[:, 0]
+            s["duplicate_token"] += sums[:, 1]
+        else:
+            self.total += flat.sum(-1).double()
+        # -Σ w log w, in one buffer (clamped: log 0 would make 0 × -inf)
+        logs = weights.clamp_min(torch.finfo(weights.dtype).tiny).log_().mul_(weights)
+        s["entropy"] -= logs.reshape(flat.shape).sum(-1).double()
+        del logs
         if c0 == 0:
             s["first_token"] += weights[..., :, 0].sum(-1).double()
         if self.cross:
@@ -60,9 +71,6 @@ class _Sums:
         s["previous_token"] += (
             weights[:, inside.nonzero().squeeze(-1), prev[inside]].sum(-1).double()
         )
-        if self.ids is not None:
-            same = (self.ids[rows, None] == self.ids[None, cols]) & (cols[None, :] < rows[:, None])
-            s["duplicate_token"] += (weights * same.to(weights.dtype)).sum((-2, -1)).double()
 
     def scores(self) -> dict[str, torch.Tensor]:
         names = CROSS_SCORES if self.cross else SELF_SCORES
@@ -71,6 +79,29 @@ class _Sums:
             divisor = self.total if name in ("previous_token", "duplicate_token") else self.T
             result[name] = (self.sums[name] / divisor).float()
         return result
+
+
+class ScoresWatch:
+    """The scores of a stack summed during its pass (``PassOptions.watch``): each layer's
+    blocks of weights as the pass makes them, so the maps are computed once."""
+
+    def __init__(self, heads: int, ids: Sequence[int] | None, T: int) -> None:
+        self.heads, self.T = heads, T
+        self.ids = None if ids is None else torch.tensor(list(ids))
+        self.layers: dict[int, _Sums] = {}
+
+    def __call__(self, layer: int) -> Callable[[int, int, torch.Tensor], None]:
+        sums = _Sums(self.heads, self.ids, False, self.T, self.T)
+        self.layers[layer] = sums
+        return sums.add
+
+    def scores(self, num_layers: int) -> dict[str, torch.Tensor] | None:
+        """Every layer's scores, each (L, H); None when the pass did not run this watch
+        (a pass found in the cache)."""
+        if sorted(self.layers) != list(range(num_layers)) or not num_layers:
+            return None
+        per_layer = [self.layers[n].scores() for n in range(num_layers)]
+        return {name: torch.stack([p[name] for p in per_layer]) for name in per_layer[0]}
 
 
 def layer_scores(

@@ -23,6 +23,7 @@ CASES: dict[str, dict[str, object]] = {
     "causal block mask": {"attn_mask": BLOCK},
     "per-head mask": {"attn_mask": torch.rand(2, 4, 9, 9) > 0.3, "is_causal": True},
     "scale": {"scale": 0.3, "is_causal": True},
+    "power-of-two scale (applied to q first)": {"scale": 0.125, "attn_mask": BLOCK},
     "bias": {"score_bias": torch.randn(1, 4, 9, 9), "attn_mask": BLOCK},
     "softcap": {"softcap": 1.5, "is_causal": True},
     "sinks": {"sinks": torch.randn(4), "is_causal": True},

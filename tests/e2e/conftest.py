@@ -11,6 +11,7 @@ import json
 import re
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,8 +27,11 @@ VIEWPORT = {"width": 1280, "height": 900}
 # /model aborts a maps or generation job when a newer one starts (a newer text, model or
 # task), at whatever moment the test asks again: by design, never a failure.  A job is its
 # streamed first request and the plain POSTs for the other layers (model-worker.js), and
-# cancelling it aborts all of them.
-SUPERSEDED = re.compile(r"/api/model/(attention|generate)(/stream)? \(net::ERR_ABORTED\)$")
+# cancelling it aborts all of them.  The why and attribution cards likewise abort their
+# request when a newer cell or setting is asked for (model-why.js, model-attribution.js).
+SUPERSEDED = re.compile(
+    r"/api/model/(attention|generate|why|attribute)(/stream)? \(net::ERR_ABORTED\)$"
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -94,27 +98,36 @@ def page(browser: Browser, server_url: str, request: pytest.FixtureRequest) -> I
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     try:
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        found = list(problems)  # closing the context aborts what is still in flight
     finally:
         context.close()
-    assert not problems, "\n".join(problems)
+    assert not found, "\n".join(found)
 
 
 # ---------- helpers shared by the tests ----------
 
 
-@pytest.fixture
-def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
-    """A 390 px phone-sized page (2x pixels) that fails its test on any page or console error."""
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, base_url=server_url, device_scale_factor=2
-    )
+@contextmanager
+def watched_page(browser: Browser, base_url: str, **options: Any) -> Iterator[Page]:
+    """A page of a new context on ``base_url`` (``options``: the context's) that fails its
+    test on any page or console error."""
+    context = browser.new_context(base_url=base_url, **options)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     yield page
+    found = list(errors)  # closing the context aborts what is still in flight
     context.close()
-    assert not errors, errors
+    assert not found, found
+
+
+@pytest.fixture
+def narrow(browser: Browser, server_url: str) -> Iterator[Page]:
+    """A 390 px phone-sized page (2x pixels) that fails its test on any page or console error."""
+    viewport = {"width": 390, "height": 844}
+    with watched_page(browser, server_url, viewport=viewport, device_scale_factor=2) as page:
+        yield page
 
 
 def api(server_url: str, path: str, body: dict | None = None) -> Any:

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import ARTIFACTS, api, plot_data, wait_for_plot
+from tests.e2e.conftest import ARTIFACTS, api, plot_data, wait_for_plot, watched_page
 from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 from tests.requires import require
@@ -112,23 +112,18 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_two_checkpoints_one_text(browser: Browser, snapshots: str, tmp_path: Path) -> None:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=snapshots)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    text = "the cat sat on the mat"
-    page.goto(f"/model?model=snap-100&text={quote(text)}")
-    expect(page.get_by_test_id("tt-text-a")).to_have_value(text)
-    page.get_by_test_id("tt-model-b").select_option("snap-200")
-    compare(page, "", 1, 2)  # B's text empty: text A again
-    wait_for_plot(page, "tt-plot-diff")
-    first = head_map(snapshots, text, 1, 2, "snap-100")
-    second = head_map(snapshots, text, 1, 2, "snap-200")
-    expected = [
-        [None if a is None or b is None else b - a for a, b in zip(ra, rb, strict=True)]
-        for ra, rb in zip(first, second, strict=True)
-    ]
-    close(plot_data(page, "tt-plot-diff"), expected)
-    expect(page.get_by_test_id("tt-title-b")).to_contain_text("snap-200")
-    context.close()
-    assert not errors, errors
+    with watched_page(browser, snapshots, viewport={"width": 1280, "height": 900}) as page:
+        text = "the cat sat on the mat"
+        page.goto(f"/model?model=snap-100&text={quote(text)}")
+        expect(page.get_by_test_id("tt-text-a")).to_have_value(text)
+        page.get_by_test_id("tt-model-b").select_option("snap-200")
+        compare(page, "", 1, 2)  # B's text empty: text A again
+        wait_for_plot(page, "tt-plot-diff")
+        first = head_map(snapshots, text, 1, 2, "snap-100")
+        second = head_map(snapshots, text, 1, 2, "snap-200")
+        expected = [
+            [None if a is None or b is None else b - a for a, b in zip(ra, rb, strict=True)]
+            for ra, rb in zip(first, second, strict=True)
+        ]
+        close(plot_data(page, "tt-plot-diff"), expected)
+        expect(page.get_by_test_id("tt-title-b")).to_contain_text("snap-200")

@@ -141,6 +141,29 @@ def previous_token_gpt2(length: int) -> GPT2:
     return model.eval()
 
 
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_scores_summed_during_the_pass_equal_those_read_from_a_cached_pass(
+    name: str, decoders: dict[str, Decoder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """score_heads' own pass sums the scores as it makes each block (the maps computed
+    once); a pass already in the cache (a page drew the maps) is read from its kept q/k."""
+    from attention_core.analysis import scoring
+    from attention_core.models.base.result_cache import ResultCache
+
+    decoder = decoders[name]
+    monkeypatch.setattr(decoder, "long_cache", ResultCache())
+    reread: list[int] = []
+    stack_scores = scoring.stack_scores
+    monkeypatch.setattr(scoring, "stack_scores", lambda *a: reread.append(1) or stack_scores(*a))
+    during = score_heads(decoder, TEXT + " once")
+    assert reread == []
+    cached = score_heads(decoder, TEXT + " once")
+    assert reread == [1]
+    for field in ("previous_token", "duplicate_token", "first_token", "entropy"):
+        want = getattr(cached.scores, field)
+        torch.testing.assert_close(getattr(during.scores, field), want, atol=1e-6, rtol=0)
+
+
 def test_a_hand_built_previous_token_head_scores_its_maximum_there_and_0_on_duplicates() -> None:
     """After LayerNorm, q_i · k_j = big/s² · (δ_{i, j+1} − 1/C): every row but the first puts
     all its weight (exactly, in float32) on the previous token.  Row 0 has no previous

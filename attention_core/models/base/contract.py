@@ -21,7 +21,7 @@ import torch
 
 from ...errors import SpecError
 from ..maps.features import attention_rollout
-from ..maps.long_maps import KeptLayer, LongPass, kept_tensors
+from ..maps.long_maps import BlockSink, KeptLayer, LongPass, kept_tensors
 from ..maps.map_grid import MapGrid, MapQuery
 from ..maps.text_maps import OfTokenized, TokenizedLike
 from .capabilities import STACK_NAMES as STACK_NAMES
@@ -45,13 +45,19 @@ class PassOptions:
     runs (None: none; any view is rebuilt afterwards from the kept q/k);
     ``values``: each layer's v; ``averages_up_to``: each self-attention
     layer's full (T, T) head average, for the rollout, when its stack has at
-    most this many tokens; ``hidden_states``: each layer's output (T, C).
+    most this many tokens; ``hidden_states``: each layer's output (T, C);
+    ``watch``: layer (0-based) -> what also reads each block of the first
+    stack's weights as the pass makes them (r0, c0, (H, n, w)): an analysis
+    summing over every map (the head scores) in the same pass.  A pass found
+    in the cache serves these options without having run ``watch``: the
+    analysis then reads the kept q/k (cheaper than a new forward).
     """
 
     view: View | None = None
     values: bool = False
     averages_up_to: int = 0
     hidden_states: bool = False
+    watch: Callable[[int], BlockSink] | None = None
 
     def served_by(self, found: ModelPass) -> bool:
         """Whether a pass already made (``found``) holds everything these options ask for."""
@@ -73,6 +79,7 @@ class PassOptions:
             self.values or first.values_kept,
             max(self.averages_up_to, len(first.tokens) if first.averages else 0),
             self.hidden_states or bool(first.hidden_states),
+            self.watch,
         )
 
     def long_pass(
@@ -85,8 +92,9 @@ class PassOptions:
         head_outputs: Callable[[int], torch.Tensor] | None = None,
     ) -> LongPass:
         """A ``LongPass`` of ``layers`` layers of a stack whose rows are ``rows``, keeping
-        what these options ask for (``view`` False: no view gathered during the pass;
-        ``head_outputs``: layer -> its (H, D_v, C) output slices, for a value-weighted view)."""
+        what these options ask for (``view`` False: not the first stack: no view gathered
+        during the pass, no ``watch``; ``head_outputs``: layer -> its (H, D_v, C) output
+        slices, for a value-weighted view)."""
         query = self.view(rows, first_is_sink) if self.view is not None and view else None
         return LongPass(
             query,
@@ -95,6 +103,7 @@ class PassOptions:
             full_averages=len(rows.tokens) <= self.averages_up_to,
             keep_values=self.values,
             head_outputs=head_outputs,
+            watch=self.watch if view else None,
         )
 
 
@@ -166,6 +175,8 @@ class KeptStack(OfTokenized):
     @cached_property
     def rollout(self) -> torch.Tensor | None:
         """(L, T, T) attention rollout of the kept full head averages (None: not kept)."""
+        if not self.layers:  # a model without attention layers: no rollout step either
+            return torch.zeros(0, len(self.tokens), len(self.tokens))
         if not self.averages or not self.self_attention:
             return None
         return attention_rollout([a[None] for a in self.averages])

@@ -202,6 +202,7 @@ class LongPass:
     at full resolution, (T, S) (the rollout).  ``head_outputs``: layer (0-based) ->
     its heads' slices of the output projection (H, D_v, C), which a value-weighted
     ``query`` needs (without them such a view is not gathered during the pass).
+    ``watch``: layer -> what also reads each of its blocks (``PassOptions.watch``).
     """
 
     query: MapQuery | None
@@ -211,6 +212,7 @@ class LongPass:
     full_averages: bool = False
     keep_values: bool = False
     head_outputs: Callable[[int], torch.Tensor] | None = None
+    watch: Callable[[int], BlockSink] | None = None
     layers: dict[int, KeptLayer] = field(default_factory=dict)
     grids: dict[int, MapGrid] = field(default_factory=dict)
     averages: dict[int, torch.Tensor] = field(default_factory=dict)
@@ -248,11 +250,12 @@ class LongPass:
             MapGrid(MapQuery(None, whole, (1, 1), ()), H, T, S) if self.full_averages else None
         )
 
+        watcher = None if self.watch is None else self.watch(layer)
+
         def gather(r0: int, c0: int, weights: torch.Tensor) -> None:
-            if to_grid is not None:
-                to_grid(r0, c0, weights[0])
-            if average is not None:
-                average.add(r0, c0, weights[0])
+            for sink in (watcher, to_grid, None if average is None else average.add):
+                if sink is not None:
+                    sink(r0, c0, weights[0])
 
         own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
         context = blocked_attention(

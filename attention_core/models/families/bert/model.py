@@ -25,7 +25,7 @@ from ....attention import AttentionSteps, attention_with_steps
 from ....blocked_attention import AttentionCall
 from ....errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ....progress import report
-from ...base.capabilities import Capabilities, StackTrace, Target, WordComparison
+from ...base.capabilities import Capabilities, OneStack, Target, WordComparison
 from ...base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -112,7 +112,7 @@ def _attention(
 
 
 @dataclass(eq=False, repr=False)
-class Encoder:
+class Encoder(OneStack):
     """A loaded checkpoint: tokenizer, weights, and the forward pass.
 
     ``encode`` keeps its most recent results (up to ``cache_bytes`` of tensors)
@@ -193,11 +193,6 @@ class Encoder:
     def capabilities(self) -> Capabilities:
         """One stack, the encoder; its WordPiece vocabulary answers word questions."""
         return Capabilities(("encoder",), words=self)
-
-    def target_tokens(self, target: Target) -> int:
-        """A model with one stack reads no target: refused."""
-        self.capabilities.check_fields(self.name, target)
-        return 0
 
     @property
     def hidden_size(self) -> int:
@@ -289,19 +284,6 @@ class Encoder:
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
         return tokenized, to_cpu(trace)
-
-    def stack_trace(
-        self,
-        text: str,
-        layer: int,
-        *,
-        text_b: str | None = None,
-        target: Target | None = None,
-        stack: str | None = None,
-    ) -> StackTrace:
-        """``trace`` as the contract asks it: the encoder's layer ``layer`` (0-based)."""
-        trace = partial(self.trace, text, layer, text_b)
-        return self.capabilities.one_stack_trace(self.name, target, stack, trace)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None
@@ -411,18 +393,22 @@ class Encoder:
         occurrence in each text is used.
         """
         pieces, piece_ids = self.tokenizer.pieces(word, field="word")
-        out_a = self.encode(text_a)
-        out_b = self.encode(text_b)
-        span_a = find_word(out_a.tokenized, piece_ids, word, pieces, field="text_a")
-        span_b = find_word(out_b.tokenized, piece_ids, word, pieces, field="text_b")
+        tokens_a, tokens_b = self.tokenize(text_a), self.tokenize(text_b)
+        span_a = find_word(tokens_a, piece_ids, word, pieces, field="text_a")
+        span_b = find_word(tokens_b, piece_ids, word, pieces, field="text_b")
         return WordComparison(
             word=word,
             pieces=pieces,
-            tokens_a=out_a.tokens,
-            tokens_b=out_b.tokens,
+            tokens_a=tokens_a.tokens,
+            tokens_b=tokens_b.tokens,
             span_a=span_a,
             span_b=span_b,
-            cosines=layer_cosines(
-                out_a.layer_hidden_states, out_b.layer_hidden_states, span_a, span_b
-            ),
+            cosines=layer_cosines(self._states(text_a), self._states(text_b), span_a, span_b),
+        )
+
+    def _states(self, text: str) -> tuple[torch.Tensor, ...]:
+        """Every layer's states of ``text`` (L + 1 of (T, C)), from the contract's pass: no
+        map held whole, at any length."""
+        return (
+            self.forward_stacks(text, options=PassOptions(hidden_states=True)).stack().hidden_states
         )
