@@ -79,7 +79,8 @@ def _check_cost(heads: HeadModel, method: str, length: int, settings: Settings) 
         cost, limit = star_cost(L, H, length), settings.max_ablation_cells * H
         what = (
             "atp_star costs layers·(layers − 1)/2 × heads² × T² (its softmax recomputation) "
-            "+ (layers − 1) × 3 × layers × heads × T² (GradDrop's forward and backward passes)"
+            "+ (layers − 1) × 3 × layers × heads × T² (GradDrop's passes, each counted as a "
+            "forward and a backward)"
         )
         unit = "heads × ATTENTION_VIZ_MAX_ABLATION_CELLS"
     else:
