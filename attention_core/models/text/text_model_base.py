@@ -216,37 +216,38 @@ class TextModelBase(OneStack, Generic[ModelT]):
         return cached_pass(self.long_cache, (text, None, None), options, self._pass(text))
 
     def _pass(self, text: str) -> Callable[[PassOptions], ModelPass]:
-        def run(options: PassOptions) -> ModelPass:
-            tokenized = self.tokenize(text)
-            layers = self.config.num_layers
-            # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-            name: StackName = "decoder" if self.causal else "encoder"
-            pass_ = options.long_pass(
-                layers,
-                not isinstance(self.model, DecoderLM),
-                tokenized,
-                head_outputs=lambda layer: self.head_outputs(name, layer),
-            )
-            with torch.inference_mode(), running_on(self.device), long_pass(pass_):
-                out = self.model(
-                    torch.tensor([tokenized.input_ids]),
-                    num_logits=0,
-                    output_hidden_states=options.hidden_states,
-                )
-            stack = KeptStack(
-                name,
-                tokenized,
-                tokenized,
-                to_cpu(pass_.kept()),
-                (0,) * len(tokenized),
-                pass_.query,
-                tuple(pass_.grids[i].to_cpu() for i in sorted(pass_.grids)),
-                to_cpu(tuple(pass_.averages[i] for i in sorted(pass_.averages))),
-                to_cpu(tuple(h[0] for h in out.hidden_states)),
-            )
-            return ModelPass((stack,))
+        return lambda options: self.pass_of(self.tokenize(text), options)
 
-        return run
+    def pass_of(self, tokenized: TokenizedText, options: PassOptions = NO_OPTIONS) -> ModelPass:
+        """The contract's pass over tokens already made (a generation's prompt and the ids
+        it wrote, read as they are: the maps' rows are the generation's), not remembered."""
+        layers = self.config.num_layers
+        # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
+        name: StackName = "decoder" if self.causal else "encoder"
+        pass_ = options.long_pass(
+            layers,
+            not isinstance(self.model, DecoderLM),
+            tokenized,
+            head_outputs=lambda layer: self.head_outputs(name, layer),
+        )
+        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+            out = self.model(
+                torch.tensor([tokenized.input_ids]),
+                num_logits=0,
+                output_hidden_states=options.hidden_states,
+            )
+        stack = KeptStack(
+            name,
+            tokenized,
+            tokenized,
+            to_cpu(pass_.kept()),
+            (0,) * len(tokenized),
+            pass_.query,
+            tuple(pass_.grids[i].to_cpu() for i in sorted(pass_.grids)),
+            to_cpu(tuple(pass_.averages[i] for i in sorted(pass_.averages))),
+            to_cpu(tuple(h[0] for h in out.hidden_states)),
+        )
+        return ModelPass((stack,))
 
     def head_outputs(self, stack: str, layer: int) -> torch.Tensor:
         """Each head's slice of layer ``layer``'s output projection, (H, D, C) (one stack)."""
