@@ -13,20 +13,16 @@ import torch
 
 from attention_core.models import (
     HeadTrace,
-    ModelMaps,
     ModelUnsupported,
     encode_compact,
-    hidden_tokens,
-    hide_special,
 )
 from attention_core.models.base.protocols import ModelSummary
 from attention_core.models.maps.map_grid import MapGrid, MapQuery, shown
 from attention_core.models.maps.text_maps import TokenizedLike
 
-from .limits import check_answer_cells, over_limit
-from .map_view import describe, map_query, select_layers
+from .limits import over_limit
+from .map_view import describe
 from .schemas.model import MapOptions
-from .settings import Settings
 from .steps import HEAD_STEPS
 
 # JSON floats cost ~10 bytes each: beyond this, ask for format "compact" or fewer layers.
@@ -71,45 +67,6 @@ def check_json_maps(numbers: int, layers: int, tokens: str) -> None:
             found=numbers,
             setting=JSON_WEIGHTS_SETTING,
         )
-
-
-def maps_payload(
-    maps: ModelMaps,
-    options: MapOptions,
-    *,
-    model: str,
-    family: str,
-    causal: bool,
-    settings: Settings | None = None,
-) -> dict[str, Any]:
-    """``MapsResponse`` of maps a pass held whole (a generated text's, which the KV cache
-    computed step by step), shown through the one map query and the gatherer's pooling
-    (``attention_answer.pooled``), as ``attention_answer`` shows a text's."""
-    num_layers = len(maps.layer_attentions)
-    layers = select_layers(options.layers, num_layers)
-    hidden = hidden_tokens(maps.special) if options.hide_special else None
-    T = len(maps.tokens)
-    positions = [i for i in range(T) if hidden is None or not hidden[i]]
-    if not positions:
-        hide_special(torch.zeros(1, T, T), hidden or ())  # raises the reason
-    H = int(maps.layer_attentions[0].shape[0]) if num_layers else 0
-    query = map_query(options, H, hidden, T)
-    rows, cols = query.shape
-    per_layer = len(query.heads or range(H)) + (2 if options.head_average else 1)
-    if settings is not None:  # the answer's size, as a text's answer is checked
-        check_answer_cells(len(layers), per_layer, query.shape, len(positions), settings)
-    numbers = len(layers) * per_layer * rows * cols if options.format == "json" else 0
-    check_json_maps(numbers, len(layers), f"{len(positions)} tokens")
-
-    def grid(n: int) -> MapGrid:  # the whole map one block of the gatherer
-        found = MapGrid(query, H, T)
-        found.add(0, 0, maps.layer_attentions[n - 1])
-        return found
-
-    grids = [grid(n) for n in layers]
-    rollout = maps.rollout if num_layers else ()
-    fields = maps_fields(maps, positions, query, options, layers, H, grids, rollout, layers)
-    return {"model": model, "family": family, "causal": causal, **fields}
 
 
 def head_numbers(trace: HeadTrace) -> int:

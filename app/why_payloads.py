@@ -44,6 +44,7 @@ def why_payload(
         "score": result.score,
         "weight": result.weight,
         "scale": result.scale,
+        "softcap": result.softcap,
         "components": list(names),
         "contributions": pairs,
         "rest": result.score - sum(p["value"] for p in pairs),

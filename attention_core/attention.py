@@ -250,7 +250,9 @@ def _in_place(
         scores.mul_(scale)
     if score_bias is not None:
         scores.add_(score_bias)
-    if softcap is not None:
+    if softcap is not None and scores.requires_grad:  # tanh's backward reads its output
+        scores = torch.tanh(scores / softcap) * softcap
+    elif softcap is not None:
         scores.div_(softcap).tanh_().mul_(softcap)
     if allowed is None:
         return scores

@@ -12,8 +12,8 @@ from attention_core.models import Decoder, ModelRegistry, ModelUnsupported, Text
 from attention_core.models.text.generation import Sampling
 
 from ..full_maps import refuse_full_maps, token_count
+from ..generated_maps import generated_maps
 from ..limits import over_limit
-from ..model_payloads import maps_payload
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.model import GenerateRequest, GenerateResponse
@@ -71,9 +71,9 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             setting="ATTENTION_VIZ_MAX_NEW_TOKENS",
         )
     entry, model = load(registry, body.model)
-    # The maps of the whole sequence are kept step by step: prompt and new tokens must fit.
-    tokens = token_count(model, body.prompt, "prompt") + body.max_new_tokens
-    refuse_full_maps(model, tokens, "prompt", settings, "generation (with max_new_tokens)")
+    if _writes_target(model):  # an encoder-decoder's maps are kept step by step
+        tokens = token_count(model, body.prompt, "prompt") + body.max_new_tokens
+        refuse_full_maps(model, tokens, "prompt", settings, "generation (with max_new_tokens)")
     capabilities = model.capabilities
     if not capabilities.writes:
         raise ModelUnsupported(
@@ -91,11 +91,12 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
         payload.update({"temperature": float(body.temperature), "top_k": body.top_k})
         return payload
     assert isinstance(model, Decoder)  # the one-stack model that writes
-    result = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
+    result = model.generate(
+        body.prompt, body.max_new_tokens, capture_attentions=False, **_sampling(body)
+    )
     with torch.inference_mode():
-        payload = maps_payload(
-            result, body, model=entry.name, family=model.family, causal=True, settings=settings
-        )
+        maps = generated_maps(model, result, body, settings)
+    payload = {"model": entry.name, "family": model.family, "causal": True, **maps}
     shown = payload["positions"]
     generated = result.generated
     payload.update(

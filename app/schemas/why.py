@@ -54,6 +54,11 @@ class WhyResponse(BaseModel):
     score: float = Field(description="the pre-softmax score q_row · k_col × scale the map used")
     weight: float = Field(description="the cell's softmax weight (the map's value)")
     scale: float
+    softcap: float | None = Field(
+        default=None,
+        description="Gemma 2's soft-cap, applied after the sum: the pairs add up to "
+        "``score``, and the softmax reads softcap · tanh(score / softcap); null: no cap",
+    )
     components: list[str] = Field(
         description="what wrote to the residual stream before the layer: 'embedding', "
         "'L1 H3' (layer 1 head 3's output), 'L1 MLP', and 'biases' (the projections' "

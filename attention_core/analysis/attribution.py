@@ -351,8 +351,19 @@ def star_correction(
         group = paths.num_heads // paths.num_kv_heads
         q = clean.q[0].transpose(0, 1)  # (H, T, D)
         k, v = (t[0].transpose(0, 1).repeat_interleave(group, 0) for t in (clean.k, clean.v))
-        base = attention_with_steps(q, k, v, is_causal=heads.causal, scale=paths.scale)
+        allowed = paths.allowed(T, heads.causal)  # a sliding window, or None
+        mask = {
+            "attn_mask": allowed,
+            "is_causal": heads.causal and allowed is None,
+            "scale": paths.scale,
+            "softcap": paths.softcap,
+        }
+        base = attention_with_steps(q, k, v, **mask)  # type: ignore[arg-type]
         A = base.attn_weights  # (H, T, T)
+        # Through a soft-cap the scores' change is scaled by its slope, 1 − tanh²(s / cap).
+        slope = (
+            1.0 if paths.softcap is None else 1 - (base.scaled_scores / paths.softcap).tanh() ** 2
+        )
         grad_A = torch.stack(
             [g[later].transpose(0, 1) @ v.transpose(-1, -2) for g in grads]
         )  # (G, H, T, T)
@@ -363,10 +374,8 @@ def star_correction(
                 moved = paths.project(delta, positions, norms)
                 dq = moved.q.transpose(1, 2)  # (S, H, T, D)
                 dk = moved.k.transpose(1, 2).repeat_interleave(group, 1)
-                new = attention_with_steps(
-                    q + dq, k + dk, v, is_causal=heads.causal, scale=paths.scale
-                )
-                dS = (dq @ k.transpose(-1, -2) + q @ dk.transpose(-1, -2)) * paths.scale
+                new = attention_with_steps(q + dq, k + dk, v, **mask)  # type: ignore[arg-type]
+                dS = (dq @ k.transpose(-1, -2) + q @ dk.transpose(-1, -2)) * paths.scale * slope
                 dA = A * (dS - (A * dS).sum(-1, keepdim=True))  # the softmax's linear response
                 dA = torch.nan_to_num(dA)  # masked cells: A = 0 there
                 rest = new.attn_weights - A - dA  # (S, H, T, T)

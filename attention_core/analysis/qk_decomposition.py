@@ -6,8 +6,11 @@ forward's values (``frozen_norm``), q_i and k_j are sums over the components
 of the layer's input (``residual_parts``: the embedding, each earlier head,
 each earlier MLP) plus a bias term, RoPE being linear at each position
 (``qk_paths``), so the score is the sum over (query component, key component)
-pairs of ``q_i^(c) · k_j^(c') × scale``: the ``grid``.  The families served
-have no score bias or soft-capping (those that do are refused with the reason).
+pairs of ``q_i^(c) · k_j^(c') × scale``: the ``grid``.  Gemma 2 soft-caps the
+score after that sum (``softcap · tanh(score / softcap)``, then the softmax):
+the pairs add up to the score before the cap, and ``softcap`` says so.  A
+sliding window (Mistral, Gemma 2/3's local layers) masks the keys it leaves
+out, as the map does.  Families with a score bias are refused with the reason.
 
 ``score`` and ``weight`` come from the layer's own q and k (the totals):
 the weight is row i's softmax, through ``attention_with_steps``.
@@ -15,6 +18,7 @@ the weight is row i's softmax, through ``attention_with_steps``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +44,7 @@ class Why:
     score: float
     weight: float
     scale: float
+    softcap: float | None = None  # applied after the sum: the map's score is the capped one
 
 
 def layer_paths(heads: HeadModel, layer: int, length: int) -> LayerPaths:
@@ -57,15 +62,34 @@ def layer_paths(heads: HeadModel, layer: int, length: int) -> LayerPaths:
                 f"stream and attention (it knows {', '.join(sorted(TRANSFORMERS_TYPES))})",
                 field="model",
             )
+    paths = _paths(heads, layer, length)
+    if type(config).__module__.startswith("transformers"):
+        paths.window = _window(config, layer)
+        cap = getattr(config, "attn_logit_softcapping", None)
+        paths.softcap = float(cap) if cap else None
+    return paths
+
+
+def _paths(heads: DecoderHeadModel, layer: int, length: int) -> LayerPaths:
     block = heads.blocks[layer]
     if hasattr(block, "attn") and hasattr(block, "ln_1"):
         return gpt2_paths(block, layer, heads.num_heads)
     if hasattr(block, "attention") and hasattr(block.attention, "query_key_value"):
-        return neox_paths(block, heads.num_heads, _rope(heads, length))
+        return neox_paths(block, heads.num_heads, _rope(heads, length, layer))
     attn = block.get_submodule("self_attn")
     kv_heads = _kv_heads(attn, heads.num_heads, heads.head_dim)
     sizes = (heads.num_heads, kv_heads, heads.head_dim)
-    return llama_paths(block, sizes, _rope(heads, length))
+    return llama_paths(block, sizes, _rope(heads, length, layer))
+
+
+def _window(config: object, layer: int) -> int | None:
+    """transformers' sliding window of ``layer``: every layer's (Mistral, Phi-3), or the
+    layers ``layer_types`` marks "sliding_attention" (Qwen2, Gemma 2/3)."""
+    window = getattr(config, "sliding_window", None)
+    types = getattr(config, "layer_types", None)
+    if types is not None and types[layer] != "sliding_attention":
+        return None
+    return int(window) if window else None
 
 
 def _kv_heads(attn: torch.nn.Module, num_heads: int, head_dim: int) -> int:
@@ -78,7 +102,7 @@ def _kv_heads(attn: torch.nn.Module, num_heads: int, head_dim: int) -> int:
     return int(k_weight.shape[0]) // head_dim
 
 
-def _rope(heads: DecoderHeadModel, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _rope(heads: DecoderHeadModel, length: int, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin (T, R) as the model's forward computes them for a text ``length`` long (R:
     the rotated dimensions of a head, all of them but in GPT-NeoX's partial rotary)."""
     module = heads.module
@@ -89,7 +113,11 @@ def _rope(heads: DecoderHeadModel, length: int) -> tuple[torch.Tensor, torch.Ten
     name = "gpt_neox.rotary_emb" if hasattr(module, "gpt_neox") else "model.rotary_emb"
     rotary = module.get_submodule(name)
     positions = torch.arange(length)[None]
-    cos, sin = rotary(torch.zeros(1, length, 1), positions)
+    if "layer_type" in inspect.signature(rotary.forward).parameters:  # Gemma 3: per layer kind
+        kind = getattr(module.config, "layer_types", [None] * (layer + 1))[layer]
+        cos, sin = rotary(torch.zeros(1, length, 1), positions, kind)
+    else:
+        cos, sin = rotary(torch.zeros(1, length, 1), positions)
     return cos[0].float(), sin[0].float()
 
 
@@ -135,6 +163,12 @@ def why(heads: HeadModel, ids: Sequence[int], layer: int, head: int, row: int, c
     T = len(ids)
     check_cell(heads, T, layer, head, row, col)
     paths = layer_paths(heads, layer, T)
+    if paths.window is not None and abs(row - col) >= paths.window:
+        raise SpecError(
+            f"the cell ({row}, {col}) is masked: layer {layer + 1}'s sliding window shows a "
+            f"query the {paths.window} keys nearest it",
+            field="col",
+        )
     positions = torch.tensor([row, col])
     with torch.no_grad():
         parts = _parts(heads, ids, layer, positions)
@@ -147,7 +181,7 @@ def why(heads: HeadModel, ids: Sequence[int], layer: int, head: int, row: int, c
         k = torch.cat([each.k[:, 1, kv], bias.k[:, 1, kv] + carried.k[:, 1, kv]])
         grid = q @ k.T * paths.scale  # (N, N)
         score, weight = _cell(paths, parts.layer_input, heads.causal, head, kv, row, col)
-    return Why((*parts.names, BIAS), grid, score, weight, paths.scale)
+    return Why((*parts.names, BIAS), grid, score, weight, paths.scale, paths.softcap)
 
 
 def _parts(heads: HeadModel, ids: Sequence[int], layer: int, positions: torch.Tensor) -> Parts:
@@ -160,10 +194,15 @@ def _parts(heads: HeadModel, ids: Sequence[int], layer: int, positions: torch.Te
 def _cell(
     paths: LayerPaths, x: torch.Tensor, causal: bool, head: int, kv: int, row: int, col: int
 ) -> tuple[float, float]:
-    """The cell's score and weight from the layer's own q and k (row ``row``'s softmax)."""
-    keys = torch.arange(row + 1 if causal else x.shape[0])
+    """The cell's score (before any soft-cap) and weight from the layer's own q and k (row
+    ``row``'s softmax over the keys it sees)."""
+    first = 0 if paths.window is None else max(0, row - paths.window + 1)
+    last = row + 1 if causal else x.shape[0]
+    if paths.window is not None and not causal:
+        last = min(last, row + paths.window)
+    keys = torch.arange(first, last)
     totals = paths.totals(x[keys], keys)
-    q = totals.q[0, row, head][None]  # (1, D)
+    q = totals.q[0, row - first, head][None]  # (1, D)
     k = totals.k[0, :, kv]  # (S, D)
-    steps = attention_with_steps(q, k, k, scale=paths.scale)
-    return float(steps.scaled_scores[0, col]), float(steps.attn_weights[0, col])
+    steps = attention_with_steps(q, k, k, scale=paths.scale, softcap=paths.softcap)
+    return float(steps.scaled_scores[0, col - first]), float(steps.attn_weights[0, col - first])

@@ -35,10 +35,23 @@ from .frozen_norm import FrozenNorm, frozen
 
 # transformers model types whose residual stream is x + attn(norm(x)) + mlp(norm(x)) with no
 # norm on a sublayer's output, and whose attention is one of the kinds above.
-# OLMo 2 normalizes each sublayer's output before adding it: a post-attention norm, frozen
-# like the others (``residual_parts``).
+# OLMo 2 and Gemma 2/3 normalize each sublayer's output before adding it: a post-attention
+# norm, frozen like the others (``residual_parts``); Gemma scales its embedding (in the
+# embedding component already) and Gemma 2 soft-caps its scores after the sum.
 TRANSFORMERS_TYPES = frozenset(
-    {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gpt_neox", "olmo2"}
+    {
+        "gpt2",
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "phi3",
+        "gpt_neox",
+        "olmo2",
+        "gemma",
+        "gemma2",
+        "gemma3_text",
+    }
 )
 
 
@@ -93,6 +106,18 @@ class LayerPaths:
         self.scale = scale
         self.qk_norms = qk_norms
         self.rope = rope  # cos, sin (T, D) for every position of the text
+        # The layer's scores after the sum: a sliding window (keys within ``window`` of the
+        # query) and Gemma 2's soft-cap, softcap · tanh(score / softcap), before the softmax.
+        self.window: int | None = None
+        self.softcap: float | None = None
+
+    def allowed(self, length: int, causal: bool) -> torch.Tensor | None:
+        """The (T, T) keys each query sees when a window limits them (None: causal or all)."""
+        if self.window is None:
+            return None
+        rows, cols = torch.arange(length)[:, None], torch.arange(length)[None]
+        seen = rows - cols < self.window
+        return seen & (cols <= rows) if causal else seen & (cols - rows < self.window)
 
     def freeze(self, x: torch.Tensor) -> Frozen:
         """The norms frozen at the layer's inputs x (P, C): the pre-attention norm (None:

@@ -45,7 +45,7 @@ class Parts:
 
 
 # transformers model types whose blocks add post_attention_layernorm(attention output).
-POST_NORMED = frozenset({"olmo2"})
+POST_NORMED = frozenset({"olmo2", "gemma2", "gemma3_text"})
 
 
 def post_norm(heads: DecoderHeadModel, layer: int) -> nn.Module | None:

@@ -129,7 +129,7 @@ export function whyNodes(answer) {
   const { row, col } = answer;
   return {
     title: `Why layer ${answer.layer}, head ${answer.head} looks from '${shown(answer.tokens[row])}' (row ${row}) at '${shown(answer.tokens[col])}' (column ${col})`,
-    summary: `Softmax weight ${answer.weight.toFixed(4)} · score ${answer.score.toFixed(3)} (q · k × ${answer.scale.toFixed(4)}), the sum of the ${answer.components.length}² pairs below: red raises the score, blue lowers it.`,
+    summary: `Softmax weight ${answer.weight.toFixed(4)} · score ${answer.score.toFixed(3)} (q · k × ${answer.scale.toFixed(4)}), the sum of the ${answer.components.length}² pairs below: red raises the score, blue lowers it.${answer.softcap ? ` The layer soft-caps the score after that sum: the softmax reads ${answer.softcap} · tanh(score / ${answer.softcap}) = ${(answer.softcap * Math.tanh(answer.score / answer.softcap)).toFixed(3)}.` : ""}`,
     tables: [pairsTable(answer), componentGrid(answer)],
   };
 }

@@ -161,6 +161,7 @@ function applyKind() {
   if (seq2seq) state.measure = "weights";
   $("map-measure").value = state.measure;
   $("map-measure").disabled = seq2seq;
+  $("two-texts").hidden = seq2seq; // its one head's map is a one-stack model's (the stacks card is this one's)
   $("tokens-kind").textContent = entry && entry.family === "bert" ? "WordPiece tokens" : "Tokens";
   if (entry) {
     $("model-pick").value = entry.name;

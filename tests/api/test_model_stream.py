@@ -207,9 +207,10 @@ def test_generation_streams_the_prompts_layers_then_each_token(server) -> None:
     posted = httpx.post(f"{url}/api/model/generate", json=body, timeout=60)
     assert posted.status_code == 200
     written = len(posted.json()["generated_ids"])
+    # The prompt's layers, each token written, then the maps' pass over all of them.
     assert progress(messages) == forward(LAYERS) + [
         ("generate", n, 3) for n in range(1, written + 1)
-    ]
+    ] + forward(LAYERS)
     assert messages[-1] == ("result", posted.content)
 
 

@@ -24,6 +24,8 @@ UINT8_ERROR = 1 / 510
 TEXT = "the river bank was muddy after the rain"  # MiniLM: 10 tokens, [CLS] and [SEP] included
 GPT = "tiny-gpt"
 GPT_TEXT = "the cat sat on the mat and looked at the dog"
+LONG_GPT = "tiny-gpt-512"
+FLOAT16 = 1 / 1000  # a long text's rows come as float16
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,7 @@ def gpt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require("transformers")
     root = tmp_path_factory.mktemp("multi-token")
     make_gpt2(root / GPT)
+    make_gpt2(root / LONG_GPT, n_positions=512)
     with models_server(root) as url:
         yield url
 
@@ -155,3 +158,28 @@ def test_a_decoders_tokens_read_different_lengths(gpt_page: Page, gpt_server: st
         plot_data(page, "tv-strip"), combined(maps, [1, 6], "mean", causal=True), UINT8_ERROR
     )
     expect(page.get_by_test_id("tv-what")).to_contain_text("the keys after it count 0")
+
+
+def test_a_long_texts_tokens_are_asked_for_one_by_one(gpt_page: Page, gpt_server: str) -> None:
+    """Past 128 tokens the page holds pooled maps only: each chosen token's row is asked
+    for at full resolution, and the rows are combined on the page."""
+    page = gpt_page
+    text = " ".join([GPT_TEXT] * 12)  # 276 tokens
+    page.goto(f"/model?model={LONG_GPT}&text={quote(text)}")
+    expect(page.get_by_test_id("head-grid")).to_have_attribute(
+        "data-overview", "true", timeout=WAIT
+    )
+    tokens = page.get_by_test_id("wp-token")
+    tokens.nth(150).click()
+    tokens.nth(240).click(modifiers=["Shift"])
+    drawn(page, "150,240", "mean")
+    rows = {}
+    for q in (150, 240):
+        body = {"model": LONG_GPT, "text": text, "rows": [q, q + 1], "cols": [0, q + 1]}
+        rows[q] = api(gpt_server, "/api/model/attention", body)["attentions"]  # (L)(H, 1, q+1)
+    expected = []
+    for layer in range(2):
+        for head in range(4):
+            a, b = rows[150][layer][head][0], rows[240][layer][head][0]
+            expected.append([((a[j] if j < len(a) else 0.0) + b[j]) / 2 for j in range(len(b))])
+    assert_rows(plot_data(page, "tv-strip"), expected, FLOAT16)

@@ -53,6 +53,7 @@ def open_marian(page: Page, server_url: str) -> dict[str, Any]:
     expect(card).to_be_visible(timeout=WAIT)
     expect(page.get_by_test_id("model-facts")).to_contain_text("marian encoder-decoder")
     expect(page.get_by_test_id("text-b-field")).to_be_hidden()  # the target is the second text
+    expect(page.get_by_test_id("two-texts")).to_be_hidden()  # one head of one stack: not here
     expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)  # it wrote a target
     assert page.get_by_test_id("s2s-target").input_value() != ""
     page.get_by_test_id("s2s-target").fill(TARGET)

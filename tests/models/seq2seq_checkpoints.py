@@ -131,8 +131,16 @@ MODEL_CLASSES = {
 }
 
 
-def make_seq2seq(directory: Path, model_type: str, *, seed: int = 0, **overrides: Any) -> Path:
-    """A random ``model_type`` (t5, bart, marian) encoder-decoder with its tokenizer."""
+def make_seq2seq(
+    directory: Path,
+    model_type: str,
+    *,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    **overrides: Any,
+) -> Path:
+    """A random ``model_type`` (t5, bart, marian) encoder-decoder with its tokenizer,
+    saved in ``dtype``."""
     import transformers
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -148,7 +156,7 @@ def make_seq2seq(directory: Path, model_type: str, *, seed: int = 0, **overrides
         randomize_norms(model)
     model.generation_config = transformers.GenerationConfig.from_model_config(config)
     model.generation_config.update(**_generation_settings(model_type, vocab))
-    model.save_pretrained(directory)
+    model.to(dtype).save_pretrained(directory)
     tokenizer.save(str(directory / "tokenizer.json"))
     (directory / "tokenizer_config.json").write_text(
         json.dumps(_tokenizer_config(model_type), indent=2)

@@ -384,16 +384,24 @@ def test_the_logit_lens_of_an_encoder_says_why_it_has_none(served: tuple[str, Te
     assert detail["loc"][-1] == "model" and "language-modelling head" in detail["msg"]
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama", "qwen3", BERT])
-def test_the_head_trace_and_generation_answer_below_512_tokens(
-    served: tuple[str, TestClient], name: str
+@pytest.mark.parametrize("name", list(FINAL_NORMS))
+def test_generation_writes_greedily_and_its_maps_are_transformers_over_what_it_read(
+    served: tuple[str, TestClient], reference: dict[str, torch.nn.Module], name: str
 ) -> None:
-    """The head trace and generation (where the model writes): past the budget but below 512
-    tokens they answer."""
-    _, client = served
-    post(client, name, "/api/model/head", layer=1, head=2)
-    if MODELS[name] == "decoder":
-        response = client.post(
-            "/api/model/generate", json={"model": name, "prompt": TEXT, "max_new_tokens": 2}
-        )
-        assert response.status_code == 200, response.text
+    """At ≈20 and ≈300 tokens (past the full-maps budget): the written ids are transformers'
+    argmax at each step, and the maps are transformers' eager maps of the prompt's ids and
+    the written ones (the generation keeps no map; one long pass rebuilds them)."""
+    length, client = served
+    text = analysed_text(length, client, name)
+    prompt = list(loaded(client, name).tokenize(text).input_ids)
+    body = {"model": name, "prompt": text, "max_new_tokens": 4, "layers": [2]}
+    response = client.post("/api/model/generate", json=body)
+    assert response.status_code == 200, response.text[:300]
+    answer = response.json()
+    ids = prompt + answer["generated_ids"]
+    with torch.inference_mode():
+        out = reference[name](torch.tensor([ids]), output_attentions=True)
+    written = out.logits[0, len(prompt) - 1 : -1].argmax(-1).tolist()
+    assert answer["generated_ids"] == written
+    close(answer["attentions"][0], out.attentions[1][0])
+    assert answer["maps_path"] == ("long" if length == "long" else "full")

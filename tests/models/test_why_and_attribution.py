@@ -6,6 +6,7 @@ and on the shipped tiny-bank-gpt."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -89,23 +90,51 @@ def test_the_pairs_add_up_to_the_score_transformers_map_was_drawn_from(
         assert len(result.components) == 2 + layer * (heads.num_heads + 1)
 
 
-FAMILIES = ["tiny-phi3", "tiny-gpt-neox", "tiny-olmo2"]
+FAMILIES = [
+    "tiny-phi3",
+    "tiny-gpt-neox",
+    "tiny-olmo2",
+    "tiny-gemma2",
+    "tiny-gemma3",
+    "tiny-mistral-window",
+    "tiny-gemma",
+]
+# Gemma (1): RMSNorm (1 + w), the embedding × √C, multi-query attention; made here only.
+GEMMA1 = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 1,
+    "head_dim": 16,
+    "max_position_embeddings": 64,
+    "initializer_range": 0.4,
+}
 
 
 @pytest.fixture(scope="module")
 def families(hf_checkpoints: Callable[[str], Path]) -> dict[str, tuple[TextModel, Any]]:
     """Transformers-backed Phi-3 (fused qkv_proj), GPT-NeoX (fused per-head query_key_value,
-    partial rotary, parallel residual) and OLMo 2 (q/k norms over all heads, post-norms, no
-    pre-norm): ours, and transformers' eager model."""
+    partial rotary, parallel residual), OLMo 2 (q/k norms over all heads, post-norms, no
+    pre-norm), Gemma 2 (sandwich norms, embedding scale, soft-capped scores, a sliding window
+    on layer 1), Gemma 3 (per-head q/k norms, a RoPE per layer kind), Mistral with a
+    4-token window and Gemma (1) with one key/value head: ours, and transformers' eager
+    model."""
     import transformers
 
     from attention_core.models.hf.text_models import load_transformers
-    from tests.models.hf_checkpoints import ALL_SPECS
+    from tests.models.hf_checkpoints import ALL_SPECS, HFSpec, make_hf
 
     out = {}
     for name in FAMILIES:
-        directory = hf_checkpoints(name)
-        family = ALL_SPECS[name].model_type
+        if name == "tiny-gemma":
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setitem(ALL_SPECS, name, HFSpec("gemma", GEMMA1))
+                directory = make_hf(hf_checkpoints("tiny-gemma3").parent / name, name)
+            family = "gemma"
+        else:
+            directory = hf_checkpoints(name)
+            family = ALL_SPECS[name].model_type
         ours = load_transformers(directory, name, 512, 1 << 24, kind="decoder", family=family)
         eager_model = transformers.AutoModelForCausalLM.from_pretrained(
             directory, attn_implementation="eager", dtype=torch.float32
@@ -118,18 +147,59 @@ def families(hf_checkpoints: Callable[[str], Path]) -> dict[str, tuple[TextModel
 def test_fused_and_post_normed_families_pairs_add_up_to_the_score(
     name: str, families: dict[str, tuple[TextModel, Any]]
 ) -> None:
+    """The pairs add up to the score before any soft-cap (Gemma 2: the answer's ``softcap``,
+    applied after the sum, gives the map's log-weight differences); a sliding window's
+    hidden cell is refused as masked."""
     ours, reference = families[name]
     heads = head_model(ours)
     ids = heads.tokenize(TEXT).ids
     out = eager(reference, ids)
+    window = getattr(reference.config, "sliding_window", None)
     for layer, head, row, col in CELLS:
-        result = why(heads, ids, layer, head, row, col)
         maps = out.attentions[layer][0, head].double()
+        first = int(torch.nonzero(maps[row])[0])  # the first key the row sees
+        if col < first:  # Mistral's window on every layer hides (12, 0)
+            with pytest.raises(SpecError, match="sliding window"):
+                why(heads, ids, layer, head, row, col)
+            continue
+        result = why(heads, ids, layer, head, row, col)
         check_cell(result, maps, row, col)
-        other = why(heads, ids, layer, head, row, 0)
-        log_ratio = float(maps[row, col].log() - maps[row, 0].log())
-        assert result.score - other.score == pytest.approx(log_ratio, abs=1e-4)
+        other = why(heads, ids, layer, head, row, first)
+        cap = result.softcap
+        capped = [
+            s if cap is None else cap * math.tanh(s / cap) for s in (result.score, other.score)
+        ]
+        log_ratio = float(maps[row, col].log() - maps[row, first].log())
+        assert capped[0] - capped[1] == pytest.approx(log_ratio, abs=1e-4)
         assert len(result.components) == 2 + layer * (heads.num_heads + 1)
+        if first > 0:
+            with pytest.raises(SpecError, match="sliding window") as refused:
+                why(heads, ids, layer, head, row, first - 1)
+            assert refused.value.field == "col"
+    assert (result.softcap == 2.0) == (name == "tiny-gemma2")
+    if name in ("tiny-gemma2", "tiny-gemma3", "tiny-mistral-window"):
+        assert window == 4 and int(torch.nonzero(out.attentions[0][0, 0][12])[0]) == 9
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_fused_and_post_normed_families_attribution_patching_equals_transformers(
+    name: str, families: dict[str, tuple[TextModel, Any]]
+) -> None:
+    ours, reference = families[name]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    blocks = reference.gpt_neox.layers if name == "tiny-gpt-neox" else reference.model.layers
+
+    def projection_of(layer: int) -> torch.nn.Module:
+        block = blocks[layer]
+        return block.attention.dense if name == "tiny-gpt-neox" else block.self_attn.o_proj
+
+    got = attribute(heads, ids, "attribution_patching", "zero", (7, int(ids[8])))
+    expected = reference_patching(
+        reference, projection_of, ids, heads.num_heads, "zero", (7, int(ids[8]))
+    )
+    torch.testing.assert_close(got.estimate.double(), expected.double(), atol=1e-5, rtol=1e-4)
+    assert attribute(heads, ids, "atp_star", "zero").graddrop is not None
 
 
 def _rms(v: torch.Tensor, eps: float) -> torch.Tensor:
@@ -222,6 +292,55 @@ def test_one_olmo2_pair_freezes_the_post_norm_and_the_all_heads_q_k_norms(
     result = why(heads, ids, 1, head, row, col)
     got = float(result.grid[result.components.index("L1 H1"), result.components.index("embedding")])
     assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
+def test_one_gemma2_pair_goes_through_the_sandwich_norms_before_the_cap(
+    families: dict[str, tuple[TextModel, Any]],
+) -> None:
+    """Gemma 2, layer 2 (full attention): layer 1 head 2's output through layer 1's
+    post-attention RMSNorm (1 + w, frozen at the attention output), then layer 2's
+    input RMSNorm (1 + w, frozen at its input), q and k, RoPE, × query_pre_attn_scalar^−½;
+    the soft-cap (2.0) comes after the sum."""
+    from transformers.models.gemma2.modeling_gemma2 import apply_rotary_pos_emb
+
+    ours, reference = families["tiny-gemma2"]
+    heads = head_model(ours)
+    ids = heads.tokenize(TEXT).ids
+    row, col, head, D = 13, 2, 1, 16
+    layers = reference.model.layers
+    kept: list[torch.Tensor] = []
+    written: list[torch.Tensor] = []
+    o_proj = layers[0].self_attn.o_proj
+    hooks = [
+        o_proj.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0])),
+        o_proj.register_forward_hook(lambda _m, _a, o: written.append(o[0])),
+    ]
+    out = eager(reference, ids)
+    for h in hooks:
+        h.remove()
+    x, attn = out.hidden_states[1][0], layers[1].self_attn
+    post, pre = layers[0].post_attention_layernorm, layers[1].input_layernorm
+    raw = kept[0][row, D : 2 * D] @ o_proj.weight[:, D : 2 * D].T
+    head_out = (1 + post.weight) * raw / _rms(written[0][row], post.eps)
+
+    def side(proj: Any, part: torch.Tensor, at: int, h: int) -> torch.Tensor:
+        normed = (1 + pre.weight) * part / _rms(x[at], pre.eps)
+        return proj.weight.view(-1, D, x.shape[-1])[h] @ normed
+
+    q = side(attn.q_proj, head_out, row, head)
+    k = side(attn.k_proj, out.hidden_states[0][0, col], col, head // 2)
+    cos, sin = reference.model.rotary_emb(x[None], torch.arange(len(ids))[None])
+    q_rot, _ = apply_rotary_pos_emb(
+        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
+    )
+    _, k_rot = apply_rotary_pos_emb(
+        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
+    )
+    expected = float(q_rot.flatten() @ k_rot.flatten()) * attn.scaling
+    result = why(heads, ids, 1, head, row, col)
+    got = float(result.grid[result.components.index("L1 H2"), result.components.index("embedding")])
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+    assert result.softcap == 2.0 and attn.scaling == 16**-0.5
 
 
 def test_bert_post_norm_pairs_add_up_to_the_score(

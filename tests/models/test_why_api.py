@@ -48,6 +48,7 @@ def test_why_is_the_cores_decomposition_with_layers_from_1(
     assert got["components"][:2] == ["embedding", "L1 H1"] and got["components"][-1] == "biases"
     torch.testing.assert_close(torch.tensor(got["grid"]), expected.grid)
     assert got["score"] == pytest.approx(expected.score, rel=1e-6)
+    assert got["softcap"] is None  # GPT-2 caps nothing
     assert got["weight"] == pytest.approx(expected.weight, rel=1e-6)
     assert got["scale"] == pytest.approx(expected.scale)
     values = [pair["value"] for pair in got["contributions"]]

@@ -9,7 +9,7 @@ reason in their message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -130,14 +130,38 @@ class Capabilities:
                 field="stack",
             )
 
-    def one_stack_trace(
-        self,
-        name: str,
-        target: Target | None,
-        stack: str | None,
-        trace: Callable[[], tuple[TokenizedLike, LayerTrace]],
+
+class _OneStackModel(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def trace(
+        self, text: str, layer: int, text_b: str | None = None
+    ) -> tuple[TokenizedLike, LayerTrace]: ...
+
+
+class OneStack:
+    """The contract's ``stack_trace`` and ``target_tokens`` of a model with one stack (its
+    ``capabilities`` name it), written once from its ``trace``."""
+
+    def stack_trace(
+        self: _OneStackModel,
+        text: str,
+        layer: int,
+        *,
+        text_b: str | None = None,
+        target: Target | None = None,
+        stack: str | None = None,
     ) -> StackTrace:
-        """A one-stack model's ``stack_trace``: its fields checked, then its ``trace``."""
-        self.check_fields(name, target, stack)
-        rows, layer = trace()
-        return StackTrace(self.stacks[0], rows, layer)
+        """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""
+        capabilities = self.capabilities
+        capabilities.check_fields(self.name, target, stack)
+        rows, trace = self.trace(text, layer, text_b)
+        return StackTrace(capabilities.stacks[0], rows, trace)
+
+    def target_tokens(self: _OneStackModel, target: Target) -> int:
+        """A model with one stack reads no target: refused."""
+        self.capabilities.check_fields(self.name, target)
+        return 0

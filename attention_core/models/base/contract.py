@@ -175,6 +175,8 @@ class KeptStack(OfTokenized):
     @cached_property
     def rollout(self) -> torch.Tensor | None:
         """(L, T, T) attention rollout of the kept full head averages (None: not kept)."""
+        if not self.layers:  # a model without attention layers: no rollout step either
+            return torch.zeros(0, len(self.tokens), len(self.tokens))
         if not self.averages or not self.self_attention:
             return None
         return attention_rollout([a[None] for a in self.averages])

@@ -8,7 +8,9 @@ every 16-bit parameter of every module but the embeddings is read through a
 parametrization that casts it to float32 when the module runs (a layer's
 float32 copy lives for that layer's forward only, so memory stays about the
 stored bytes and speed about float32's), and each embedding's output (a row
-lookup, exact) is cast to float32.  A float32 checkpoint is untouched.
+lookup, exact) is cast to float32.  A plain ``nn.Linear`` (nearly all the
+bytes) runs without that whole copy: its forward reads the held weight a
+block of rows at a time (``float32_linear``).  A float32 checkpoint is untouched.
 
 ``ATTENTION_VIZ_DTYPE`` picks the held dtype: ``auto`` (as stored, the
 default), ``float32`` (every weight upcast once at load: the old behaviour),
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import types
 import weakref
 from collections.abc import Iterable
 from typing import Any, TypeVar, cast
@@ -29,6 +32,7 @@ from torch.nn.utils import parametrize
 from torch.utils.hooks import RemovableHandle
 
 from ...progress import report
+from .float32_linear import float32_linear
 from .safetensors_io import SafetensorsHeader
 
 DTYPE_SETTING = "ATTENTION_VIZ_DTYPE"
@@ -39,6 +43,7 @@ DTYPES: dict[str, torch.dtype | None] = {
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
 }
+SIXTEEN_BIT = (torch.float16, torch.bfloat16)
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items() if dtype is not None}
 # The first number in a tensor's name is its layer (model.layers.3.mlp..., h.3.attn...).
 LAYER_NUMBER = re.compile(r"\.(\d+)\.")
@@ -100,8 +105,26 @@ def _float32_output(_module: nn.Module, _inputs: Any, output: torch.Tensor) -> t
     return output.float()
 
 
+def cast_embedding_output(module: nn.Embedding) -> None:
+    """A 16-bit embedding's rows, looked up as stored, come out as float32 (once hooked)."""
+    if module.weight.dtype != torch.float32 and module not in _EMBEDDING_HOOKS:
+        _EMBEDDING_HOOKS[module] = module.register_forward_hook(_float32_output)
+
+
+def _held_linear_forward(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """A parametrized ``nn.Linear``'s forward: its held weight read block by block
+    (``float32_linear``), never as one whole float32 copy."""
+    held = cast(torch.Tensor, cast(nn.ModuleDict, module.parametrizations)["weight"].original)
+    return float32_linear(x, held, module.bias)
+
+
+def _is_held_linear_forward(module: nn.Module) -> bool:
+    forward = module.__dict__.get("forward")
+    return getattr(forward, "__func__", None) is _held_linear_forward
+
+
 def is_16bit(model: nn.Module) -> bool:
-    return any(p.dtype in (torch.float16, torch.bfloat16) for p in model.parameters())
+    return any(p.dtype in SIXTEEN_BIT for p in model.parameters())
 
 
 def hold(model: nn.Module, dtype: torch.dtype | None) -> None:
@@ -120,12 +143,29 @@ def compute_in_float32(model: nn.Module) -> None:
     """
     for module in list(model.modules()):
         if isinstance(module, nn.Embedding):
-            if module.weight.dtype != torch.float32 and module not in _EMBEDDING_HOOKS:
-                _EMBEDDING_HOOKS[module] = module.register_forward_hook(_float32_output)
+            if _computes_its_table(module):
+                continue
+            cast_embedding_output(module)
             continue
+        plain_linear = isinstance(module, nn.Linear) and type(module).forward is nn.Linear.forward
         for name, param in list(module.named_parameters(recurse=False)):
-            if param.dtype in (torch.float16, torch.bfloat16):
+            if param.dtype in SIXTEEN_BIT:
                 parametrize.register_parametrization(module, name, _Float32(), unsafe=True)
+                if name == "weight" and plain_linear:
+                    module.forward = types.MethodType(_held_linear_forward, module)
+
+
+def _computes_its_table(module: nn.Embedding) -> bool:
+    """A 16-bit sinusoidal position table that the model computes at load (transformers'
+    ``create_weight``, never stored: Marian's) is computed again in float32, as the
+    float32 model has it (a few MB); True when ``module`` is one."""
+    create = getattr(module, "create_weight", None)
+    if not callable(create) or module.weight.dtype not in SIXTEEN_BIT:
+        return False
+    with torch.no_grad():
+        module.weight.data = module.weight.data.float()
+        module.weight.data = create().float()
+    return True
 
 
 def held_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -148,6 +188,8 @@ def run_on(model: nn.Module, device: torch.device) -> None:
         compute_in_float32(model)
         return
     for module in list(model.modules()):
+        if _is_held_linear_forward(module):
+            del module.forward
         if parametrize.is_parametrized(module):
             for name in list(cast(nn.ModuleDict, module.parametrizations)):
                 parametrize.remove_parametrizations(module, name, leave_parametrized=False)

@@ -33,6 +33,7 @@ from ..base.outputs import DecoderOutput, LayerTrace
 from ..base.placement import Placement
 from ..base.protocols import ForwardOptions, Wanted
 from ..base.stack import first_position
+from ..checkpoints.hooked_float32 import compute_hooked_in_float32
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import run_on, stored_dtype
 from .adapters import ADAPTED_TYPES, install_adapters
@@ -202,6 +203,8 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     model.eval().requires_grad_(False)
     if placement is None:
         run_on(model, CPU)
+    elif placement.device == "cpu":
+        compute_hooked_in_float32(model)  # inside accelerate's hooks
     return model
 
 

@@ -30,10 +30,13 @@ from ...errors import LimitExceeded, SpecError
 from ...progress import report
 from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
 from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
+from ..base.device import CPU
 from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..checkpoints.safetensors_io import checkpoint_files, read_header
+from ..checkpoints.weight_dtype import hold, read_in, run_on, stored_dtype
 from ..maps.long_maps import StackedPass, long_pass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
@@ -176,7 +179,8 @@ class EncoderDecoder:
     ) -> EncoderDecoder:
         """Load with transformers, offline, every attention registered as the core's.
 
-        Weights stored in 16 bits run in float32.  ``max_tokens`` bounds the
+        The weights are held as stored (16-bit ones computed in float32 layer by layer,
+        ``weight_dtype``), as a decoder's.  ``max_tokens`` bounds the
         tokens of a source and of a target (and the model's positions, if it has
         a fixed number, bound them too).
         """
@@ -185,13 +189,14 @@ class EncoderDecoder:
         tokenizer_path = tokenizer_file(directory)
         register()
         try:  # offline, safetensors only (no pickle), never the checkpoint's own code
+            headers = [read_header(path) for path in checkpoint_files(directory)]
             model = AutoModelForSeq2SeqLM.from_pretrained(
                 directory,
                 attn_implementation=ATTENTION_NAME,
                 local_files_only=True,
                 trust_remote_code=False,
                 use_safetensors=True,
-                dtype=torch.float32,
+                dtype=stored_dtype(headers),
             ).eval()
         except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
             raise SpecError(
@@ -199,6 +204,7 @@ class EncoderDecoder:
                 field="model",
             ) from exc
         install_adapters(model)
+        run_on(model, CPU)
         context = getattr(model.config, "max_position_embeddings", None)
         limit, source = max_tokens or 512, "the server's token limit per model input"
         if isinstance(context, int) and context <= limit:
@@ -213,14 +219,18 @@ class EncoderDecoder:
         return self.tokenizer.max_tokens
 
     def to_device(self, device: torch.device, dtype: torch.dtype | None = None) -> None:
-        """Encoder-decoders run on the CPU only, in float32, for now: refused, with the
-        reason, elsewhere (``dtype`` is not used)."""
+        """Encoder-decoders run on the CPU only, for now: refused, with the reason,
+        elsewhere.  Held as ``dtype`` (None: as stored), the weights left on the CPU read in
+        now, reporting ``load`` progress (``weight_dtype.read_in``)."""
         if device.type != "cpu":
             raise SpecError(
                 f"{self.name}: encoder-decoders run on the CPU only (ATTENTION_VIZ_DEVICE is "
                 f"{device.type!r}); set ATTENTION_VIZ_DEVICE=cpu to open this model",
                 field="model",
             )
+        hold(self.model, dtype)
+        run_on(self.model, device)
+        read_in(self.model)
 
     @property
     def num_layers(self) -> int:

@@ -20,6 +20,7 @@ from ..base.protocols import CausalLM
 from ..base.result_cache import DEFAULT_CACHE_BYTES
 from ..checkpoints.files import CONFIG_FILE, GENERATION_CONFIG_FILE, read_json
 from ..checkpoints.model_size import check_token_ids
+from ..maps.context_pass import context_only
 from ..maps.text_maps import MapFeatures
 from .generation import Generation, Sampling, StopReason, generate
 from .text_model_base import TextModelBase, checkpoint_tokenizer, refuse_pair, tokenizer_file
@@ -58,6 +59,16 @@ class GeneratedText(MapFeatures):
     @property
     def generated(self) -> tuple[bool, ...]:
         return (False,) * len(self.prompt) + (True,) * len(self.new_ids)
+
+    @property
+    def sequence(self) -> TokenizedText:
+        """The prompt and what was written as one input, the written ids as they are (so
+        a pass over it has the generation's rows, not a new tokenization's)."""
+        p, added = self.prompt, ((0, 0),) * len(self.new_ids)
+        ids = p.input_ids + self.new_ids
+        return TokenizedText(
+            ids, self.tokens, p.pieces + self.new_tokens, self.special, p.offsets + added
+        )
 
 
 def eos_token_ids(directory: Path) -> frozenset[int]:
@@ -141,7 +152,8 @@ class Decoder(TextModelBase[CausalLM]):
     ) -> GeneratedText:
         """Continue ``prompt``; see ``generation.generate``.  Stops after an EOS token."""
         tokenized = self.tokenize(prompt, field="prompt")
-        with running_on(self.device):
+        # Without its maps, the prompt's pass holds none (each layer's context block by block).
+        with running_on(self.device), context_only(capture_attentions):
             result: Generation = to_cpu(
                 generate(
                     self.model,

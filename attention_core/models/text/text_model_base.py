@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
@@ -18,7 +17,7 @@ import torch
 from torch import nn
 
 from ...errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, SpecError
-from ..base.capabilities import Capabilities, StackName, StackTrace, Target
+from ..base.capabilities import Capabilities, OneStack, StackName, Target
 from ..base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -98,7 +97,7 @@ def refuse_pair(text_b: str | None, why: str, kind: str | None = None) -> None:
         raise SpecError(f"text_b (a sentence pair) is {why}", field="text_b", kind=kind)
 
 
-class TextModelBase(Generic[ModelT]):
+class TextModelBase(OneStack, Generic[ModelT]):
     """A model, its tokenizer and recent results: ``info``, ``encode``, ``trace``.
 
     Thread safety: the model is in eval mode with frozen weights and no call
@@ -161,11 +160,6 @@ class TextModelBase(Generic[ModelT]):
         """One stack, ``decoder`` (which writes) or ``encoder``."""
         return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
 
-    def target_tokens(self, target: Target) -> int:
-        """A model with one stack reads no target: refused."""
-        self.capabilities.check_fields(self.name, target)
-        return 0
-
     # --- text in ------------------------------------------------------------------------
 
     def tokenize(self, text: str, field: str = "text") -> TokenizedText:
@@ -222,37 +216,38 @@ class TextModelBase(Generic[ModelT]):
         return cached_pass(self.long_cache, (text, None, None), options, self._pass(text))
 
     def _pass(self, text: str) -> Callable[[PassOptions], ModelPass]:
-        def run(options: PassOptions) -> ModelPass:
-            tokenized = self.tokenize(text)
-            layers = self.config.num_layers
-            # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
-            name: StackName = "decoder" if self.causal else "encoder"
-            pass_ = options.long_pass(
-                layers,
-                not isinstance(self.model, DecoderLM),
-                tokenized,
-                head_outputs=lambda layer: self.head_outputs(name, layer),
-            )
-            with torch.inference_mode(), running_on(self.device), long_pass(pass_):
-                out = self.model(
-                    torch.tensor([tokenized.input_ids]),
-                    num_logits=0,
-                    output_hidden_states=options.hidden_states,
-                )
-            stack = KeptStack(
-                name,
-                tokenized,
-                tokenized,
-                to_cpu(pass_.kept()),
-                (0,) * len(tokenized),
-                pass_.query,
-                tuple(pass_.grids[i].to_cpu() for i in sorted(pass_.grids)),
-                to_cpu(tuple(pass_.averages[i] for i in sorted(pass_.averages))),
-                to_cpu(tuple(h[0] for h in out.hidden_states)),
-            )
-            return ModelPass((stack,))
+        return lambda options: self.pass_of(self.tokenize(text), options)
 
-        return run
+    def pass_of(self, tokenized: TokenizedText, options: PassOptions = NO_OPTIONS) -> ModelPass:
+        """The contract's pass over tokens already made (a generation's prompt and the ids
+        it wrote, read as they are: the maps' rows are the generation's), not remembered."""
+        layers = self.config.num_layers
+        # The core decoders' blocks report each layer themselves (``stack.run_blocks``).
+        name: StackName = "decoder" if self.causal else "encoder"
+        pass_ = options.long_pass(
+            layers,
+            not isinstance(self.model, DecoderLM),
+            tokenized,
+            head_outputs=lambda layer: self.head_outputs(name, layer),
+        )
+        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+            out = self.model(
+                torch.tensor([tokenized.input_ids]),
+                num_logits=0,
+                output_hidden_states=options.hidden_states,
+            )
+        stack = KeptStack(
+            name,
+            tokenized,
+            tokenized,
+            to_cpu(pass_.kept()),
+            (0,) * len(tokenized),
+            pass_.query,
+            tuple(pass_.grids[i].to_cpu() for i in sorted(pass_.grids)),
+            to_cpu(tuple(pass_.averages[i] for i in sorted(pass_.averages))),
+            to_cpu(tuple(h[0] for h in out.hidden_states)),
+        )
+        return ModelPass((stack,))
 
     def head_outputs(self, stack: str, layer: int) -> torch.Tensor:
         """Each head's slice of layer ``layer``'s output projection, (H, D, C) (one stack)."""
@@ -273,16 +268,3 @@ class TextModelBase(Generic[ModelT]):
         if out.trace is None:
             raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
         return tokenized, to_cpu(out.trace)
-
-    def stack_trace(
-        self,
-        text: str,
-        layer: int,
-        *,
-        text_b: str | None = None,
-        target: Target | None = None,
-        stack: str | None = None,
-    ) -> StackTrace:
-        """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""
-        trace = partial(self.trace, text, layer, text_b)
-        return self.capabilities.one_stack_trace(self.name, target, stack, trace)

@@ -25,7 +25,7 @@ from ....attention import AttentionSteps, attention_with_steps
 from ....blocked_attention import AttentionCall
 from ....errors import MODEL_CONTEXT, MODEL_MAX_TOKENS, LimitExceeded, SpecError
 from ....progress import report
-from ...base.capabilities import Capabilities, StackTrace, Target, WordComparison
+from ...base.capabilities import Capabilities, OneStack, Target, WordComparison
 from ...base.contract import (
     NO_OPTIONS,
     KeptStack,
@@ -112,7 +112,7 @@ def _attention(
 
 
 @dataclass(eq=False, repr=False)
-class Encoder:
+class Encoder(OneStack):
     """A loaded checkpoint: tokenizer, weights, and the forward pass.
 
     ``encode`` keeps its most recent results (up to ``cache_bytes`` of tensors)
@@ -193,11 +193,6 @@ class Encoder:
     def capabilities(self) -> Capabilities:
         """One stack, the encoder; its WordPiece vocabulary answers word questions."""
         return Capabilities(("encoder",), words=self)
-
-    def target_tokens(self, target: Target) -> int:
-        """A model with one stack reads no target: refused."""
-        self.capabilities.check_fields(self.name, target)
-        return 0
 
     @property
     def hidden_size(self) -> int:
@@ -289,19 +284,6 @@ class Encoder:
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
         return tokenized, to_cpu(trace)
-
-    def stack_trace(
-        self,
-        text: str,
-        layer: int,
-        *,
-        text_b: str | None = None,
-        target: Target | None = None,
-        stack: str | None = None,
-    ) -> StackTrace:
-        """``trace`` as the contract asks it: the encoder's layer ``layer`` (0-based)."""
-        trace = partial(self.trace, text, layer, text_b)
-        return self.capabilities.one_stack_trace(self.name, target, stack, trace)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None

@@ -1,0 +1,79 @@
+"""A bf16 model spread by accelerate over memory and disk computes each layer in float32.
+
+Oracles: the same checkpoint held in memory by the hand-written family (bf16
+weights, float32 layers: ``test_held_weights``) and transformers' float32 eager
+attention, to float32 rounding; the held weights' dtype.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attention_core.models import Decoder, ModelRegistry, read_header
+from attention_core.models.checkpoints.weight_dtype import held_bytes
+from tests.models.checkpoints import make_llama
+from tests.requires import require
+
+TEXT = "The bank approved the loan, and the river bank was muddy."
+
+
+def registry_of(path: Path, **options: object) -> ModelRegistry:
+    return ModelRegistry(include_package=False, builtin_dir=None, env_paths=[path], **options)  # type: ignore[arg-type]
+
+
+def eager_float32(path: Path, ids: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
+    transformers = require("transformers")
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        path, attn_implementation="eager", dtype=torch.float32, local_files_only=True
+    ).eval()
+    with torch.inference_mode():
+        out = model(torch.tensor([ids]), output_attentions=True)
+    return tuple(a[0] for a in out.attentions)
+
+
+def test_a_spread_bf16_model_runs_its_layers_in_float32(tmp_path: Path) -> None:
+    require("accelerate")
+    path = make_llama(
+        tmp_path / "models" / "llama-bf16", num_hidden_layers=4, dtype=torch.bfloat16, seed=16
+    )
+    entries = read_header(path / "model.safetensors").entries
+    outside = sum(e.end - e.begin for n, e in entries.items() if ".layers." not in n)
+    layer = (held_bytes([read_header(path / "model.safetensors")]) - outside) // 4
+    limit = outside + 2 * layer + layer // 2
+    spread = registry_of(
+        tmp_path / "models", max_model_bytes=limit, offload_dir=tmp_path / "offload"
+    ).load("llama-bf16")
+    hf = spread.model.model  # type: ignore[attr-defined]
+    layers = [hf.hf_device_map[f"model.layers.{i}"] for i in range(4)]
+    assert layers == ["cpu", "cpu", "disk", "disk"], hf.hf_device_map
+    # The weights stay bf16, in memory and on disk (read in as stored each pass).
+    assert hf.model.layers[0].mlp.up_proj.weight.dtype == torch.bfloat16
+    assert hf.model.layers[3].mlp.up_proj.weight.device.type == "meta"
+    outputs: dict[str, torch.dtype] = {}
+
+    def keep(name: str) -> object:
+        def hook(_m: nn.Module, _i: object, out: torch.Tensor) -> None:
+            outputs[name] = out.dtype
+
+        return hook
+
+    for i in (0, 3):  # one layer in memory, one read from disk
+        hf.model.layers[i].mlp.register_forward_hook(keep(f"mlp {i}"))
+        hf.model.layers[i].input_layernorm.register_forward_hook(keep(f"norm {i}"))
+    maps = spread.encode(TEXT)
+    assert set(outputs.values()) == {torch.float32}, outputs
+    assert hf.model.layers[0].mlp.up_proj.weight.dtype == torch.bfloat16
+    in_memory = registry_of(tmp_path / "models").load("llama-bf16")
+    assert isinstance(in_memory, Decoder) and in_memory.model.__class__.__name__ == "Llama"
+    ids = spread.tokenize(TEXT).input_ids
+    for ours, held, float32 in zip(
+        maps.layer_attentions,
+        in_memory.encode(TEXT).layer_attentions,
+        eager_float32(path, ids),
+        strict=True,
+    ):
+        torch.testing.assert_close(ours, held, atol=1e-5, rtol=0)
+        torch.testing.assert_close(ours, float32, atol=1e-5, rtol=0)
