@@ -25,7 +25,7 @@ from attention_core.models.text.head_trace import TraceView, mean_blocks, region
 from .limits import check_answer_cells
 from .map_view import region_and_block, region_fields
 from .model_payloads import check_head_numbers, float_array, head_payload
-from .schemas.model import ModelHeadRequest
+from .schemas.model import ModelHeadRequest, ModelHeadResponse
 from .settings import Settings
 
 # The maps of a trace: scores, scaled, masked and weights (and a bias's or cap's step).
@@ -48,8 +48,8 @@ def head_answer(
     body: ModelHeadRequest,
     target: Target | None,
     settings: Settings,
-) -> dict[str, Any]:
-    """The body of ``ModelHeadResponse`` for ``body`` on the loaded ``model`` (``target``:
+) -> ModelHeadResponse:
+    """``ModelHeadResponse`` for ``body`` on the loaded ``model`` (``target``:
     the decoder's text or ids, checked)."""
     model.capabilities.check_fields(name, target, body.stack)
     with torch.inference_mode():
@@ -82,7 +82,7 @@ def head_answer(
         _source(payload, traced, view)
     region = Region(*view.rows, *view.cols)
     payload.update(region_fields(region, view.block, view.shape, body.pool is not None, (T, S)))
-    return payload
+    return ModelHeadResponse.model_validate(payload)
 
 
 def _source(payload: dict[str, Any], traced: StackTrace, view: TraceView) -> None:

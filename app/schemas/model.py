@@ -17,7 +17,7 @@ from attention_core.models.maps.pooling import POOL_REDUCE
 from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
-from .tensors import MapsOut, MatrixOut
+from .tensors import MapsOut, MatrixOut, NullableMatrixOut, VectorOut
 
 # Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
 # token), small enough to tokenize in milliseconds.  The token limit itself is checked
@@ -38,8 +38,8 @@ ModelName = Annotated[
     ),
 ]
 # Real models' activations are not bounded like the toy API's inputs: no ±1e6 here.
-Rows = list[list[float]]
-NullableRows = list[list[float | None]]
+Rows = MatrixOut
+NullableRows = NullableMatrixOut
 
 
 # Maps per answer are bounded by the token limit and the JSON/compact limits; these
@@ -472,7 +472,7 @@ class ModelHeadSteps(BaseModel):
         description="softcap · tanh(scores / softcap) (Gemma 2's logit soft-capping), "
         "before the mask; null without it",
     )
-    sink_weights: list[float] | None = Field(
+    sink_weights: VectorOut | None = Field(
         None,
         description="per query, the weight the head's attention sink took (gpt-oss); the "
         "row of attn_weights sums to 1 minus it; null without sinks",

@@ -30,11 +30,17 @@ def _same(array: FloatArray) -> FloatArray:
 
 
 _MATRIX: dict[str, Any] = TypeAdapter(list[list[float]]).json_schema()
+_NULLABLE_MATRIX: dict[str, Any] = TypeAdapter(list[list[float | None]]).json_schema()
+_VECTOR: dict[str, Any] = TypeAdapter(list[float]).json_schema()
 _KEEP = PlainValidator(_array)
 _WRITE = PlainSerializer(_same, return_type=Any, when_used="always")
 
 # (rows, columns) numbers: a head-score grid (L, H), a layer's hidden states (T, C).
 MatrixOut = Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(_MATRIX)]
+# (rows, columns) with masked cells (-inf in torch) written as null: a head's masked scores.
+NullableMatrixOut = Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(_NULLABLE_MATRIX)]
+# One number per row or per head: a head's sinks' share.
+VectorOut = Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(_VECTOR)]
 # One layer's maps: (heads, T, S), or (T, S) for a head average or a rollout.
 MapsOut = Annotated[
     FloatArray,
