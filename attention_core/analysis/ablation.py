@@ -137,8 +137,19 @@ def ablate(
     for layer, head in chosen:
         mask = masks.setdefault(layer, torch.zeros(2, heads.num_heads, dtype=torch.bool))
         mask[1, head] = True
-    final = heads.run(batch, edit=masked_edit(masks, heads.num_heads, mode)).hidden[-1]
+    edit = masked_edit(masks, heads.num_heads, mode)
     pairs = tuple((int(layer), int(head)) for layer, head in chosen)
+    if isinstance(heads, DecoderHeadModel) and chosen:
+        # The rows are the same below the first ablated layer: run those layers once, then
+        # grow the batch by a copy of the text (as ``_decoder_effects`` does per head).
+        first = min(layer for layer, _ in pairs)
+
+        def grow(layer: int, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x, x]) if layer == first else x
+
+        final = heads.run(batch[:1], edit=edit, grow=grow).hidden[-1]
+    else:
+        final = heads.run(batch, edit=edit).hidden[-1]
     if isinstance(heads, DecoderHeadModel):
         return Ablation(
             pairs,
