@@ -139,6 +139,17 @@ def ablate(
         mask[1, head] = True
     edit = masked_edit(masks, heads.num_heads, mode)
     pairs = tuple((int(layer), int(head)) for layer, head in chosen)
+    if isinstance(heads, DecoderHeadModel) and chosen:
+        # The rows are the same below the first ablated layer: run those layers once, then
+        # grow the batch by a copy of the text (as ``_decoder_effects`` does per head).
+        first = min(layer for layer, _ in pairs)
+
+        def grow(layer: int, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x, x]) if layer == first else x
+
+        final = heads.run(batch[:1], edit=edit, grow=grow).hidden[-1]
+    else:
+        final = heads.run(batch, edit=edit).hidden[-1]
     if isinstance(heads, DecoderHeadModel):
         # One row up to the first ablated layer, copied there: the layers below run once
         # (a head of the first layer costs at most two forwards).
