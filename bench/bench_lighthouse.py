@@ -13,6 +13,10 @@ best-practices and SEO scores, and LCP, TBT and CLS.
 
 Usage: .venv/bin/python bench/bench_lighthouse.py [--runs 3] [--url http://127.0.0.1:8000]
        [--pages /,/compare,/lessons,/model,/train] [--preset mobile|desktop] [--json out.json]
+       [--record]
+
+``--record`` writes the medians into bench/results/bench_lighthouse.json (bench/record.py:
+one figure per set of pages and preset); ``scripts/bench_table.py`` renders the tables.
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ def main() -> None:
     parser.add_argument("--pages", default=",".join(PAGES))
     parser.add_argument("--preset", choices=["mobile", "desktop"], default="mobile")
     parser.add_argument("--json", help="write the raw results here")
+    parser.add_argument("--record", action="store_true", help="record the medians (record.py)")
     args = parser.parse_args()
     ensure_lighthouse()
     pages = args.pages.split(",")
@@ -145,6 +150,43 @@ def main() -> None:
             print(f"{'':<9} failed audits: {', '.join(failed)}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.record:
+        record_medians(results, args, load_before)
+
+
+def record_medians(
+    results: dict[str, list[dict[str, Any]]], args: argparse.Namespace, load: float
+) -> None:
+    """One figure: each page's median performance score, with its TBT and LCP."""
+    from bench.record import machine, record
+
+    pages = list(results)
+
+    def med(path: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[path])
+
+    value = " / ".join(f"{med(p, 'performance'):.0f}" for p in pages)
+    note = "; ".join(
+        f"{p}: TBT {med(p, 'tbt_ms'):.0f} ms, LCP {med(p, 'lcp_ms'):.0f} ms, runs "
+        f"{[r['performance'] for r in results[p]]}"
+        for p in pages
+    )
+    command = f".venv/bin/python bench/bench_lighthouse.py --runs {args.runs} --pages {args.pages}"
+    if args.preset != "mobile":
+        command += f" --preset {args.preset}"
+    row = {
+        "figure": f"Lighthouse performance, {args.preset}, median of {args.runs}: "
+        + " ".join(pages),
+        "value": value,
+        "unit": "score",
+        "goal": ">= 98",
+        "note": note,
+        "machine": machine(f"load average {load:.1f} before"),
+        "command": command + " --record",
+    }
+    doc = __doc__ or ""
+    run = ".venv/bin/python bench/bench_lighthouse.py [--runs 3] [--pages /model] [--record]"
+    record("bench/bench_lighthouse.py", doc.splitlines()[0], run, [row])
 
 
 if __name__ == "__main__":

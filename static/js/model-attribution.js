@@ -7,12 +7,11 @@
 // context = {model, text, causal, layers, heads, tokens} (decoders only: an encoder's card
 // stays hidden).  Token text goes in through textContent.
 
-import { ApiError, post } from "./api.js";
+import { errorText, post } from "./api.js";
 import { el } from "./dom.js";
 import { heatGrid } from "./score-grid.js";
 
 const CONFIRM = 3;
-const messageOf = (err) => (err instanceof ApiError ? err.detail.map((d) => d.msg).join(" ") : String(err.message || err));
 const shown = (text) => (text === "" ? "∅" : text.replace(/\n/g, "⏎").replace(/ /g, "␣"));
 const headName = (l, h) => `L${l} H${h}`;
 const signed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(2)}`;
@@ -223,7 +222,7 @@ export function setupAttribution({ card, openHead }) {
     } catch (err) {
       if (mine !== seq || (err && err.name === "AbortError")) return;
       status.textContent = "";
-      error.textContent = messageOf(err);
+      error.textContent = errorText(err);
     }
   }
   run.addEventListener("click", () => estimate(false));

@@ -3,7 +3,7 @@
 // API's JSON.  The maps are asked for again as JSON floats, so a file holds the API's
 // numbers, not the page's 8-bit copies.
 
-import { ApiError, post } from "./api.js";
+import { errorText, post } from "./api.js";
 import { el } from "./dom.js";
 import { float32Array, npz, unicodeArray } from "./npz.js";
 import { plotlyReady } from "./plotly-loader.js";
@@ -92,7 +92,7 @@ export function mountExport(after, { request, zoom }) {
       else save(`${file}.npz`, npz(mapArrays(answer)));
       status.textContent = `Saved ${answer.layers.length} layers × ${answer.tokens.length} tokens.`;
     } catch (err) {
-      status.textContent = err instanceof ApiError ? err.detail.map((d) => d.msg).join(" ") : String(err.message || err);
+      status.textContent = errorText(err);
     }
   }
 

@@ -8,7 +8,8 @@
 // drawImage each: never hundreds of canvases to create, fill and composite per change.
 
 import { el } from "./dom.js";
-import { MANY_MAPS, paintCells } from "./model-overview.js";
+import { paintCells } from "./colour.js";
+import { MANY_MAPS } from "./model-overview.js";
 import { EXTRA_MAPS } from "./model-state.js";
 
 /** The grid's columns: heads "1".."H", then the mean and the rollout. */

@@ -6,11 +6,12 @@
 // scale, the first-token (sink) column left out of the colour range, and the
 // layer filter of the grid.
 
-import { post } from "./api.js";
+import { errorText, post } from "./api.js";
+import { LOG_DECADES, drawCells, maskedCell } from "./colour.js";
 import { colourBar, framedMap, setColourBar } from "./colour-bar.js";
 import { el } from "./dom.js";
-import { LUT, MASKED, maskedCell } from "./model-canvas.js";
 import { decodeCompact } from "./model-data.js";
+import { plainModelError } from "./model-errors.js";
 
 // Past this many tokens, or this many maps (layers × heads), the grid asks for pooled maps.
 export const LONG_TEXT = 128;
@@ -21,68 +22,11 @@ const POOL_FEW = 128;
 const POOL_MANY = 48;
 // The large map is drawn a pixel per cell up to this side; past it the server pools it.
 export const ZOOM_MAX_SIDE = 1024;
-// The log scale spans this many powers of ten below the colour range's top.
-export const LOG_DECADES = 4;
-
 /** The `pool` the grid asks for: thumbnails are small, and many of them smaller. */
 export const gridPool = (L, H) => (L * H > MANY_MAPS ? POOL_MANY : POOL_FEW);
 
 /** Whether an answer's maps were pooled (a block larger than one cell). */
 export const isPooled = (answer) => Boolean(answer && answer.pooled && answer.pooled.block.some((b) => b > 1));
-
-/** A map's colour index (0..255) for value v under the range's top zmax, linear or log. */
-export function colourIndex(v, zmax, log) {
-  if (!(v > 0) || !(zmax > 0)) return 0;
-  const t = log ? 1 + Math.log10(v / zmax) / LOG_DECADES : v / zmax;
-  return t >= 1 ? 255 : t <= 0 ? 0 : (t * 255) | 0;
-}
-
-/** The top of a map's colour range: 1 (fixed), or its largest cell, column 0 left out
- * when the sink is apart (column 0 then shows at the top colour wherever it is larger). */
-export function rangeTop(flat, cols, { fixed = false, sinkApart = false, firstCol = 0 } = {}) {
-  if (fixed) return 1;
-  const skip = sinkApart && firstCol === 0 ? 1 : 0;
-  let m = 0;
-  for (let p = 0; p < flat.length; p++) if (p % cols >= skip && flat[p] > m) m = flat[p];
-  return Math.max(m, 1e-6);
-}
-
-/**
- * Paint rows × cols cells (Float32Array, row-major) into pixels (packed RGBA, `stride`
- * pixels a row) from (x0, y0), a pixel each.  block: the token block each cell covers
- * (pooled maps), offset: the first token row and column.  A cell is grey when every
- * pair in it is masked (causal, beyond a sliding window): a block across the diagonal
- * shows its largest weight, so a previous-token head's line stays visible.
- */
-export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
-  const [br, bc] = block;
-  const [r0, c0] = offset;
-  for (let i = 0; i < rows; i++) {
-    const first = r0 + i * br;
-    const last = Math.min(T - 1, first + br - 1);
-    const line = (y0 + i) * stride + x0;
-    // Causal: the cells from `open` on start after the block's last row (all masked).
-    const open = causal ? Math.min(cols, Math.max(0, Math.floor((last - c0) / bc) + 1)) : cols;
-    for (let j = 0; j < open; j++) {
-      // A sliding window: masked when even the block's last column is beyond its first row's window.
-      const right = Math.min(T - 1, c0 + j * bc + bc - 1);
-      const masked = causal && slidingWindow && (positions ? positions[first] - positions[right] : first - right) >= slidingWindow;
-      pixels[line + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
-    }
-    pixels.fill(MASKED, line + open, line + cols);
-  }
-}
-
-/** Draw rows × cols cells on a canvas of their size, one pixel each (paintCells' options). */
-export function drawCells(canvas, flat, options) {
-  const { rows, cols } = options;
-  if (canvas.width !== cols) canvas.width = cols;
-  if (canvas.height !== rows) canvas.height = rows;
-  const ctx = canvas.getContext("2d");
-  const image = ctx.createImageData(cols, rows);
-  paintCells(new Uint32Array(image.data.buffer), cols, [0, 0], flat, options);
-  ctx.putImageData(image, 0, 0);
-}
 
 // ---------- the layer filter ----------
 
@@ -222,7 +166,7 @@ export function canvasZoom(box, readout) {
       draw();
     } catch (err) {
       if (mine !== seq) return;
-      note.textContent = `This map could not be loaded: ${err.detail ? JSON.stringify(err.detail) : err.message}`;
+      note.textContent = `This map could not be loaded: ${errorText(plainModelError(err))}`;
     }
   }
 

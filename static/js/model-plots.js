@@ -3,7 +3,7 @@
 
 import { drawFigure } from "./heatmap.js";
 import { escapePlotly, tickLabel, tokenLabels } from "./labels.js";
-import { MASKED_COLOUR, VIRIDIS, maskedCell } from "./model-canvas.js";
+import { MASKED_COLOUR, VIRIDIS, maskedCell } from "./colour.js";
 import { toRows } from "./model-data.js";
 
 // Above this many tokens, hover shows positions only (the readout under the

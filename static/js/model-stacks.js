@@ -12,11 +12,10 @@ import { colourBar, setColourBar } from "./colour-bar.js";
 import { byTestId, el } from "./dom.js";
 import { clearFieldErrors, showFieldErrors } from "./feedback.js";
 import { tokenLabels } from "./labels.js";
-import { MASKED_COLOUR, VIRIDIS } from "./model-canvas.js";
+import { css, drawCells, mapMax, rgbAt } from "./colour.js";
 import { decodeCompact } from "./model-data.js";
-import { URL_LIMIT, realHeadLink } from "./model-state.js";
+import { ENCODER_DECODER, URL_LIMIT, realHeadLink } from "./model-state.js";
 
-export const ENCODER_DECODER = "encoder-decoder";
 const STACKS = ["encoder", "decoder", "cross"];
 const AXES = {
   encoder: "Encoder self-attention: rows and columns are source tokens.",
@@ -27,48 +26,12 @@ const AXES = {
 const MAX_TABLE_CELLS = 6400;
 const GEN_TOKENS = 40;
 
-const hex = (s) => [1, 3, 5].map((i) => Number.parseInt(s.slice(i, i + 2), 16));
-const STOPS = VIRIDIS.map(([t, c]) => [t, hex(c)]);
-
-/** Viridis at t in [0, 1], as [r, g, b]. */
-function viridis(t) {
-  const x = Math.min(1, Math.max(0, t));
-  let k = 0;
-  while (k < STOPS.length - 2 && x > STOPS[k + 1][0]) k++;
-  const [t0, c0] = STOPS[k];
-  const [t1, c1] = STOPS[k + 1];
-  const f = (x - t0) / (t1 - t0);
-  return c0.map((v, j) => Math.round(v + f * (c1[j] - v)));
-}
-
-const css = ([r, g, b]) => `rgb(${r}, ${g}, ${b})`;
 const lightText = (t) => t < 0.6;
-
-function maxOf(values) {
-  let m = 0;
-  for (const v of values) if (v > m) m = v;
-  return m;
-}
+const maxOf = mapMax;
 
 /** Draw a rows × cols map (Float32Array, row-major) into a canvas, one pixel per cell. */
 function drawRect(canvas, values, rows, cols, { causal = false } = {}) {
-  canvas.width = cols;
-  canvas.height = rows;
-  const ctx = canvas.getContext("2d");
-  const image = ctx.createImageData(cols, rows);
-  const zmax = Math.max(maxOf(values), 1e-6);
-  const grey = hex(MASKED_COLOUR);
-  for (let i = 0; i < rows; i++) {
-    for (let j = 0; j < cols; j++) {
-      const [r, g, b] = causal && j > i ? grey : viridis(values[i * cols + j] / zmax);
-      const p = 4 * (i * cols + j);
-      image.data[p] = r;
-      image.data[p + 1] = g;
-      image.data[p + 2] = b;
-      image.data[p + 3] = 255;
-    }
-  }
-  ctx.putImageData(image, 0, 0);
+  drawCells(canvas, values, { rows, cols, zmax: Math.max(mapMax(values), 1e-6), causal });
 }
 
 /** The mean over heads of a decoded (H, T, S) tensor, as a Float32Array (T * S). */
@@ -304,7 +267,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
           const v = values[i * cols.length + j];
           const t = v / zmax;
           return el("td", {
-            style: `background: ${css(viridis(t))}`,
+            style: `background: ${css(rgbAt(t))}`,
             title: `${rowLabels[i]} → ${colLabels[j]}: ${v.toFixed(3)}`,
             "data-weight": v.toFixed(4),
           });
@@ -392,7 +355,7 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
               const t = v / zmax;
               return el("td", {
                 class: lightText(t) ? "light" : "",
-                style: `background: ${css(viridis(t))}`,
+                style: `background: ${css(rgbAt(t))}`,
                 title: `${sourceLabels[j]}: ${v.toFixed(3)}`,
                 "data-weight": v.toFixed(4),
                 text: sourceLabels[j],

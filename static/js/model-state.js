@@ -5,6 +5,9 @@
 import { parseTokens } from "./model-multi-token.js";
 import { URL_LIMIT, buildQuery } from "./state.js";
 
+// An entry's kind for a model with an encoder and a decoder (T5, BART, Marian).
+export const ENCODER_DECODER = "encoder-decoder";
+
 export const EXTRA_MAPS = ["mean", "rollout"];
 
 const int = (raw, min = 0) => {

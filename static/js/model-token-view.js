@@ -9,7 +9,7 @@
 import { byTestId, el } from "./dom.js";
 import { drawHeadView } from "./headview.js";
 import { drawHeatmap } from "./heatmap.js";
-import { drawCells } from "./model-overview.js";
+import { drawCells } from "./colour.js";
 import { COMBINE, combinedRow } from "./model-multi-token.js";
 
 // A long row: past HEADVIEW_KEYS keys the head view shows the STRONGEST keys only (its

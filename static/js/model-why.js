@@ -9,12 +9,11 @@
 // cell is explained), or null.  Returns {clear()}.  whyNodes(answer) draws an answer
 // (the notebook's attention_viz.why too).  Token text goes in through textContent.
 
-import { ApiError, post } from "./api.js";
+import { errorText, post } from "./api.js";
 import { el } from "./dom.js";
 
 const TOP = 12; // pairs listed
 const GRID = 8; // components per side of the grid (the rest summed into "all others")
-const messageOf = (err) => (err instanceof ApiError ? err.detail.map((d) => d.msg).join(" ") : String(err.message || err));
 const shown = (text) => (text === "" ? "∅" : text.replace(/\n/g, "⏎").replace(/ /g, "␣"));
 const fixed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(3)}`;
 
@@ -173,7 +172,7 @@ export function setupWhy({ card, zoom, context, where = "the large map" }) {
     } catch (err) {
       if (mine !== seq || (err && err.name === "AbortError")) return;
       status.textContent = "";
-      error.textContent = messageOf(err);
+      error.textContent = errorText(err);
     }
   }
 

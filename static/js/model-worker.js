@@ -5,9 +5,9 @@
 // The request that runs the model is streamed (…/stream: progress per layer, then the
 // answer); cancelling a job aborts its requests, which stops its pass on the server.
 
+import { ApiError, get, isAbort, post, stream } from "./api.js";
 import { decodeCompact } from "./model-data.js";
 import { gridPool, isPooled } from "./model-overview.js";
-import { streamEvents } from "./train-stream.js";
 
 const URL_ATTENTION = "/api/model/attention";
 const URL_GENERATE = "/api/model/generate";
@@ -20,30 +20,13 @@ const infos = new Map();
 // Absolute time, so the page can place the worker's events on its own timeline.
 const now = () => performance.timeOrigin + performance.now();
 
-async function readJson(response) {
-  const body = await response.json().catch(() => null);
-  if (!response.ok) {
-    throw Object.assign(new Error("api"), { status: response.status, detail: body && body.detail ? body.detail : response.statusText });
-  }
-  return body;
-}
-
-function send(url, body, signal) {
-  return fetch(url, {
-    method: "POST",
-    headers: { accept: "application/json", "content-type": "application/json" },
-    body: JSON.stringify(body),
-    signal,
-  });
-}
-
 /** The answer of `url` + "/stream" (what `url` answers), posting its progress on the way. */
 async function streamed(id, url, body, signal) {
   let answer = null;
   let failure = null;
   // Read to the end (the server closes after `result` or `error`): a stream left unread
   // would be cut off.
-  await streamEvents(url + STREAM, body, {
+  await stream(url + STREAM, body, {
     signal,
     onEvent: (name, data) => {
       if (name === "progress") self.postMessage({ id, type: "progress", progress: data });
@@ -51,7 +34,7 @@ async function streamed(id, url, body, signal) {
       else if (name === "error") failure = data;
     },
   });
-  if (failure) throw Object.assign(new Error("api"), { status: failure.status, detail: failure.detail });
+  if (failure) throw new ApiError(failure.status, failure.detail);
   if (!answer) throw new Error("the stream ended without an answer");
   return answer;
 }
@@ -60,7 +43,7 @@ function modelInfo(model) {
   const key = model || "";
   if (!infos.has(key)) {
     const query = model ? `?model=${encodeURIComponent(model)}` : "";
-    const request = fetch(`/api/model${query}`, { headers: { accept: "application/json" } }).then(readJson);
+    const request = get(`/api/model${query}`);
     request.catch(() => infos.delete(key)); // a failed look-up is asked again next time
     infos.set(key, request);
   }
@@ -98,8 +81,8 @@ async function attention(id, body, signal) {
   const rest = !others.length
     ? []
     : isPooled(first)
-    ? [send(URL_ATTENTION, { ...body, layers: others }, signal).then(readJson).then((answer) => others.map((n, i) => ({ n, answer, i })))]
-    : others.map((n) => send(URL_ATTENTION, { ...body, layers: [n] }, signal).then(readJson).then((answer) => [{ n, answer, i: 0 }]));
+    ? [post(URL_ATTENTION, { ...body, layers: others }, signal).then((answer) => others.map((n, i) => ({ n, answer, i })))]
+    : others.map((n) => post(URL_ATTENTION, { ...body, layers: [n] }, signal).then((answer) => [{ n, answer, i: 0 }]));
   for (const p of rest) p.catch(() => {});
   self.postMessage({ id, type: "meta", meta: withoutMaps(first), t: now() });
   postLayer(id, 1, first);
@@ -127,9 +110,9 @@ self.addEventListener("message", (ev) => {
   controllers.set(id, controller);
   (kind === "generate" ? generate : attention)(id, body, controller.signal)
     .catch((err) => {
-      const aborted = controller.signal.aborted;
-      const status = err.status ?? 0;
-      const detail = aborted ? "cancelled: a newer request took its place" : err.detail ?? `The server did not answer (${err.message}).`;
+      const aborted = isAbort(err, controller.signal);
+      const status = err instanceof ApiError ? err.status : 0;
+      const detail = aborted ? "cancelled: a newer request took its place" : err instanceof ApiError ? err.detail : `The server did not answer (${err.message}).`;
       self.postMessage({ id, type: "error", status, detail, aborted });
     })
     .finally(() => controllers.delete(id));

@@ -14,7 +14,7 @@ import { drawHeadView } from "./headview.js";
 import { drawHeatmap } from "./heatmap.js";
 import { tokenLabels } from "./labels.js";
 import { attributionNodes } from "./model-attribution.js";
-import { drawMap, mapMax } from "./model-canvas.js";
+import { drawMap, mapMax } from "./colour.js";
 import { decodeCompact, mapView } from "./model-data.js";
 import { drawZoom } from "./model-plots.js";
 import { drawTokenView, rowsOfLayers } from "./model-token-view.js";

@@ -4,30 +4,17 @@
 // that later replaces it agree: same colours, same labels, same height.
 // Drawing one takes about a millisecond; parsing Plotly takes hundreds.
 
-import { VIRIDIS } from "./model-canvas.js";
+import { VIRIDIS, lutOf } from "./colour.js";
 import { FONT_FAMILY, MUTED, INK, niceTicks, quickRoot, svgEl, textWidth, tick, tickText, unescapePlotly } from "./quick-svg.js";
 
-const hex = (s) => [1, 3, 5].map((i) => Number.parseInt(s.slice(i, i + 2), 16));
-const lutCache = new Map();
+const luts = new Map();
 
 /** 256 packed RGBA colours (little-endian 0xAABBGGRR) for a Plotly colour scale. */
 export function colourLut(colorscale) {
-  const key = typeof colorscale === "string" ? colorscale : JSON.stringify(colorscale);
-  if (lutCache.has(key)) return lutCache.get(key);
-  const stops = (colorscale === "Viridis" || typeof colorscale === "string" ? VIRIDIS : colorscale).map(([t, c]) => [t, hex(c)]);
-  const lut = new Uint32Array(256);
-  let k = 0;
-  for (let i = 0; i < 256; i++) {
-    const t = i / 255;
-    while (k < stops.length - 2 && t > stops[k + 1][0]) k++;
-    const [t0, c0] = stops[k];
-    const [t1, c1] = stops[k + 1];
-    const f = Math.min(1, Math.max(0, (t - t0) / (t1 - t0 || 1)));
-    const [r, g, b] = c0.map((v, j) => Math.round(v + f * (c1[j] - v)));
-    lut[i] = ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
-  }
-  lutCache.set(key, lut);
-  return lut;
+  if (typeof colorscale === "string") return lutOf(VIRIDIS);
+  const key = JSON.stringify(colorscale);
+  if (!luts.has(key)) luts.set(key, lutOf(colorscale));
+  return luts.get(key);
 }
 
 const lutIndex = (v, zmin, zmax) => {

@@ -2,21 +2,12 @@
 // for the head scores on /model and /train and the ablation grids (model-heads.js).
 
 import { el } from "./dom.js";
-import { VIRIDIS } from "./model-canvas.js";
-
-const hex = (s) => [1, 3, 5].map((i) => Number.parseInt(s.slice(i, i + 2), 16));
-const STOPS = VIRIDIS.map(([t, c]) => [t, hex(c)]);
+import { css, inkOn, rgbAt } from "./colour.js";
 
 /** Viridis colour of t in [0, 1], and a text colour that reads on it. */
 export function colour(t) {
   const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0));
-  let k = 0;
-  while (k < STOPS.length - 2 && x > STOPS[k + 1][0]) k++;
-  const [t0, c0] = STOPS[k];
-  const [t1, c1] = STOPS[k + 1];
-  const f = (x - t0) / (t1 - t0);
-  const rgb = c0.map((v, j) => Math.round(v + f * (c1[j] - v)));
-  return { background: `rgb(${rgb.join(",")})`, color: x > 0.55 ? "#111" : "#fff" };
+  return { background: css(rgbAt(x)), color: inkOn(x) };
 }
 
 /** A layer × head grid of buttons coloured by `values` (L × H); click(l, h) from 1. */

@@ -5,7 +5,7 @@
 import { el } from "./dom.js";
 import { drawFigure, drawHeatmap } from "./heatmap.js";
 import { tokenLabels } from "./labels.js";
-import { drawMap } from "./model-canvas.js";
+import { drawMap } from "./colour.js";
 
 const COLORS = { batch: "#9aa5b1", train: "#0b5cad", val: "#d9480f", baseline: "#1b1f24" };
 

@@ -2,14 +2,13 @@
 // server (POST /api/train, streamed), and watch the loss fall and the probe's
 // attention form; scrub back through the snapshots; open the result on /model.
 
-import { ApiError, clearErrors, showErrors } from "./api.js";
+import { ApiError, clearErrors, showErrors, stream } from "./api.js";
 import { plainMessage } from "./feedback.js";
 import { byTestId, el, initialData } from "./dom.js";
 import { decodeCompact } from "./model-data.js";
 import { heatGrid } from "./score-grid.js";
 import { buildGrid, drawGrid, drawLoss, drawZoom, markPicked } from "./train-plots.js";
 import { showRuns } from "./train-runs.js";
-import { streamTraining } from "./train-stream.js";
 
 const init = initialData();
 const DESCRIPTIONS = Object.fromEntries(init.architectures.map((a) => [a.name, a.description]));
@@ -332,7 +331,7 @@ async function start() {
   $("train-status").textContent = "Starting…";
   setRunning(true);
   try {
-    await streamTraining(body, {
+    await stream("/api/train", body, {
       signal: current.controller.signal,
       onEvent: (name, data) => {
         if (run === current && handlers[name]) handlers[name](data);

@@ -268,8 +268,8 @@ def test_512_heads_on_one_atlas(browser: Browser, server_url: str) -> None:
 
 
 PAINT = """async ({ T, block, window }) => {
-  const { paintCells } = await import('/static/js/model-overview.js');
-  const { MASKED } = await import('/static/js/model-canvas.js');
+  const { paintCells } = await import('/static/js/colour.js');
+  const { MASKED } = await import('/static/js/colour.js');
   const [rows, cols] = [Math.ceil(T / block), Math.ceil(T / block)];
   const pixels = new Uint32Array(rows * cols);
   const flat = new Float32Array(rows * cols).fill(0.5);
