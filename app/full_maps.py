@@ -38,9 +38,3 @@ def refuse_full_maps(
             found=found,
             setting=FULL_MAPS_SETTING,
         )
-
-
-def token_count(model: TextModel, text: str, field: str = "text") -> int:
-    """How many tokens ``text`` (the request's ``field``) is for ``model``, its token
-    limit checked on the way."""
-    return len(model.tokenize(text, field=field).tokens)

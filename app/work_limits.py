@@ -17,9 +17,11 @@ from .settings import Settings
 
 
 def refuse_induction(model: TextModel, length: int | None, settings: Settings) -> None:
-    """Head scores run the model once more over a block of ``length`` tokens repeated twice:
-    those maps are held whole, so ``induction_length`` is bounded as a text is."""
-    if length is not None:
+    """Head scores run the model once more over a block of ``length`` tokens repeated twice.
+    A one-stack model sums the score block by block (any length it takes); an
+    encoder-decoder's stack still holds those maps whole, so there ``induction_length`` is
+    bounded as a text's full maps are."""
+    if length is not None and model.capabilities.reads_target:
         what = "head scores' induction block (twice induction_length)"
         refuse_full_maps(model, 2 * length, "induction_length", settings, what)
 
@@ -50,3 +52,9 @@ def head_target(
     ids = tuple(target_ids)
     model.target_tokens(ids)  # refused by a one-stack model; ids in the vocabulary, in the limit
     return ids
+
+
+def token_count(model: TextModel, text: str, field: str = "text") -> int:
+    """How many tokens ``text`` (the request's ``field``) is for ``model``, its token
+    limit checked on the way (a 422 naming ``field``)."""
+    return len(model.tokenize(text, field=field).tokens)

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from attention_core.models import Decoder, ModelRegistry, ModelUnsupported, TextModel
 from attention_core.models.text.generation import Sampling
 
-from ..full_maps import refuse_full_maps, token_count
+from ..full_maps import refuse_full_maps
 from ..generated_maps import generated_maps
 from ..limits import over_limit
 from ..model_registry import load
@@ -19,6 +19,7 @@ from ..model_work import model_answer
 from ..schemas.model import GenerateRequest, GenerateResponse
 from ..seq2seq_payloads import refuse_one_stack_options, seq2seq_generation_payload
 from ..settings import Settings
+from ..work_limits import token_count
 from .common import ERRORS, SettingsDep, json_response
 
 if TYPE_CHECKING:  # importing it imports transformers (the optional extra)

@@ -33,7 +33,6 @@ from attention_core.models.registry.backends import sliding_windows
 
 from ..attention_answer import attention_answer
 from ..errors import error_response
-from ..full_maps import refuse_full_maps, token_count
 from ..head_answer import head_answer
 from ..limits import over_limit
 from ..model_payloads import float_array, require_attention
@@ -52,7 +51,7 @@ from ..schemas.model import (
     ModelInfo,
 )
 from ..settings import Settings
-from ..work_limits import head_target
+from ..work_limits import head_target, token_count
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -169,8 +168,7 @@ def _compare_word(
     entry, model = load(registry, body.model)
     words = word_model(entry.name, model, "compare-word")
     for field, text in (("text_a", body.text_a), ("text_b", body.text_b)):
-        tokens = token_count(model, text, field)
-        refuse_full_maps(model, tokens, field, settings, "compare-word")
+        token_count(model, text, field)  # each text's token limit, under its own name
     result = words.compare_word(body.text_a, body.text_b, body.word)
     return json_response(
         CompareWordResponse(

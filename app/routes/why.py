@@ -16,13 +16,14 @@ from attention_core.analysis.attribution import attribute, decoder_heads, star_c
 from attention_core.analysis.qk_decomposition import why
 from attention_core.models import ModelRegistry
 
-from ..full_maps import refuse_full_maps, token_count
+from ..full_maps import refuse_full_maps
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
 from ..settings import Settings
 from ..why_payloads import attribute_payload, why_payload
+from ..work_limits import token_count
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -78,7 +79,8 @@ def _check_cost(heads: HeadModel, method: str, length: int, settings: Settings) 
         cost, limit = star_cost(L, H, length), settings.max_ablation_cells * H
         what = (
             "atp_star costs layers·(layers − 1)/2 × heads² × T² (its softmax recomputation) "
-            "+ (layers − 1) × 3 × layers × heads × T² (GradDrop's forward and backward passes)"
+            "+ (layers − 1) × 3 × layers × heads × T² (GradDrop's passes, each counted as a "
+            "forward and a backward)"
         )
         unit = "heads × ATTENTION_VIZ_MAX_ABLATION_CELLS"
     else:

@@ -137,9 +137,28 @@ def ablate(
     for layer, head in chosen:
         mask = masks.setdefault(layer, torch.zeros(2, heads.num_heads, dtype=torch.bool))
         mask[1, head] = True
-    final = heads.run(batch, edit=masked_edit(masks, heads.num_heads, mode)).hidden[-1]
+    edit = masked_edit(masks, heads.num_heads, mode)
     pairs = tuple((int(layer), int(head)) for layer, head in chosen)
+    if isinstance(heads, DecoderHeadModel) and chosen:
+        # The rows are the same below the first ablated layer: run those layers once, then
+        # grow the batch by a copy of the text (as ``_decoder_effects`` does per head).
+        first = min(layer for layer, _ in pairs)
+
+        def grow(layer: int, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x, x]) if layer == first else x
+
+        final = heads.run(batch[:1], edit=edit, grow=grow).hidden[-1]
+    else:
+        final = heads.run(batch, edit=edit).hidden[-1]
     if isinstance(heads, DecoderHeadModel):
+        # One row up to the first ablated layer, copied there: the layers below run once
+        # (a head of the first layer costs at most two forwards).
+        first = min(layer for layer, _ in pairs)
+
+        def grow(layer: int, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x, x]) if layer == first else x  # (1, T, C) -> (2, T, C)
+
+        final = heads.run(batch[:1], edit=edit, grow=grow).hidden[-1]
         return Ablation(
             pairs,
             mode,
@@ -147,7 +166,7 @@ def ablate(
             _predictions(heads, final[1], batch[1]),
             None,
         )
-    sentence = _sentence(final)
+    sentence = _sentence(heads.run(batch, edit=edit).hidden[-1])
     cosine = float(F.cosine_similarity(sentence[1], sentence[0], dim=-1))
     return Ablation(pairs, mode, None, None, cosine)
 

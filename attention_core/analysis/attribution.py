@@ -24,7 +24,9 @@ positions, as ``ablation`` does; its effect is the change in the loss.
   (its attention and MLP output: ``do(ℓ's output ← its clean value)``), and per
   head ``(1/(L−1)) Σ_{ℓ=1..L} |estimate with ℓ dropped|``.  A head's own layer
   gives 0 and a layer before it changes nothing, so only the L − 1 layers after
-  the first need a pass; a head whose effect takes one path scores |estimate|,
+  the first need a pass, a backward from layer ℓ's input (given the clean
+  gradient at layer ℓ + 1's: the skip connection alone) through the layers
+  before it, on the one forward; a head whose effect takes one path scores |estimate|,
   one whose paths cancel in the estimate scores more.  The paper ranks heads by
   this unsigned score (here: ``confirm_top`` with atp_star); ``cancelled`` lists
   the heads whose score is well above |estimate| (their estimate may be a
@@ -73,8 +75,9 @@ CANCELLED_FLOOR = 0.1  # ... among scores at least this fraction of the largest
 
 def star_cost(num_layers: int, num_heads: int, length: int) -> int:
     """What AtP* costs in attention cells: its softmax recomputation (for every head, each
-    later layer's H × T² scores) and GradDrop's L − 1 more forward and backward passes
-    (each counted as three forwards of L × H × T² cells)."""
+    later layer's H × T² scores) and GradDrop's L − 1 more passes, each counted as a forward
+    and a backward (three forwards of L × H × T² cells): an upper bound, as each is a
+    backward from layer ℓ through the ℓ layers before it, on the one forward."""
     softmax = num_layers * (num_layers - 1) // 2 * num_heads * num_heads * length * length
     passes = (num_layers - 1) * 3 * num_layers * num_heads * length * length
     return softmax + passes
@@ -107,6 +110,8 @@ class Pass:
     grads: list[torch.Tensor]
     inputs: list[torch.Tensor]
     final_input: torch.Tensor
+    # GradDrop: per layer ℓ ≥ 1, every layer's gradients with ℓ's write dropped
+    dropped: tuple[list[torch.Tensor], ...] = ()
 
 
 def decoder_heads(heads: HeadModel, model_name: str) -> DecoderHeadModel:
@@ -196,78 +201,104 @@ def loss_and_gradient(
 
 
 def gradient_pass(
-    heads: DecoderHeadModel, ids: Sequence[int], target: Target, drop: int | None = None
+    heads: DecoderHeadModel, ids: Sequence[int], target: Target, graddrop: bool = False
 ) -> Pass:
-    """One forward and one backward pass: contexts, their gradients, block inputs; with
-    ``drop``, no gradient flows through that layer's residual contribution (GradDrop)."""
+    """One forward and one backward pass: contexts, their gradients, block inputs.  With
+    ``graddrop``, also each layer ℓ ≥ 1's GradDrop gradients from the same forward: with no
+    gradient through ℓ's write, the gradient at ℓ's input is the clean one at ℓ + 1's (the
+    skip connection alone), backpropagated from there to the layers before ℓ; ℓ's own
+    contexts get none, the layers after ℓ keep theirs."""
     L, T = heads.num_layers, len(ids)
     width = heads.num_heads * heads.head_dim
     tensor = torch.tensor([list(ids)])
     with torch.inference_mode(False), torch.enable_grad():
         leaves = [torch.zeros(1, T, width, requires_grad=True) for _ in range(L)]
         contexts: dict[int, torch.Tensor] = {}
-        inputs: dict[int, torch.Tensor] = {}
         live: dict[int, torch.Tensor] = {}
-
-        def skip(x: torch.Tensor) -> torch.Tensor:
-            """x's value, its gradient only through the dropped layer's skip connection."""
-            return live[drop] + (x - live[drop]).detach() if drop is not None else x
 
         def edit(n: int, context: torch.Tensor) -> torch.Tensor:
             contexts[n] = context.detach()[0].float()
             return context + leaves[n]
 
         def keep(n: int, x: torch.Tensor) -> torch.Tensor:
-            inputs[n] = x.detach()[0].float()
             live[n] = x
-            return skip(x) if drop is not None and n == drop + 1 else x
+            return x
 
-        last = drop is not None and drop == L - 1
         with (
             editing(edit, keep),
-            _final_input(heads, skip if last else None) as final_input,
+            _final_input(heads) as final_input,
             blocked_pass(ContextPass(GRADIENT_BLOCK_CELLS)),  # no map: the context in blocks
         ):
             final = heads.decoder.model(tensor, num_logits=0, output_hidden_states=True)
         states = final.hidden_states[-1]
         loss, at_final = loss_and_gradient(heads, ids, target, states.detach())
-        # dropped: unused
-        found = torch.autograd.grad(states, leaves, grad_outputs=at_final, allow_unused=True)
-        grads = [
-            torch.zeros_like(leaf) if g is None else g
-            for g, leaf in zip(found, leaves, strict=True)
-        ]
+        ends = [live[n] for n in range(1, L)] + [final_input.live] if graddrop else []
+        found = torch.autograd.grad(
+            states,
+            [*leaves, *ends],
+            grad_outputs=at_final,
+            allow_unused=True,
+            retain_graph=graddrop,
+        )
+        grads = _filled(found[:L], leaves)
+        dropped = []
+        for layer in range(1, L if graddrop else 1):  # G at ℓ + 1's input, from ℓ's input
+            at_next = found[L + layer - 1 + 1] if layer + 1 < L else found[-1]
+            assert at_next is not None
+            before = torch.autograd.grad(
+                live[layer],
+                leaves[:layer],
+                grad_outputs=at_next,
+                retain_graph=True,
+                allow_unused=True,
+            )
+            dropped.append(
+                [
+                    *_filled(before, leaves[:layer]),
+                    torch.zeros_like(leaves[layer]),
+                    *grads[layer + 1 :],
+                ]
+            )
     shape = (T, heads.num_heads, heads.head_dim)
+
+    def per_head(gs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [g[0].float().view(shape) for g in gs]
+
     return Pass(
         loss,
         [contexts[n].view(shape) for n in range(L)],
-        [g[0].float().view(shape) for g in grads],
-        [inputs[n] for n in range(L)],
-        final_input[0],
+        per_head(grads),
+        [live[n].detach()[0].float() for n in range(L)],
+        final_input.kept[0],
+        tuple(per_head(gs) for gs in dropped),
     )
 
 
-class _final_input:
-    """Within the block, this thread's final-norm input is kept (a forward pre-hook) and,
-    with ``swap``, replaced by swap(input)."""
+def _filled(
+    found: Sequence[torch.Tensor | None], like: Sequence[torch.Tensor]
+) -> list[torch.Tensor]:
+    """Gradients with zeros where none reached (a leaf no path from the loss meets)."""
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(found, like, strict=True)]
 
-    def __init__(
-        self, heads: DecoderHeadModel, swap: Callable[[torch.Tensor], torch.Tensor] | None = None
-    ) -> None:
-        self.swap = swap
+
+class _final_input:
+    """Within the block, this thread's final-norm input is kept (a forward pre-hook): its
+    value (``kept``, float, detached) and the tensor itself (``live``)."""
+
+    def __init__(self, heads: DecoderHeadModel) -> None:
         self.module = heads.final_norm
         self.kept: list[torch.Tensor] = []
+        self.live = torch.empty(0)
         self.thread = threading.get_ident()
 
-    def __enter__(self) -> list[torch.Tensor]:
-        def grab(_m: object, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
-            if threading.get_ident() != self.thread:
-                return None
-            self.kept.insert(0, args[0].detach()[0].float())
-            return None if self.swap is None else (self.swap(args[0]), *args[1:])
+    def __enter__(self) -> _final_input:
+        def grab(_m: object, args: tuple[torch.Tensor, ...]) -> None:
+            if threading.get_ident() == self.thread:
+                self.kept.insert(0, args[0].detach()[0].float())
+                self.live = args[0]
 
         self.handle = self.module.register_forward_pre_hook(grab)
-        return self.kept
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.handle.remove()
@@ -280,19 +311,16 @@ def context_change(context: torch.Tensor, mode: str) -> torch.Tensor:
     return context.mean(dim=0, keepdim=True) - context
 
 
-def patching_estimate(run: Pass, mode: str) -> torch.Tensor:
-    """(L, H): Σ over positions and dims of g · (z_ablated − z)."""
+def patching_estimate(
+    run: Pass, mode: str, grads: list[torch.Tensor] | None = None
+) -> torch.Tensor:
+    """(L, H): Σ over positions and dims of g · (z_ablated − z) (g: ``grads``, or the run's)."""
     return torch.stack(
         [
             (g * context_change(z, mode)).sum(dim=(0, 2))
-            for z, g in zip(run.contexts, run.grads, strict=True)
+            for z, g in zip(run.contexts, run.grads if grads is None else grads, strict=True)
         ]
     )
-
-
-def dropped_passes(heads: DecoderHeadModel, ids: Sequence[int], target: Target) -> list[Pass]:
-    """GradDrop's passes: for each layer ℓ from the second, no gradient through ℓ's write."""
-    return [gradient_pass(heads, ids, target, drop=layer) for layer in range(1, heads.num_layers)]
 
 
 def graddrop_score(estimate: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor:
@@ -474,7 +502,7 @@ def _attribute(
     target: Target,
     confirm_top: int,
 ) -> Attribution:
-    run = gradient_pass(decoder, ids, target)
+    run = gradient_pass(decoder, ids, target, graddrop=method == "atp_star")
     score: torch.Tensor | None = None
     cancelled: tuple[tuple[int, int], ...] = ()
     with torch.no_grad():
@@ -504,9 +532,8 @@ def _atp_star(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """AtP*'s estimate (attribution patching + the softmax term) and its GradDrop score, the
     same estimate with each layer's write dropped in turn (``graddrop_score``)."""
-    dropped = dropped_passes(decoder, ids, target)
-    star = star_correction(decoder, run, mode, [run.grads, *(p.grads for p in dropped)])
+    star = star_correction(decoder, run, mode, [run.grads, *run.dropped])
     estimate = patching_estimate(run, mode) + star[0]
-    variants = [patching_estimate(p, mode) for p in dropped]
+    variants = [patching_estimate(run, mode, grads) for grads in run.dropped]
     dropped_estimates = torch.stack(variants) + star[1:] if variants else star[1:]
     return estimate, graddrop_score(estimate, dropped_estimates)

@@ -21,8 +21,10 @@ import torch
 from ..errors import SpecError
 from ..models.base.contract import PassOptions
 from ..models.base.protocols import TextModel
+from ..models.maps.context_pass import watching
+from .access import HeadModel
 from .head_models import head_model
-from .scores import HeadScores, induction_score
+from .scores import HeadScores
 from .stack_scores import ScoresWatch, stack_scores
 
 DEFAULT_INDUCTION_LENGTH = 32  # R: short, so the second forward pass costs little
@@ -87,8 +89,7 @@ def score_heads(
         if measured is None:  # a pass from the cache: the maps again, from its kept q/k
             measured = stack_scores(stack, tokens.ids)
         ids, start, R = induction_ids(heads, seed, induction_length)
-        repeated = heads.run(torch.tensor([ids]), attentions=True).attentions
-        induction = induction_score(torch.stack([a[0] for a in repeated]), start, R)
+        induction = blocked_induction(heads, ids, start, R)
     return ScoredHeads(
         tokens=tokens.tokens,
         scores=HeadScores(**measured, induction=induction),
@@ -96,3 +97,21 @@ def score_heads(
         induction_start=start,
         induction_length=R,
     )
+
+
+def blocked_induction(heads: HeadModel, ids: Sequence[int], start: int, R: int) -> torch.Tensor:
+    """``scores.induction_score`` of every head, (L, H), summed block by block from a forward
+    over ``ids`` that holds no map (``watching``): any ``induction_length`` the model takes."""
+    sums = torch.zeros(heads.num_layers, heads.num_heads, dtype=torch.float64)
+    rows = torch.arange(start + R, start + 2 * R)  # the second copy
+
+    def add(layer: int, r0: int, c0: int, weights: torch.Tensor) -> None:  # (1, H, n, w)
+        n, w = weights.shape[-2:]
+        inside = rows[(rows >= r0) & (rows < r0 + n)]
+        cols = inside - R + 1 - c0  # the token after the previous occurrence
+        seen = (cols >= 0) & (cols < w)  # a column outside the block's span weighs 0
+        sums[layer] += weights[0][:, inside[seen] - r0, cols[seen]].sum(-1).double()
+
+    with watching(add):
+        heads.run(torch.tensor([list(ids)]))
+    return (sums / R).float()

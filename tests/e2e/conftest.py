@@ -27,8 +27,11 @@ VIEWPORT = {"width": 1280, "height": 900}
 # /model aborts a maps or generation job when a newer one starts (a newer text, model or
 # task), at whatever moment the test asks again: by design, never a failure.  A job is its
 # streamed first request and the plain POSTs for the other layers (model-worker.js), and
-# cancelling it aborts all of them.
-SUPERSEDED = re.compile(r"/api/model/(attention|generate)(/stream)? \(net::ERR_ABORTED\)$")
+# cancelling it aborts all of them.  The why and attribution cards likewise abort their
+# request when a newer cell or setting is asked for (model-why.js, model-attribution.js).
+SUPERSEDED = re.compile(
+    r"/api/model/(attention|generate|why|attribute)(/stream)? \(net::ERR_ABORTED\)$"
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -95,9 +98,10 @@ def page(browser: Browser, server_url: str, request: pytest.FixtureRequest) -> I
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     try:
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        found = list(problems)  # closing the context aborts what is still in flight
     finally:
         context.close()
-    assert not problems, "\n".join(problems)
+    assert not found, "\n".join(found)
 
 
 # ---------- helpers shared by the tests ----------
@@ -113,8 +117,9 @@ def watched_page(browser: Browser, base_url: str, **options: Any) -> Iterator[Pa
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     yield page
+    found = list(errors)  # closing the context aborts what is still in flight
     context.close()
-    assert not errors, errors
+    assert not found, found
 
 
 @pytest.fixture

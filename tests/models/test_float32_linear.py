@@ -41,10 +41,15 @@ def test_a_held_linear_runs_block_by_block_and_its_weight_still_reads_float32() 
     x = torch.randn(7, 2048)
     expected = F.linear(x, layer.weight.float())
     compute_in_float32(layer)
+    compute_in_float32(layer)  # again (a load, then placing on the CPU): nothing nested
     assert "forward" in layer.__dict__  # the buffered forward
     assert layer.weight.dtype == torch.float32  # other readers: the parametrization
+    assert layer.parametrizations["weight"].original.dtype == torch.bfloat16
+    reads: list[torch.Tensor] = []
+    layer.parametrizations["weight"].register_forward_hook(lambda *a: reads.append(a[2]))
     with torch.inference_mode():
         torch.testing.assert_close(layer(x), expected, atol=1e-6, rtol=1e-6)
+    assert reads == []  # the forward never made the whole float32 copy
     # A GPU runs 16-bit weights in their own dtype: both undone.
     run_on(layer, torch.device("meta"))
     assert "forward" not in layer.__dict__ and layer.weight.dtype == torch.bfloat16

@@ -269,6 +269,31 @@ def test_ablation_equals_transformers_with_the_head_hooked_out(
             assert float(grid[layer, head]) == pytest.approx(float(-alone.mean()) - base, abs=1e-5)
 
 
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_an_ablation_above_layer_0_runs_the_layers_below_once_and_equals_transformers(
+    name: str, decoders: dict[str, Decoder], hf_decoder: Callable[[str], torch.nn.Module]
+) -> None:
+    decoder, reference = decoders[name], hf_decoder(name)
+    heads = head_model(decoder)
+    ids = decoder.tokenize(TEXT).input_ids
+    batches: list[int] = []
+    hook = heads.blocks[0].register_forward_pre_hook(
+        lambda _m, args: batches.append(args[0].shape[0])
+    )
+    try:
+        with torch.inference_mode():
+            result = ablate(heads, ids, [(1, 2)])
+    finally:
+        hook.remove()
+    assert batches == [1]  # layer 0 ran once, for both rows
+    assert result.before is not None and result.after is not None
+    D = decoder.config.head_dim
+    before = hf_ablated_logprobs(reference, ids, [], "zero", D)
+    after = hf_ablated_logprobs(reference, ids, [(1, 2)], "zero", D)
+    torch.testing.assert_close(result.before.next_logprobs.double(), before, atol=1e-5, rtol=0)
+    torch.testing.assert_close(result.after.next_logprobs.double(), after, atol=1e-5, rtol=0)
+
+
 def test_an_encoder_ablation_changes_the_sentence_embedding_as_transformers_does(
     encoder: Encoder, hf_model: torch.nn.Module
 ) -> None:

@@ -173,8 +173,9 @@ def test_analyses_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
     T = len(decoder.tokenize(text))
     decoder.long_cache = ResultCache(0)  # no cached pass: it runs under the watch
     with torch.inference_mode(), LargestOutput() as scores:
-        score_heads(decoder, text)
+        scored = score_heads(decoder, text, induction_length=2000)  # induction over 4,000 tokens
     assert scores.largest < T * T // 2
+    assert len(scored.induction_ids) == 4000 and scored.scores.induction is not None
     query = MapQuery(None, Region(0, T, 0, T), (64, 64), None, measure="value_norm")
     with torch.inference_mode(), LargestOutput() as weighted:
         stack = decoder.forward_stacks(text, options=PassOptions(values=True)).stack()

@@ -86,3 +86,20 @@ def test_nested_configs_are_shrunk_each_on_their_own() -> None:
 def test_sizes_are_not_settings() -> None:
     assert is_size("num_key_value_heads") and is_size("intermediate_size")
     assert not is_size("alibi") and not is_size("head_dim")  # head_dim is kept: a setting
+
+
+def test_a_prime_head_count_keeps_each_heads_width() -> None:
+    """Falcon-7B: 71 heads of 64 (no whole factor): 4 heads of 64, sizes rounded up."""
+    raw = {"num_attention_heads": 71, "num_kv_heads": 71, "hidden_size": 4544}
+    out = shrunk({**raw, "ffn_hidden_size": 18176, "moe_intermediate_size": 1000})
+    assert (out["num_attention_heads"], out["num_kv_heads"], out["hidden_size"]) == (4, 4, 256)
+    assert out["ffn_hidden_size"] == 1024  # 18176 * 4 / 71: whole
+    assert out["moe_intermediate_size"] % 16 == 0  # not whole: 16-aligned rows for experts
+
+
+def test_up_to_16_heads_keep_a_whole_factor() -> None:
+    """GLM-4-MoE's 96 heads on 8 key/value heads: 12 on 1, every size divided by 8."""
+    raw = {"num_attention_heads": 96, "num_key_value_heads": 8, "hidden_size": 4096}
+    out = shrunk({**raw, "moe_intermediate_size": 1408})
+    assert (out["num_attention_heads"], out["num_key_value_heads"]) == (12, 1)
+    assert (out["hidden_size"], out["moe_intermediate_size"]) == (512, 176)

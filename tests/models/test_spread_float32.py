@@ -1,4 +1,5 @@
-"""A bf16 model spread by accelerate over memory and disk computes each layer in float32.
+"""A bf16 model spread by accelerate over memory and disk computes each layer in float32,
+and its load (transformers reading it) reports its progress.
 
 Oracles: the same checkpoint held in memory by the hand-written family (bf16
 weights, float32 layers: ``test_held_weights``) and transformers' float32 eager
@@ -7,13 +8,16 @@ attention, to float32 rounding; the held weights' dtype.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
 from attention_core.models import Decoder, ModelRegistry, read_header
 from attention_core.models.checkpoints.weight_dtype import held_bytes
+from attention_core.progress import Cancelled, reporting
 from tests.models.checkpoints import make_llama
 from tests.requires import require
 
@@ -77,3 +81,35 @@ def test_a_spread_bf16_model_runs_its_layers_in_float32(tmp_path: Path) -> None:
     ):
         torch.testing.assert_close(ours, held, atol=1e-5, rtol=0)
         torch.testing.assert_close(ours, float32, atol=1e-5, rtol=0)
+
+
+def spread_registry(tmp_path: Path) -> ModelRegistry:
+    """A 4-layer Llama whose limit keeps about half its layers in memory."""
+    require("accelerate")
+    path = make_llama(tmp_path / "models" / "llama", num_hidden_layers=4, seed=17)
+    entries = read_header(path / "model.safetensors").entries
+    outside = sum(e.end - e.begin for n, e in entries.items() if ".layers." not in n)
+    layer = (sum(e.end - e.begin for e in entries.values()) - outside) // 4
+    limit = outside + 2 * layer + layer // 2
+    return registry_of(tmp_path / "models", max_model_bytes=limit, offload_dir=tmp_path / "off")
+
+
+def test_a_spread_load_reports_each_layer_read(tmp_path: Path) -> None:
+    """transformers reads a spread model while it loads: ``load`` progress per layer (the
+    4 layers, then the embeddings, norm and head), once."""
+    registry = spread_registry(tmp_path)
+    seen: list[tuple[str, int, int]] = []
+    with reporting(lambda *event: seen.append(event)):
+        model = registry.load("llama")
+    assert model.model.model.hf_device_map  # type: ignore[attr-defined]
+    assert seen == [("load", n, 5) for n in range(1, 6)]
+
+
+def test_a_cancelled_spread_load_stops_and_is_not_a_failure(tmp_path: Path) -> None:
+    registry = spread_registry(tmp_path)
+    gone = threading.Event()
+    gone.set()
+    with reporting(cancelled=gone), pytest.raises(Cancelled):
+        registry.load("llama")
+    assert registry.entry("llama").reason is None
+    assert registry.load("llama").encode(TEXT).layer_attentions

@@ -142,6 +142,8 @@ def compute_in_float32(model: nn.Module) -> None:
     Idempotent; a float32 model is left as it is.
     """
     for module in list(model.modules()):
+        if isinstance(module, parametrize.ParametrizationList):
+            continue  # an earlier call's: its held tensor is read through it, never again
         if isinstance(module, nn.Embedding):
             if _computes_its_table(module):
                 continue

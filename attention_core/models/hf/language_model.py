@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Unpack, cast
@@ -27,6 +28,7 @@ from transformers import (
 )
 
 from ...errors import SpecError
+from ...progress import Cancelled, muted
 from ..base.device import CPU
 from ..base.kv_cache import KVCache
 from ..base.outputs import DecoderOutput, LayerTrace
@@ -36,6 +38,7 @@ from ..base.stack import first_position
 from ..checkpoints.hooked_float32 import compute_hooked_in_float32
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import run_on, stored_dtype
+from . import load_progress
 from .adapters import ADAPTED_TYPES, install_adapters
 from .capture import (
     ATTENTION_NAME,
@@ -185,15 +188,21 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
             directory, local_files_only=True, trust_remote_code=False
         )
         auto = auto_class(str(config.model_type), kind)
-        model: nn.Module = auto.from_pretrained(
-            directory,
-            attn_implementation=attention_implementation(str(config.model_type)),
-            dtype=dtype,
-            local_files_only=True,
-            trust_remote_code=False,
-            use_safetensors=True,
-            **spread,
-        )
+        # Spread: read now, reported layer by layer (``load_progress``); in memory: read
+        # after, by ``read_in``, which reports it (one bar, not two).
+        load_progress.install()
+        with nullcontext() if placement is not None else muted():
+            model: nn.Module = auto.from_pretrained(
+                directory,
+                attn_implementation=attention_implementation(str(config.model_type)),
+                dtype=dtype,
+                local_files_only=True,
+                trust_remote_code=False,
+                use_safetensors=True,
+                **spread,
+            )
+    except Cancelled:
+        raise  # the request's, not the checkpoint's
     except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
         raise SpecError(
             f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",

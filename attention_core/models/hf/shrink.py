@@ -32,6 +32,7 @@ VOCAB = 256
 EXPERTS = 4
 POSITIONS = 256
 MIN_WIDTH = 128
+ALIGN = 16
 WINDOW = 8
 
 _LAYER_KEYS = (
@@ -195,13 +196,13 @@ def _divisor(heads: int | None, counts: list[int], widths: list[int]) -> int:
 
 def _ratio(raw: Mapping[str, Any], counts: list[int], widths: list[int]) -> Fraction:
     """The factor heads and widths are cut by: ``1 / d`` (``_divisor``), or ``HEADS / heads``
-    when no whole factor leaves few enough heads (Falcon-7B's 71): each head then keeps
-    its width, the other sizes are rounded up."""
+    when no whole factor leaves at most ``4 * HEADS`` heads (Falcon-7B's 71): each head
+    then keeps its width, the other sizes are rounded up (``_whole``)."""
     heads = next((raw[k] for k in _MAIN_HEADS if _int(raw.get(k))), None)
     if (heads is not None and heads <= HEADS) or not widths:
         return Fraction(1)
     d = _divisor(heads, counts, widths)
-    if heads is not None and heads // d > 2 * HEADS:
+    if heads is not None and heads // d > 4 * HEADS:
         return Fraction(HEADS, heads)
     return Fraction(1, d)
 
@@ -219,7 +220,7 @@ def _cut_heads(raw: Mapping[str, Any], out: dict[str, Any]) -> None:
         if key in counts:
             out[key] = max(1, math.floor(value * ratio))
         elif key in widths or _FFN.search(key) or (value in hidden and _DIMENSION.search(key)):
-            out[key] = math.ceil(value * ratio)  # widths and what is tied to them, FFNs
+            out[key] = _whole(value * ratio)  # widths and what is tied to them, FFNs
     for key, value in raw.items():  # parts of the width (Reformer's axial_pos_embds_dim)
         if isinstance(value, list) and value and all(_int(v) for v in value):
             parts = [v * ratio for v in value]
@@ -229,6 +230,14 @@ def _cut_heads(raw: Mapping[str, Any], out: dict[str, Any]) -> None:
                 and all(p.denominator == 1 for p in parts)
             ):
                 out[key] = [int(p) for p in parts]
+
+
+def _whole(size: Fraction) -> int:
+    """``size`` if whole, else rounded up to a multiple of ``ALIGN`` (grouped matmuls of
+    experts need rows of 16 bytes, as real checkpoints' sizes give them)."""
+    if size.denominator == 1:
+        return int(size)
+    return math.ceil(size / ALIGN) * ALIGN
 
 
 def _cut_experts(out: dict[str, Any]) -> None:

@@ -13,7 +13,10 @@ numbers as one whole ``attention_with_steps``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+
+import torch
 
 from ...attention import AttentionSteps
 from ...blocked_attention import (
@@ -22,7 +25,7 @@ from ...blocked_attention import (
     blocked_attention,
     rows_per_block,
 )
-from .blocked_pass import BlockedPass, blocked_pass, context_steps
+from .blocked_pass import BlockedPass, blocked_pass, context_steps, current_pass
 
 
 class ContextPass:
@@ -35,14 +38,52 @@ class ContextPass:
     def steps(
         self, layer: int | None, call: AttentionCall, module: object = None
     ) -> AttentionSteps:
-        query = call.query
-        maps = math.prod(query.shape[:-2])  # batch rows × heads
-        rows = rows_per_block(maps, int(call.key.shape[-2]), self.block_cells)
-        context = blocked_attention(call, block_rows=rows)
-        return context_steps(query, context, None, call.scale_factor)
+        context = blocked_attention(call, block_rows=self.block_rows(call))
+        return context_steps(call.query, context, None, call.scale_factor)
+
+    def block_rows(self, call: AttentionCall) -> int:
+        """Rows a block whose scores over every batch row and head fit ``block_cells``."""
+        maps = math.prod(call.query.shape[:-2])  # batch rows × heads
+        return rows_per_block(maps, int(call.key.shape[-2]), self.block_cells)
 
 
 def context_only(maps_wanted: bool = False) -> AbstractContextManager[BlockedPass | None]:
     """Within the block this thread's forward passes compute each attention's context block
-    by block (``ContextPass``), unless ``maps_wanted`` (then as they would anyway)."""
-    return nullcontext() if maps_wanted else blocked_pass(ContextPass())
+    by block (``ContextPass``), unless ``maps_wanted`` (then as they would anyway) or a
+    pass is already running (the caller's, which keeps what it needs)."""
+    if maps_wanted or current_pass() is not None:
+        return nullcontext()
+    return blocked_pass(ContextPass())
+
+
+# (layer, first row, first column, weights (..., H, rows, cols)) of one block of rows.
+LayerBlockSink = Callable[[int, int, int, torch.Tensor], None]
+
+
+class WatchedPass(ContextPass):
+    """A ``ContextPass`` that hands every block's weights to ``on_block`` with its layer
+    (0-based; counted in call order where the caller does not say): a sum over a map's
+    cells (an induction score) read from a forward that holds no map."""
+
+    def __init__(self, on_block: LayerBlockSink, block_cells: int = DEFAULT_BLOCK_CELLS) -> None:
+        super().__init__(block_cells)
+        self.on_block = on_block
+        self.calls = 0
+
+    def steps(
+        self, layer: int | None, call: AttentionCall, module: object = None
+    ) -> AttentionSteps:
+        index = self.calls if layer is None else layer
+        self.calls += 1
+
+        def sink(r0: int, c0: int, weights: torch.Tensor) -> None:
+            self.on_block(index, r0, c0, weights)
+
+        context = blocked_attention(call, block_rows=self.block_rows(call), on_block=sink)
+        return context_steps(call.query, context, None, call.scale_factor)
+
+
+def watching(on_block: LayerBlockSink) -> AbstractContextManager[BlockedPass]:
+    """Within the block this thread's forward passes hold no map and hand every block of
+    every layer's weights to ``on_block`` (``WatchedPass``)."""
+    return blocked_pass(WatchedPass(on_block))

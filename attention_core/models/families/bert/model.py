@@ -393,18 +393,22 @@ class Encoder(OneStack):
         occurrence in each text is used.
         """
         pieces, piece_ids = self.tokenizer.pieces(word, field="word")
-        out_a = self.encode(text_a)
-        out_b = self.encode(text_b)
-        span_a = find_word(out_a.tokenized, piece_ids, word, pieces, field="text_a")
-        span_b = find_word(out_b.tokenized, piece_ids, word, pieces, field="text_b")
+        tokens_a, tokens_b = self.tokenize(text_a), self.tokenize(text_b)
+        span_a = find_word(tokens_a, piece_ids, word, pieces, field="text_a")
+        span_b = find_word(tokens_b, piece_ids, word, pieces, field="text_b")
         return WordComparison(
             word=word,
             pieces=pieces,
-            tokens_a=out_a.tokens,
-            tokens_b=out_b.tokens,
+            tokens_a=tokens_a.tokens,
+            tokens_b=tokens_b.tokens,
             span_a=span_a,
             span_b=span_b,
-            cosines=layer_cosines(
-                out_a.layer_hidden_states, out_b.layer_hidden_states, span_a, span_b
-            ),
+            cosines=layer_cosines(self._states(text_a), self._states(text_b), span_a, span_b),
+        )
+
+    def _states(self, text: str) -> tuple[torch.Tensor, ...]:
+        """Every layer's states of ``text`` (L + 1 of (T, C)), from the contract's pass: no
+        map held whole, at any length."""
+        return (
+            self.forward_stacks(text, options=PassOptions(hidden_states=True)).stack().hidden_states
         )
