@@ -7,8 +7,6 @@ a model thread (``app.model_work``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 from fastapi import APIRouter, Request, Response
@@ -38,6 +36,7 @@ from ..schemas.heads import (
     HeadScoresResponse,
     LogitLensRequest,
     LogitLensResponse,
+    Position,
 )
 from ..settings import Settings
 from ..work_limits import check_target, refuse_induction
@@ -104,11 +103,11 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
     )
 
 
-def _positions(heads: HeadModel, predictions: Predictions | None) -> list[dict[str, Any]] | None:
+def _positions(heads: HeadModel, predictions: Predictions | None) -> list[Position] | None:
     if predictions is None:
         return None
     return [
-        {"top_tokens": heads.token_texts(ids), "top_ids": ids, "top_probs": probs}
+        Position(top_tokens=heads.token_texts(ids), top_ids=ids, top_probs=probs)
         for ids, probs in zip(
             predictions.top_ids.tolist(), predictions.top_probs.tolist(), strict=True
         )
@@ -148,25 +147,25 @@ def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settin
     before = result.before if result else None
     after = result.after if result else None
     return json_response(
-        {
-            "model": entry.name,
-            "family": model.family,
-            "causal": model.causal,
-            "tokens": list(heads.tokenize(body.text).tokens),
-            "heads": [[layer + 1, head + 1] for layer, head in chosen],
-            "mode": body.mode,
-            "loss_before": before.loss if before else None,
-            "loss_after": after.loss if after else None,
-            "logprobs_before": _grid(before.next_logprobs) if before else None,
-            "logprobs_after": _grid(after.next_logprobs) if after else None,
-            "predictions_before": _positions(heads, before),
-            "predictions_after": _positions(heads, after),
-            "embedding_cosine": result.embedding_cosine if result else None,
-            "each_head": _grid(grid) if grid is not None else None,
-            "each_head_measure": (
+        AblateResponse(
+            model=entry.name,
+            family=model.family,
+            causal=model.causal,
+            tokens=list(heads.tokenize(body.text).tokens),
+            heads=[[layer + 1, head + 1] for layer, head in chosen],
+            mode=body.mode,
+            loss_before=before.loss if before else None,
+            loss_after=after.loss if after else None,
+            logprobs_before=_grid(before.next_logprobs) if before else None,
+            logprobs_after=_grid(after.next_logprobs) if after else None,
+            predictions_before=_positions(heads, before),
+            predictions_after=_positions(heads, after),
+            embedding_cosine=result.embedding_cosine if result else None,
+            each_head=_grid(grid) if grid is not None else None,
+            each_head_measure=(
                 None if grid is None else "delta_loss" if model.causal else "embedding_cosine"
             ),
-        }
+        )
     )
 
 
@@ -183,13 +182,13 @@ def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -
     result = logit_lens(model, body.text)
     ids = result.top_ids.tolist()
     return json_response(
-        {
-            "model": entry.name,
-            "family": model.family,
-            "tokens": list(result.tokens),
-            "layers": len(ids),
-            "top_tokens": [[heads.token_texts(row) for row in layer] for layer in ids],
-            "top_ids": ids,
-            "top_probs": _grid(result.top_probs),
-        }
+        LogitLensResponse(
+            model=entry.name,
+            family=model.family,
+            tokens=list(result.tokens),
+            layers=len(ids),
+            top_tokens=[[heads.token_texts(row) for row in layer] for layer in ids],
+            top_ids=ids,
+            top_probs=_grid(result.top_probs),
+        )
     )

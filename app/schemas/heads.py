@@ -12,7 +12,7 @@ from . import examples
 from .attention import MAX_SEED
 from .json_int import JsonInt
 from .model import MAX_TEXT_CHARS, TARGET_FIELD, ModelName, Stack, Strict
-from .tensors import MatrixOut
+from .tensors import CubeOut, MatrixOut, VectorOut
 
 Grid = MatrixOut
 
@@ -135,10 +135,10 @@ class AblateResponse(BaseModel):
     mode: Literal["zero", "mean"]
     loss_before: float | None = Field(description="decoders: mean -log p(next token), nats")
     loss_after: float | None
-    logprobs_before: list[float] | None = Field(
+    logprobs_before: VectorOut | None = Field(
         description="decoders: per position i < T-1, log p(token i+1 | tokens ..i)"
     )
-    logprobs_after: list[float] | None
+    logprobs_after: VectorOut | None
     predictions_before: list[Position] | None = Field(
         description="decoders: per position, the top next tokens"
     )
@@ -170,4 +170,4 @@ class LogitLensResponse(BaseModel):
     layers: int
     top_tokens: list[list[list[str]]] = Field(description="(layers, T, k)")
     top_ids: list[list[list[int]]]
-    top_probs: list[list[list[float]]]
+    top_probs: CubeOut

@@ -32,6 +32,7 @@ def _same(array: FloatArray) -> FloatArray:
 _MATRIX: dict[str, Any] = TypeAdapter(list[list[float]]).json_schema()
 _NULLABLE_MATRIX: dict[str, Any] = TypeAdapter(list[list[float | None]]).json_schema()
 _VECTOR: dict[str, Any] = TypeAdapter(list[float]).json_schema()
+_CUBE: dict[str, Any] = TypeAdapter(list[list[list[float]]]).json_schema()
 _KEEP = PlainValidator(_array)
 _WRITE = PlainSerializer(_same, return_type=Any, when_used="always")
 
@@ -41,6 +42,8 @@ MatrixOut = Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(_MATRIX)]
 NullableMatrixOut = Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(_NULLABLE_MATRIX)]
 # One number per row or per head: a head's sinks' share.
 VectorOut = Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(_VECTOR)]
+# (layers, positions, k) numbers: the logit lens's top probabilities.
+CubeOut = Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(_CUBE)]
 # One layer's maps: (heads, T, S), or (T, S) for a head average or a rollout.
 MapsOut = Annotated[
     FloatArray,
