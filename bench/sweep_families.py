@@ -2,7 +2,7 @@
 
 For each model type of transformers' causal-LM, masked-LM and seq2seq auto
 mappings: its config's defaults shrunk as the listing's dry run shrinks them
-(``hf.shrink.shrunk``: 2 layers, at most 4 heads, a 256-token vocabulary), a
+(``hf.shrink.shrunk``: 2 layers, 4 to 16 heads, a 256-token vocabulary), a
 random checkpoint written by ``save_pretrained`` with a small word-level
 ``tokenizer.json``, then listed and loaded by the app's registry and its maps
 compared with transformers' eager attention (``output_attentions=True``) on
@@ -323,7 +323,7 @@ def table(result: dict[str, Any]) -> str:
         f"({head['transformers']}): every text model type of transformers' causal-LM, "
         "masked-LM and seq2seq auto mappings, each a random checkpoint of its default "
         "config shrunk as the listing's dry run shrinks a checkpoint's (`hf/shrink.py`: 2 "
-        "layers, at most 4 heads of the config's own head size, a 256-token vocabulary), "
+        "layers, 4 to 16 heads of the config's own head size, a 256-token vocabulary), "
         "listed and loaded by the app and its maps compared with transformers' eager "
         "attention (`output_attentions=True`) to 1e-5. The listing's dry run decides: a "
         "type is never listed supported and then refused when loaded "
@@ -332,10 +332,10 @@ def table(result: dict[str, Any]) -> str:
         "| status | types | meaning |",
         "|---|---|---|",
     ]
-    for status, count in head["by_status"].items():
+    for status, count in sorted(head["by_status"].items(), key=lambda kv: -kv[1]):
         lines.append(f"| {status} | {count} | {STATUS_WORDS.get(status, '')} |")
     lines += ["", "Refused, by reason:", "", "| reason | types |", "|---|---|"]
-    for reason, count in head["refused_by_reason"].items():
+    for reason, count in sorted(head["refused_by_reason"].items(), key=lambda kv: -kv[1]):
         lines.append(f"| {reason} | {count} |")
     lines += [
         "",

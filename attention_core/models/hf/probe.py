@@ -2,7 +2,7 @@
 
 A checkpoint is listed as supported only if its family passes a dry run: a
 tiny random model of the same class, built from the checkpoint's own
-``config.json`` shrunk with its structure kept (``shrink``: 2 layers, at most 4
+``config.json`` shrunk with its structure kept (``shrink``: 2 layers, 4 to 16
 heads, the per-head sizes, experts and layer kinds kept consistent), loaded as
 the app loads it (our attention, or an adapter) and run once on two tokens;
 every layer of every stack must be captured.  The verdict is kept per model
