@@ -17,6 +17,7 @@ import argparse
 import json
 import struct
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,10 @@ def make(shape: str, root: Path) -> Path:
     if not (directory / "tokenizer.json").is_file():
         write_tokenizer(directory / "tokenizer.json")
     weights = directory / "model.safetensors"
+    partial = weights.with_name(weights.name + ".partial")
+    while partial.is_file() and not weights.is_file():  # another process is writing it
+        print(f"waiting for {partial} to be written...", file=sys.stderr, flush=True)
+        time.sleep(30)
     if not weights.is_file():
         write_weights(weights, tensor_shapes(config))
     return directory
