@@ -104,16 +104,11 @@ export async function fetchMap({ request, layer, head, rows = null, cols = null,
 
 const clampInt = (v, lo, hi) => Math.min(hi, Math.max(lo, Math.floor(v)));
 
-/**
- * The canvas large map: box (the zoom card's plot div), readout (hover text).
- * show(ctx) draws a map ctx = {key, T, tokens, load(rows, cols) -> map, colour(map) ->
- * {zmax, log}, mask, pick(row)}; a drag (or the rows/cols fields) asks load() for that
- * region, a click picks the token of its row.
- */
-export function canvasZoom(box, readout) {
+/** The large map's elements: the canvas in its frame (with the drag box), its colour
+ * bar and axes, the rows/columns form and the note. */
+function zoomParts() {
   const canvas = el("canvas", { class: "zoom-canvas", "data-testid": "zoom-canvas", width: 1, height: 1, tabindex: "0", "aria-label": "The large map; drag to zoom into a region" });
   const frame = el("div", { class: "zoom-frame" }, [canvas, el("div", { class: "zoom-box", hidden: true })]);
-  const rect = frame.lastChild;
   const bar = colourBar("zoom-colour-bar");
   const field = (name, label) => el("input", { type: "number", min: 0, step: 1, "data-testid": `zoom-${name}`, name, "aria-label": label });
   const form = el("form", { class: "zoom-region", "data-testid": "zoom-region", novalidate: true }, [
@@ -124,124 +119,148 @@ export function canvasZoom(box, readout) {
   ]);
   const note = el("p", { class: "hint", "data-testid": "zoom-note", role: "status" });
   const root = el("div", { class: "canvas-zoom", "data-testid": "canvas-zoom" }, [framedMap(frame, bar, { testid: "zoom-axes" }), form, note]);
-  let ctx = null; // what is shown
-  let map = null; // the loaded map
-  let seq = 0;
-  let drag = null;
+  return { canvas, rect: frame.lastChild, bar, form, note, root, input: (name) => form.querySelector(`input[name='${name}']`) };
+}
 
-  const input = (name) => form.querySelector(`input[name='${name}']`);
+function fillFields(z) {
+  const { rows, cols } = z.map.region;
+  z.input("row0").value = rows[0];
+  z.input("row1").value = rows[1];
+  z.input("col0").value = cols[0];
+  z.input("col1").value = cols[1];
+}
 
-  function fillFields() {
-    const { rows, cols } = map.region;
-    input("row0").value = rows[0];
-    input("row1").value = rows[1];
-    input("col0").value = cols[0];
-    input("col1").value = cols[1];
+/** What the note says of the map shown: its region, its cells (pooled or not), its scale. */
+function noteText(z, { rows, cols }, log) {
+  const { map, ctx } = z;
+  const whole = rows[0] === 0 && cols[0] === 0 && rows[1] === ctx.T && cols[1] === ctx.T;
+  const pooled = map.block.some((b) => b > 1);
+  const where = whole ? "The whole map" : `Rows ${rows[0]}–${rows[1] - 1}, columns ${cols[0]}–${cols[1] - 1}`;
+  const cells = pooled ? `each the largest weight of ${map.block[0]} × ${map.block[1]} (drag to zoom in for full resolution)` : "full resolution";
+  return `${where}: ${map.rows} × ${map.cols} cells, ${cells}${log ? `; log colour scale over ${LOG_DECADES} powers of ten` : ""}. Drag across the map to zoom into a region.`;
+}
+
+function draw(z) {
+  const { ctx, map, canvas } = z;
+  if (!ctx || !map) return;
+  const { zmax, log } = ctx.colour(map);
+  drawCells(canvas, map.values, { rows: map.rows, cols: map.cols, block: map.block, offset: [map.region.rows[0], map.region.cols[0]], T: ctx.T, zmax, log, ...ctx.mask });
+  const { rows, cols } = map.region;
+  setColourBar(z.bar, { zmax, log, decades: LOG_DECADES });
+  canvas.style.aspectRatio = `${cols[1] - cols[0]} / ${rows[1] - rows[0]}`; // a region keeps its shape
+  Object.assign(canvas.dataset, { rows: rows.join(","), cols: cols.join(","), block: map.block.join(","), key: ctx.key });
+  z.note.textContent = noteText(z, map.region, log);
+  z.root.dataset.ready = `${ctx.key}:${rows.join(",")}:${cols.join(",")}`;
+}
+
+async function load(z, rows, cols) {
+  const mine = ++z.seq;
+  z.root.dataset.ready = "";
+  try {
+    const got = await z.ctx.load(rows, cols);
+    if (mine !== z.seq) return;
+    z.map = got;
+    fillFields(z);
+    draw(z);
+  } catch (err) {
+    if (mine !== z.seq) return;
+    z.note.textContent = `This map could not be loaded: ${errorText(plainModelError(err))}`;
   }
+}
 
-  function draw() {
-    if (!ctx || !map) return;
-    const { zmax, log } = ctx.colour(map);
-    drawCells(canvas, map.values, { rows: map.rows, cols: map.cols, block: map.block, offset: [map.region.rows[0], map.region.cols[0]], T: ctx.T, zmax, log, ...ctx.mask });
-    const { rows, cols } = map.region;
-    setColourBar(bar, { zmax, log, decades: LOG_DECADES });
-    canvas.style.aspectRatio = `${cols[1] - cols[0]} / ${rows[1] - rows[0]}`; // a region keeps its shape
-    Object.assign(canvas.dataset, { rows: rows.join(","), cols: cols.join(","), block: map.block.join(","), key: ctx.key });
-    const whole = rows[0] === 0 && cols[0] === 0 && rows[1] === ctx.T && cols[1] === ctx.T;
-    const pooled = map.block.some((b) => b > 1);
-    note.textContent = `${whole ? "The whole map" : `Rows ${rows[0]}–${rows[1] - 1}, columns ${cols[0]}–${cols[1] - 1}`}: ${map.rows} × ${map.cols} cells, ${
-      pooled ? `each the largest weight of ${map.block[0]} × ${map.block[1]} (drag to zoom in for full resolution)` : "full resolution"
-    }${log ? `; log colour scale over ${LOG_DECADES} powers of ten` : ""}. Drag across the map to zoom into a region.`;
-    root.dataset.ready = `${ctx.key}:${rows.join(",")}:${cols.join(",")}`;
+/** The cell (token row, token column) under a pointer event, or null. */
+function cellAt(z, ev) {
+  const { map } = z;
+  if (!map) return null;
+  const b = z.canvas.getBoundingClientRect();
+  const x = (ev.clientX - b.left) / b.width;
+  const y = (ev.clientY - b.top) / b.height;
+  if (x < 0 || x >= 1 || y < 0 || y >= 1) return null;
+  const i = Math.floor(y * map.rows);
+  const j = Math.floor(x * map.cols);
+  return { i, j, row: map.region.rows[0] + i * map.block[0], col: map.region.cols[0] + j * map.block[1] };
+}
+
+/** Hover: the drag box while dragging, the cell's weight in the readout. */
+function onMove(z, ev, readout) {
+  const c = cellAt(z, ev);
+  const { drag, map, ctx } = z;
+  if (drag && c) {
+    const b = z.canvas.getBoundingClientRect();
+    const x0 = Math.min(drag.x, ev.clientX) - b.left;
+    const y0 = Math.min(drag.y, ev.clientY) - b.top;
+    Object.assign(z.rect.style, { left: `${x0}px`, top: `${y0}px`, width: `${Math.abs(ev.clientX - drag.x)}px`, height: `${Math.abs(ev.clientY - drag.y)}px` });
+    z.rect.hidden = false;
   }
+  if (!c) return;
+  const v = map.values[c.i * map.cols + c.j];
+  const names = ctx.tokens;
+  const pooled = map.block.some((b) => b > 1);
+  const cell = pooled ? `rows ${c.row}+, columns ${c.col}+ (largest)` : `${names[c.row]} (row ${c.row}) → ${names[c.col]} (column ${c.col})`;
+  const masked = ctx.mask.causal && maskedCell(c.row, c.col, true, ctx.mask.slidingWindow, ctx.mask.positions) && !pooled;
+  readout.textContent = `${cell}: ${masked ? "masked" : v.toFixed(4)}`;
+}
 
-  async function load(rows, cols) {
-    const mine = ++seq;
-    root.dataset.ready = "";
-    try {
-      const got = await ctx.load(rows, cols);
-      if (mine !== seq) return;
-      map = got;
-      fillFields();
-      draw();
-    } catch (err) {
-      if (mine !== seq) return;
-      note.textContent = `This map could not be loaded: ${errorText(plainModelError(err))}`;
-    }
+/** A drag ends: a click picks its row's token, a drag zooms into the region it spans. */
+function onUp(z, ev) {
+  if (!z.drag) return;
+  const start = z.drag;
+  z.drag = null;
+  z.rect.hidden = true;
+  const end = cellAt(z, ev) || start;
+  if (Math.abs(ev.clientX - start.x) < 4 && Math.abs(ev.clientY - start.y) < 4) {
+    if (z.ctx.pick) z.ctx.pick(start.row); // a click, not a drag: the row's token
+    return;
   }
+  const [br, bc] = z.map.block;
+  const { T } = z.ctx;
+  load(z, [Math.min(start.row, end.row), Math.min(T, Math.max(start.row, end.row) + br)], [Math.min(start.col, end.col), Math.min(T, Math.max(start.col, end.col) + bc)]);
+}
 
-  /** The cell (token row, token column) under a pointer event, or null. */
-  function cellAt(ev) {
-    if (!map) return null;
-    const b = canvas.getBoundingClientRect();
-    const x = (ev.clientX - b.left) / b.width;
-    const y = (ev.clientY - b.top) / b.height;
-    if (x < 0 || x >= 1 || y < 0 || y >= 1) return null;
-    const i = Math.floor(y * map.rows);
-    const j = Math.floor(x * map.cols);
-    return { i, j, row: map.region.rows[0] + i * map.block[0], col: map.region.cols[0] + j * map.block[1] };
-  }
-
-  canvas.addEventListener("pointermove", (ev) => {
-    const c = cellAt(ev);
-    if (drag && c) {
-      const b = canvas.getBoundingClientRect();
-      const x0 = Math.min(drag.x, ev.clientX) - b.left;
-      const y0 = Math.min(drag.y, ev.clientY) - b.top;
-      Object.assign(rect.style, { left: `${x0}px`, top: `${y0}px`, width: `${Math.abs(ev.clientX - drag.x)}px`, height: `${Math.abs(ev.clientY - drag.y)}px` });
-      rect.hidden = false;
-    }
-    if (!c) return;
-    const v = map.values[c.i * map.cols + c.j];
-    const names = ctx.tokens;
-    const cell = map.block.some((b) => b > 1) ? `rows ${c.row}+, columns ${c.col}+ (largest)` : `${names[c.row]} (row ${c.row}) → ${names[c.col]} (column ${c.col})`;
-    const masked = ctx.mask.causal && maskedCell(c.row, c.col, true, ctx.mask.slidingWindow, ctx.mask.positions) && !map.block.some((b) => b > 1);
-    readout.textContent = `${cell}: ${masked ? "masked" : v.toFixed(4)}`;
-  });
+function bindZoom(z, readout) {
+  const { canvas, form } = z;
+  canvas.addEventListener("pointermove", (ev) => onMove(z, ev, readout));
   canvas.addEventListener("pointerleave", () => {
-    if (!drag) readout.textContent = "";
+    if (!z.drag) readout.textContent = "";
   });
   canvas.addEventListener("pointerdown", (ev) => {
-    const c = cellAt(ev);
+    const c = cellAt(z, ev);
     if (!c) return;
-    drag = { ...c, x: ev.clientX, y: ev.clientY };
+    z.drag = { ...c, x: ev.clientX, y: ev.clientY };
     canvas.setPointerCapture(ev.pointerId);
   });
-  canvas.addEventListener("pointerup", (ev) => {
-    if (!drag) return;
-    const start = drag;
-    drag = null;
-    rect.hidden = true;
-    const end = cellAt(ev) || start;
-    if (Math.abs(ev.clientX - start.x) < 4 && Math.abs(ev.clientY - start.y) < 4) {
-      if (ctx.pick) ctx.pick(start.row); // a click, not a drag: the row's token
-      return;
-    }
-    const [br, bc] = map.block;
-    const rows = [Math.min(start.row, end.row), Math.min(ctx.T, Math.max(start.row, end.row) + br)];
-    const cols = [Math.min(start.col, end.col), Math.min(ctx.T, Math.max(start.col, end.col) + bc)];
-    load(rows, cols);
-  });
+  canvas.addEventListener("pointerup", (ev) => onUp(z, ev));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const T = ctx ? ctx.T : 0;
-    const read = (name, lo, hi) => clampInt(Number(input(name).value), lo, hi);
+    const T = z.ctx ? z.ctx.T : 0;
+    const read = (name, lo, hi) => clampInt(Number(z.input(name).value), lo, hi);
     const r0 = read("row0", 0, T - 1);
     const c0 = read("col0", 0, T - 1);
-    load([r0, read("row1", r0 + 1, T)], [c0, read("col1", c0 + 1, T)]);
+    load(z, [r0, read("row1", r0 + 1, T)], [c0, read("col1", c0 + 1, T)]);
   });
-  form.querySelector("[data-testid='zoom-whole']").addEventListener("click", () => load(null, null));
+  form.querySelector("[data-testid='zoom-whole']").addEventListener("click", () => load(z, null, null));
+}
 
+/**
+ * The canvas large map: box (the zoom card's plot div), readout (hover text).
+ * show(ctx) draws a map ctx = {key, T, tokens, load(rows, cols) -> map, colour(map) ->
+ * {zmax, log}, mask, pick(row)}; a drag (or the rows/cols fields) asks load() for that
+ * region, a click picks the token of its row.
+ */
+export function canvasZoom(box, readout) {
+  // ctx: what is shown; map: the loaded map; drag: where a drag started.
+  const z = { ...zoomParts(), ctx: null, map: null, seq: 0, drag: null };
+  bindZoom(z, readout);
   return {
-    element: root,
+    element: z.root,
     /** Show a new map (whole). */
     show(next) {
-      ctx = next;
-      map = null;
-      return load(null, null);
+      z.ctx = next;
+      z.map = null;
+      return load(z, null, null);
     },
     /** Colours changed (scale, sink): draw again what is loaded. */
-    redraw: draw,
+    redraw: () => draw(z),
   };
 }
 
