@@ -185,7 +185,10 @@ def record_medians(
         "command": command + " --record",
     }
     doc = __doc__ or ""
-    run = ".venv/bin/python bench/bench_lighthouse.py [--runs 3] [--pages /model] [--record]"
+    run = (
+        ".venv/bin/python bench/bench_lighthouse.py [--runs 3] [--pages /model] [--record]"
+        " (needs node/npm; installs into bench/lighthouse/)"
+    )
     record("bench/bench_lighthouse.py", doc.splitlines()[0], run, [row])
 
 

@@ -11,15 +11,14 @@
 // (model-stacks.js) and compare-one-word (model-compare-word.js); model-run.js runs
 // the model.
 
-import { setupAttribution } from "./model-attribution.js";
 import { mountCompareWord } from "./model-compare-word.js";
 import { applyKind, bindForm, checkUrlModel, fillForm } from "./model-form.js";
-import { setupHeadAnalysis } from "./model-heads.js";
+import { lazy } from "./model-lazy.js";
 import { mountMaps } from "./model-maps-card.js";
 import { ANALYSIS_TOKENS, isPlainEncoder, modelPage } from "./model-page.js";
+import { ENCODER_DECODER } from "./model-state.js";
 import { progressBar } from "./model-progress.js";
 import { runModel } from "./model-run.js";
-import { initStacks } from "./model-stacks.js";
 import { mountTokens } from "./model-token-card.js";
 import { mountTwoTexts } from "./model-two-texts.js";
 import { setupWhy } from "./model-why.js";
@@ -57,13 +56,34 @@ cards.why = setupWhy({
   context: () => (page.view.explained && /^\d+$/.test(state.head) ? { ...page.view.explained, layer: state.layer, head: Number(state.head) } : null),
 });
 cards.zoom = mountZoom(page, { choose: (row) => cards.tokens.choose(row) });
-cards.analysis = setupHeadAnalysis({ container: $("head-analysis"), openHead });
-cards.attribution = setupAttribution({ card: $("attribution"), openHead });
-// Encoder-decoders: the three stacks and the alignment view.
-cards.stacks = initStacks({ models: page.models, defaultModel: page.defaultModel, limits: page.limits, form: $("model-form"), sourceText: () => $("model-text").value, modelName: () => state.model });
+// Below the fold, loaded once the first maps are shown (model-lazy.js).
+cards.analysis = lazy(() => import("./model-heads.js").then((m) => m.setupHeadAnalysis({ container: $("head-analysis"), openHead })));
+cards.attribution = lazy(() => import("./model-attribution.js").then((m) => m.setupAttribution({ card: $("attribution"), openHead })));
+cards.stacks = stacksCard();
 cards.compareWord = mountCompareWord(page);
 // Two texts (or two checkpoints), one head, and their difference (model-two-texts.js).
 cards.twoTexts = mountTwoTexts($("two-texts"), { models: page.models, defaultModel: page.defaultModel, page: () => ({ model: state.model, text: state.text, layer: state.layer, head: state.head }) });
+
+/** Encoder-decoders: the three stacks and the alignment view (model-stacks.js), loaded
+ * for the first such model; until then the card stays hidden and the URL keeps no hash
+ * of its view. */
+function stacksCard() {
+  const card = lazy(() =>
+    import("./model-stacks.js").then((m) =>
+      m.initStacks({ models: page.models, defaultModel: page.defaultModel, limits: page.limits, form: $("model-form"), sourceText: () => $("model-text").value, modelName: () => state.model }),
+    ),
+  );
+  let loaded = false;
+  return {
+    update() {
+      const entry = page.current();
+      loaded = loaded || Boolean(entry && entry.kind === ENCODER_DECODER);
+      if (loaded) return card.update();
+      const { pathname, search, hash } = window.location;
+      if (hash) window.history.replaceState(null, "", `${pathname}${search}`);
+    },
+  };
+}
 
 const run = () => runModel(page);
 /** The colours changed (scale, sink): every map drawn again from what the page holds. */
