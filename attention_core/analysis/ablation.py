@@ -151,14 +151,6 @@ def ablate(
     else:
         final = heads.run(batch, edit=edit).hidden[-1]
     if isinstance(heads, DecoderHeadModel):
-        # One row up to the first ablated layer, copied there: the layers below run once
-        # (a head of the first layer costs at most two forwards).
-        first = min(layer for layer, _ in pairs)
-
-        def grow(layer: int, x: torch.Tensor) -> torch.Tensor:
-            return torch.cat([x, x]) if layer == first else x  # (1, T, C) -> (2, T, C)
-
-        final = heads.run(batch[:1], edit=edit, grow=grow).hidden[-1]
         return Ablation(
             pairs,
             mode,
@@ -166,7 +158,7 @@ def ablate(
             _predictions(heads, final[1], batch[1]),
             None,
         )
-    sentence = _sentence(heads.run(batch, edit=edit).hidden[-1])
+    sentence = _sentence(final)
     cosine = float(F.cosine_similarity(sentence[1], sentence[0], dim=-1))
     return Ablation(pairs, mode, None, None, cosine)
 
