@@ -150,10 +150,8 @@ export function attributionNodes(answer, openHead) {
   return { grids, table, note };
 }
 
-export function setupAttribution({ card, openHead }) {
-  let context = null;
-  let seq = 0;
-  let controller = new AbortController();
+/** The card's controls and boxes, built into `card`. */
+function build(card) {
   const method = el("select", { id: "attr-method", "data-testid": "attr-method" }, [
     el("option", { value: "attribution_patching", text: "attribution patching (gradient × change)" }),
     el("option", { value: "atp_star", text: "AtP* (later softmaxes recomputed)" }),
@@ -196,54 +194,63 @@ export function setupAttribution({ card, openHead }) {
     confirmed,
   );
 
-  function draw(answer) {
-    const nodes = attributionNodes(answer, openHead);
-    grids.replaceChildren(...nodes.grids);
-    confirmed.replaceChildren(nodes.table);
-    note.textContent = nodes.note;
-    card.dataset.drawn = "1";
-  }
+  return { method, mode, loss, run, exact, status, error, note, grids, confirmed };
+}
 
-  async function estimate(all) {
-    const mine = ++seq;
-    controller.abort();
-    controller = new AbortController();
-    error.textContent = "";
-    status.textContent = all ? "Ablating every head alone, and estimating…" : "Estimating every head from one forward and one backward pass…";
-    const body = { text: context.text, method: all ? "exact" : method.value, ablation: mode.value, confirm_top: all ? 0 : CONFIRM };
-    if (loss.value === "last") body.target = { position: context.tokens.length - 1 };
-    if (context.model) body.model = context.model;
-    try {
-      const started = performance.now();
-      const answer = await post("/api/model/attribute", body, controller.signal);
-      if (mine !== seq) return;
-      status.textContent = `done in ${Math.round(performance.now() - started)} ms`;
-      draw(answer);
-    } catch (err) {
-      if (mine !== seq || (err && err.name === "AbortError")) return;
-      status.textContent = "";
-      error.textContent = errorText(err);
-    }
+function draw(a, answer) {
+  const nodes = attributionNodes(answer, a.openHead);
+  a.parts.grids.replaceChildren(...nodes.grids);
+  a.parts.confirmed.replaceChildren(nodes.table);
+  a.parts.note.textContent = nodes.note;
+  a.card.dataset.drawn = "1";
+}
+
+/** Estimate every head (or, all: ablate every head exactly). */
+async function estimate(a, all) {
+  const { parts, context } = a;
+  const mine = ++a.seq;
+  a.controller.abort();
+  a.controller = new AbortController();
+  parts.error.textContent = "";
+  parts.status.textContent = all ? "Ablating every head alone, and estimating…" : "Estimating every head from one forward and one backward pass…";
+  const body = { text: context.text, method: all ? "exact" : parts.method.value, ablation: parts.mode.value, confirm_top: all ? 0 : CONFIRM };
+  if (parts.loss.value === "last") body.target = { position: context.tokens.length - 1 };
+  if (context.model) body.model = context.model;
+  try {
+    const started = performance.now();
+    const answer = await post("/api/model/attribute", body, a.controller.signal);
+    if (mine !== a.seq) return;
+    parts.status.textContent = `done in ${Math.round(performance.now() - started)} ms`;
+    draw(a, answer);
+  } catch (err) {
+    if (mine !== a.seq || (err && err.name === "AbortError")) return;
+    parts.status.textContent = "";
+    parts.error.textContent = errorText(err);
   }
-  run.addEventListener("click", () => estimate(false));
-  exact.addEventListener("click", () => estimate(true));
+}
+
+export function setupAttribution({ card, openHead }) {
+  const a = { card, openHead, parts: build(card), context: null, seq: 0, controller: new AbortController() };
+  const { parts } = a;
+  parts.run.addEventListener("click", () => estimate(a, false));
+  parts.exact.addEventListener("click", () => estimate(a, true));
 
   return {
     show(next) {
-      ++seq;
-      controller.abort();
-      context = next;
+      ++a.seq;
+      a.controller.abort();
+      a.context = next;
       card.hidden = !next.causal;
       card.dataset.drawn = "0";
-      grids.replaceChildren();
-      confirmed.replaceChildren();
-      note.textContent = "";
-      status.textContent = "";
-      error.textContent = "";
+      parts.grids.replaceChildren();
+      parts.confirmed.replaceChildren();
+      parts.note.textContent = "";
+      parts.status.textContent = "";
+      parts.error.textContent = "";
     },
     clear() {
-      ++seq;
-      controller.abort();
+      ++a.seq;
+      a.controller.abort();
       card.hidden = true;
     },
   };
