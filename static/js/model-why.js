@@ -133,70 +133,79 @@ export function whyNodes(answer) {
   };
 }
 
-export function setupWhy({ card, zoom, context, where = "the large map" }) {
-  let controller = new AbortController();
-  let seq = 0;
-  const title = el("h2", { id: "why-title", text: "Why this cell" });
-  const hint = el("p", {
-    class: "hint",
-    text: `A head's score for a cell, q_row · k_col × scale, split over what wrote to the residual stream before its layer: the embedding, each earlier head's output, each earlier MLP, and the biases. Every norm is frozen at its value in the forward pass, so queries and keys are sums over these components and the score a sum over (query component, key component) pairs. Click a cell of ${where}.`,
-  });
-  const status = el("p", { class: "status", "data-testid": "why-status", "aria-live": "polite" });
-  const error = el("p", { class: "error", role: "alert", "data-testid": "why-error" });
-  const summary = el("p", { class: "why-summary", "data-testid": "why-summary" });
-  const box = el("div", { class: "why-box", "data-testid": "why-box" });
+/** The card's parts, built into `card`; where: what the reader clicks. */
+function whyParts(card, where) {
+  const parts = {
+    title: el("h2", { id: "why-title", text: "Why this cell" }),
+    hint: el("p", {
+      class: "hint",
+      text: `A head's score for a cell, q_row · k_col × scale, split over what wrote to the residual stream before its layer: the embedding, each earlier head's output, each earlier MLP, and the biases. Every norm is frozen at its value in the forward pass, so queries and keys are sums over these components and the score a sum over (query component, key component) pairs. Click a cell of ${where}.`,
+    }),
+    status: el("p", { class: "status", "data-testid": "why-status", "aria-live": "polite" }),
+    error: el("p", { class: "error", role: "alert", "data-testid": "why-error" }),
+    summary: el("p", { class: "why-summary", "data-testid": "why-summary" }),
+    box: el("div", { class: "why-box", "data-testid": "why-box" }),
+  };
   card.classList.add("card", "why-card");
   card.setAttribute("aria-labelledby", "why-title");
-  card.replaceChildren(title, hint, status, error, summary, box);
+  card.replaceChildren(parts.title, parts.hint, parts.status, parts.error, parts.summary, parts.box);
+  return parts;
+}
 
-  async function explain(ctx, row, col) {
-    const mine = ++seq;
-    controller.abort();
-    controller = new AbortController();
-    card.hidden = false;
-    card.dataset.drawn = "0";
-    error.textContent = "";
-    status.textContent = `Splitting layer ${ctx.layer}, head ${ctx.head}'s score for row ${row}, column ${col}…`;
-    const body = { text: ctx.text, layer: ctx.layer, head: ctx.head, row, col, top: 40 };
-    if (ctx.model) body.model = ctx.model;
-    try {
-      const answer = await post("/api/model/why", body, controller.signal);
-      if (mine !== seq) return;
-      status.textContent = "";
-      const nodes = whyNodes(answer);
-      title.textContent = nodes.title;
-      summary.textContent = nodes.summary;
-      box.replaceChildren(...nodes.tables);
-      card.dataset.drawn = "1";
-      card.scrollIntoView({ block: "nearest" });
-    } catch (err) {
-      if (mine !== seq || (err && err.name === "AbortError")) return;
-      status.textContent = "";
-      error.textContent = errorText(err);
-    }
+/** Split one cell's score (POST /api/model/why) and show its pairs. */
+async function explain(w, ctx, row, col) {
+  const { card, parts } = w;
+  const mine = ++w.seq;
+  w.controller.abort();
+  w.controller = new AbortController();
+  card.hidden = false;
+  card.dataset.drawn = "0";
+  parts.error.textContent = "";
+  parts.status.textContent = `Splitting layer ${ctx.layer}, head ${ctx.head}'s score for row ${row}, column ${col}…`;
+  const body = { text: ctx.text, layer: ctx.layer, head: ctx.head, row, col, top: 40 };
+  if (ctx.model) body.model = ctx.model;
+  try {
+    const answer = await post("/api/model/why", body, w.controller.signal);
+    if (mine !== w.seq) return;
+    parts.status.textContent = "";
+    const nodes = whyNodes(answer);
+    parts.title.textContent = nodes.title;
+    parts.summary.textContent = nodes.summary;
+    parts.box.replaceChildren(...nodes.tables);
+    card.dataset.drawn = "1";
+    card.scrollIntoView({ block: "nearest" });
+  } catch (err) {
+    if (mine !== w.seq || (err && err.name === "AbortError")) return;
+    parts.status.textContent = "";
+    parts.error.textContent = errorText(err);
   }
+}
 
-  zoom.addEventListener("click", (ev) => {
-    const ctx = context();
-    if (!ctx || !Number.isInteger(ctx.head)) return;
-    const cell = cellAt(ev, zoom, ctx.tokens.length);
-    if (!cell) return;
-    if (ctx.causal && cell.col > cell.row) {
-      card.hidden = false;
-      error.textContent = `Row ${cell.row} cannot see column ${cell.col}: a decoder's query attends to keys up to its own position (the cell is masked).`;
-      return;
-    }
-    explain(ctx, cell.row, cell.col);
-  });
+/** A click on the map: its cell explained (a masked one said so). */
+function onClick(w, ev, zoom, context) {
+  const ctx = context();
+  if (!ctx || !Number.isInteger(ctx.head)) return;
+  const cell = cellAt(ev, zoom, ctx.tokens.length);
+  if (!cell) return;
+  if (ctx.causal && cell.col > cell.row) {
+    w.card.hidden = false;
+    w.parts.error.textContent = `Row ${cell.row} cannot see column ${cell.col}: a decoder's query attends to keys up to its own position (the cell is masked).`;
+    return;
+  }
+  explain(w, ctx, cell.row, cell.col);
+}
 
+export function setupWhy({ card, zoom, context, where = "the large map" }) {
+  const w = { card, parts: whyParts(card, where), controller: new AbortController(), seq: 0 };
+  zoom.addEventListener("click", (ev) => onClick(w, ev, zoom, context));
   return {
     clear() {
-      ++seq;
-      controller.abort();
+      ++w.seq;
+      w.controller.abort();
       card.hidden = true;
-      box.replaceChildren();
-      summary.textContent = "";
-      error.textContent = "";
+      w.parts.box.replaceChildren();
+      w.parts.summary.textContent = "";
+      w.parts.error.textContent = "";
     },
   };
 }
