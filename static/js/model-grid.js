@@ -70,6 +70,91 @@ export function buildHeadGrid(grid, L, H, onPick, atlas = usesAtlas(L, H)) {
   return buttons;
 }
 
+function slot(a, button) {
+  const i = a.index.get(button);
+  return [(i % a.perRow) * a.side, Math.floor(i / a.perRow) * a.side];
+}
+
+function resize(a, wanted) {
+  a.side = wanted;
+  a.source.width = a.perRow * a.side;
+  a.source.height = (a.list.length / a.perRow) * a.side;
+  a.image = a.sourceCtx.createImageData(a.source.width, a.source.height);
+  a.pixels = new Uint32Array(a.image.data.buffer);
+  a.painted.clear();
+}
+
+function blit(a, button) {
+  const place = a.places.get(button);
+  const size = a.painted.get(button);
+  if (!place || !size) return;
+  const [sx, sy] = slot(a, button);
+  a.ctx.drawImage(a.source, sx, sy, size[1], size[0], place.x, place.y, place.w, place.h);
+}
+
+/** Where each shown button is, in device pixels of the canvas; the canvas's size. */
+function measure(a) {
+  const ratio = Math.min(2, window.devicePixelRatio || 1);
+  a.places = new Map();
+  let right = 1;
+  let bottom = 1;
+  for (const button of a.list) {
+    if (button.hidden || !button.offsetParent) continue;
+    const x = button.offsetLeft + button.clientLeft;
+    const y = button.offsetTop + button.clientTop;
+    const w = button.clientWidth;
+    const h = button.clientHeight;
+    a.places.set(button, { x: Math.round(x * ratio), y: Math.round(y * ratio), w: Math.round(w * ratio), h: Math.round(h * ratio) });
+    right = Math.max(right, x + w);
+    bottom = Math.max(bottom, y + h);
+  }
+  return { ratio, width: Math.ceil(right * ratio), height: Math.ceil(bottom * ratio) };
+}
+
+function layout(a) {
+  const { canvas, ctx } = a;
+  const { ratio, width, height } = measure(a);
+  if (canvas.width !== width || canvas.height !== height) {
+    canvas.width = width;
+    canvas.height = height;
+    canvas.style.width = `${width / ratio}px`;
+    canvas.style.height = `${height / ratio}px`;
+  } else ctx.clearRect(0, 0, width, height);
+  ctx.imageSmoothingEnabled = false;
+  for (const button of a.painted.keys()) blit(a, button);
+}
+
+/** A change of the grid's size (a font, a narrower window) moves the buttons: follow them. */
+function follow(a, grid) {
+  let size = "";
+  const observer = new ResizeObserver(() => {
+    if (!a.canvas.isConnected) return observer.disconnect(); // the grid was built again
+    const now = `${grid.clientWidth}x${grid.clientHeight}`;
+    if (size && now !== size) layout(a);
+    size = now;
+  });
+  observer.observe(grid);
+}
+
+/** Put the painted slots onto the canvas, each scaled into its button's place. */
+function flush(a) {
+  if (!a.dirty.size) return;
+  let top = Infinity;
+  let last = -Infinity;
+  for (const button of a.dirty) {
+    const y = slot(a, button)[1];
+    top = Math.min(top, y);
+    last = Math.max(last, y + a.side);
+  }
+  a.sourceCtx.putImageData(a.image, 0, 0, 0, top, a.source.width, last - top);
+  for (const button of a.dirty) {
+    const place = a.places.get(button);
+    if (place) a.ctx.clearRect(place.x, place.y, place.w, place.h);
+    blit(a, button);
+  }
+  a.dirty.clear();
+}
+
 /**
  * The atlas of a grid's thumbnails: one canvas under the buttons (data-testid
  * "grid-atlas").  paint(button, flat, options) paints a thumbnail's cells (paintCells'
@@ -81,104 +166,35 @@ export function thumbAtlas(grid, buttons) {
   const canvas = el("canvas", { class: "grid-atlas", "data-testid": "grid-atlas", "aria-hidden": "true", width: 1, height: 1 });
   grid.prepend(canvas);
   const list = [...buttons.values()];
-  const perRow = list.length / Number(grid.dataset.layers);
   const source = document.createElement("canvas");
-  const sourceCtx = source.getContext("2d");
-  const ctx = canvas.getContext("2d");
-  let image = null; // the slots' ImageData: perRow × L slots of side × side pixels
-  let pixels = null;
-  let side = 0;
-  let ratio = 1;
-  const painted = new Map(); // button -> [rows, cols] of its thumbnail
-  const dirty = new Set();
-  let places = new Map(); // button -> {x, y, w, h} in device pixels of the canvas
-
-  const index = new Map(list.map((b, i) => [b, i]));
-  const slot = (button) => {
-    const i = index.get(button);
-    return [(i % perRow) * side, Math.floor(i / perRow) * side];
+  // image: the slots' ImageData (perRow × L slots of side × side pixels); painted: button ->
+  // [rows, cols] of its thumbnail; places: button -> {x, y, w, h} in device pixels.
+  const a = {
+    canvas,
+    ctx: canvas.getContext("2d"),
+    list,
+    perRow: list.length / Number(grid.dataset.layers),
+    index: new Map(list.map((b, i) => [b, i])),
+    source,
+    sourceCtx: source.getContext("2d"),
+    image: null,
+    pixels: null,
+    side: 0,
+    painted: new Map(),
+    dirty: new Set(),
+    places: new Map(),
   };
-
-  function resize(wanted) {
-    side = wanted;
-    source.width = perRow * side;
-    source.height = (list.length / perRow) * side;
-    image = sourceCtx.createImageData(source.width, source.height);
-    pixels = new Uint32Array(image.data.buffer);
-    painted.clear();
-  }
-
-  function blit(button) {
-    const place = places.get(button);
-    const size = painted.get(button);
-    if (!place || !size) return;
-    const [sx, sy] = slot(button);
-    ctx.drawImage(source, sx, sy, size[1], size[0], place.x, place.y, place.w, place.h);
-  }
-
-  function layout() {
-    ratio = Math.min(2, window.devicePixelRatio || 1);
-    places = new Map();
-    let right = 1;
-    let bottom = 1;
-    for (const button of list) {
-      if (button.hidden || !button.offsetParent) continue;
-      const x = button.offsetLeft + button.clientLeft;
-      const y = button.offsetTop + button.clientTop;
-      const w = button.clientWidth;
-      const h = button.clientHeight;
-      places.set(button, { x: Math.round(x * ratio), y: Math.round(y * ratio), w: Math.round(w * ratio), h: Math.round(h * ratio) });
-      right = Math.max(right, x + w);
-      bottom = Math.max(bottom, y + h);
-    }
-    const width = Math.ceil(right * ratio);
-    const height = Math.ceil(bottom * ratio);
-    if (canvas.width !== width || canvas.height !== height) {
-      canvas.width = width;
-      canvas.height = height;
-      canvas.style.width = `${width / ratio}px`;
-      canvas.style.height = `${height / ratio}px`;
-    } else ctx.clearRect(0, 0, width, height);
-    ctx.imageSmoothingEnabled = false;
-    for (const button of painted.keys()) blit(button);
-  }
-
-  // A change of the grid's size (a font, a narrower window) moves the buttons: follow them.
-  let size = "";
-  const observer = new ResizeObserver(() => {
-    if (!canvas.isConnected) return observer.disconnect(); // the grid was built again
-    const now = `${grid.clientWidth}x${grid.clientHeight}`;
-    if (size && now !== size) layout();
-    size = now;
-  });
-  observer.observe(grid);
-
+  follow(a, grid);
   return {
     element: canvas,
-    layout,
+    layout: () => layout(a),
     paint(button, flat, options) {
       const wanted = Math.max(options.rows, options.cols);
-      if (wanted !== side) resize(wanted);
-      paintCells(pixels, source.width, slot(button), flat, options);
-      painted.set(button, [options.rows, options.cols]);
-      dirty.add(button);
+      if (wanted !== a.side) resize(a, wanted);
+      paintCells(a.pixels, a.source.width, slot(a, button), flat, options);
+      a.painted.set(button, [options.rows, options.cols]);
+      a.dirty.add(button);
     },
-    flush() {
-      if (!dirty.size) return;
-      let top = Infinity;
-      let last = -Infinity;
-      for (const button of dirty) {
-        const y = slot(button)[1];
-        top = Math.min(top, y);
-        last = Math.max(last, y + side);
-      }
-      sourceCtx.putImageData(image, 0, 0, 0, top, source.width, last - top);
-      for (const button of dirty) {
-        const place = places.get(button);
-        if (place) ctx.clearRect(place.x, place.y, place.w, place.h);
-        blit(button);
-      }
-      dirty.clear();
-    },
+    flush: () => flush(a),
   };
 }
