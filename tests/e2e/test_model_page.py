@@ -357,6 +357,8 @@ def test_a_token_shows_what_it_reads_in_every_head(page: Page, server_url: str) 
     page.locator("[data-testid='zoom-plot'] .ytick text").nth(1).click()
     expect(view).to_have_attribute("data-token", "1", timeout=WAIT)
     expect(page.get_by_test_id("wp-token").nth(1)).to_have_attribute("aria-pressed", "true")
+    # The click reached for the map: Plotly takes its place (heatmap.js), then its cells.
+    expect(page.get_by_test_id("zoom-plot")).to_have_attribute("data-renderer", "plotly")
     cells = page.locator(
         "[data-testid='zoom-plot'] .quick-cells, [data-testid='zoom-plot'] .nsewdrag"
     )
