@@ -29,21 +29,9 @@ export function zoomRows(flat, T, causal, slidingWindow = null, positions = null
 
 const maskedText = (i, j) => (j > i ? "masked: a token cannot read later tokens" : "masked: beyond this layer's sliding window");
 
-/**
- * The large map. opts: flat (Float32Array T×T), tokens (plain text), zmax,
- * filename (for export), readout (element that names the hovered pair),
- * causal (the upper triangle is masked: drawn grey, "masked" on hover),
- * generated (per token: written by the model; marked on the axes, rows outlined).
- */
-export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = false, slidingWindow = null, positions = null, generated = null }) {
-  const T = tokens.length;
-  const z = zoomRows(flat, T, causal, slidingWindow, positions);
-  const labels = tokenLabels(tokens);
-  const marked = labels.map((l, i) => (generated && generated[i] ? `${GENERATED_MARK}${l}` : l));
-  const esc = labels.map(escapePlotly);
-  const idx = labels.map((_, i) => i);
-  const step = tickStep(T);
-  const ticks = idx.filter((i) => i % step === 0);
+/** The large map's Plotly trace: cells, colours, and the hover text of each pair. */
+function zoomTrace(z, esc, { T, zmax, causal }) {
+  const idx = esc.map((_, i) => i);
   const trace = {
     type: "heatmap",
     z,
@@ -57,13 +45,20 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = 
   };
   if (T <= 40) Object.assign(trace, { xgap: 1, ygap: 1 });
   if (T <= HOVER_TEXT_MAX) {
-    trace.text = z.map((row, i) =>
-      row.map((v, j) => `${esc[i]} → ${esc[j]}<br>${v === null ? maskedText(i, j) : `weight: ${v.toFixed(4)}`}`),
-    );
+    trace.text = z.map((row, i) => row.map((v, j) => `${esc[i]} → ${esc[j]}<br>${v === null ? maskedText(i, j) : `weight: ${v.toFixed(4)}`}`));
     trace.hovertemplate = "%{text}<extra></extra>";
   } else {
     trace.hovertemplate = "row %{y} → column %{x}<br>weight: %{z:.4f}<extra></extra>";
   }
+  return trace;
+}
+
+/** The large map's layout: token ticks on both axes, the masked grey, the written rows outlined. */
+function zoomLayout(div, { tokens, labels, generated, causal }) {
+  const T = tokens.length;
+  const marked = labels.map((l, i) => (generated && generated[i] ? `${GENERATED_MARK}${l}` : l));
+  const step = tickStep(T);
+  const ticks = labels.map((_, i) => i).filter((i) => i % step === 0);
   const fontSize = T <= 24 ? 11 : 9;
   const axis = (title) => ({
     tickmode: "array",
@@ -77,33 +72,46 @@ export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = 
   });
   const width = div.clientWidth || 480;
   const first = generated ? generated.indexOf(true) : -1;
-  const layout = {
+  return {
     height: Math.round(Math.max(380, Math.min(680, width * 0.95))),
     uirevision: `${T}:${tokens.join("\u0000")}`,
     xaxis: { ...axis("attended to (key)"), side: "bottom", tickangle: -60 },
     yaxis: { ...axis("attending (query)"), autorange: "reversed" },
     // Masked cells are gaps in the heatmap: this grey shows through them.
     plot_bgcolor: causal ? MASKED_COLOUR : "#ffffff",
-    shapes:
-      first >= 0
-        ? [{ type: "rect", xref: "paper", x0: 0, x1: 1, yref: "y", y0: first - 0.5, y1: T - 0.5, line: { color: "#c2410c", width: 2 } }]
-        : [],
+    shapes: first >= 0 ? [{ type: "rect", xref: "paper", x0: 0, x1: 1, yref: "y", y0: first - 0.5, y1: T - 0.5, line: { color: "#c2410c", width: 2 } }] : [],
   };
+}
+
+/** The readout names the hovered pair in plain text (textContent: no escaping needed). */
+function followHover(div, readout) {
+  div.on("plotly_hover", (ev) => {
+    const p = ev.points && ev.points[0];
+    const names = hoverTokens.get(div);
+    if (!p || !names) return;
+    const value = p.z === null || p.z === undefined ? maskedText(p.y, p.x).replace(": ", " (") + ")" : Number(p.z).toFixed(4);
+    readout.textContent = `${names[p.y]} (row ${p.y}) → ${names[p.x]} (column ${p.x}): ${value}`;
+  });
+  div.on("plotly_unhover", () => {
+    readout.textContent = "";
+  });
+}
+
+/**
+ * The large map. opts: flat (Float32Array T×T), tokens (plain text), zmax,
+ * filename (for export), readout (element that names the hovered pair),
+ * causal (the upper triangle is masked: drawn grey, "masked" on hover),
+ * generated (per token: written by the model; marked on the axes, rows outlined).
+ */
+export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = false, slidingWindow = null, positions = null, generated = null }) {
+  const T = tokens.length;
+  const z = zoomRows(flat, T, causal, slidingWindow, positions);
+  const labels = tokenLabels(tokens);
+  const trace = zoomTrace(z, labels.map(escapePlotly), { T, zmax, causal });
+  const layout = zoomLayout(div, { tokens, labels, generated, causal });
   div.dataset.causal = String(causal); // the quick map's masked cells take their grey from CSS
   return drawFigure(div, [trace], layout, filename).then(() => {
-    // The readout names the hovered pair in plain text (textContent: no escaping needed).
-    if (!hoverTokens.has(div)) {
-      div.on("plotly_hover", (ev) => {
-        const p = ev.points && ev.points[0];
-        const names = hoverTokens.get(div);
-        if (!p || !names) return;
-        const value = p.z === null || p.z === undefined ? maskedText(p.y, p.x).replace(": ", " (") + ")" : Number(p.z).toFixed(4);
-        readout.textContent = `${names[p.y]} (row ${p.y}) → ${names[p.x]} (column ${p.x}): ${value}`;
-      });
-      div.on("plotly_unhover", () => {
-        readout.textContent = "";
-      });
-    }
+    if (!hoverTokens.has(div)) followHover(div, readout);
     hoverTokens.set(div, tokens.slice());
   });
 }
