@@ -1,11 +1,12 @@
 """The analyses that still read every full map of a text, and their limit.
 
-Maps and value-weighted maps are answered at every length from the kept q/k
-(``app.attention_answer``).  The analyses listed in ``refuse_full_maps``'s
-callers (one head's trace, generation, compare-word, head scores, ablation,
-the logit lens) still hold each layer's full (heads, T, T) maps: past
-``FULL_MAPS_SETTING`` (and past 512 tokens, the most any input had before
-long inputs) they are refused with a 422 naming the field and the setting.
+Maps, value-weighted maps, head scores, ablation, the logit lens, the head trace,
+compare-word and a decoder's generation are answered at every length from what the
+pass kept.  ``refuse_full_maps``'s callers still hold each layer's full (heads, T, T)
+maps: the QK decomposition and attribution (``routes/why.py``), an encoder-decoder's
+generation (its maps recorded step by step) and an encoder-decoder's induction score.
+Past ``FULL_MAPS_SETTING`` (and past 512 tokens, the most any input had before long
+inputs) they are refused with a 422 naming the field and the setting.
 """
 
 from __future__ import annotations
