@@ -51,59 +51,69 @@ function mapArrays(answer) {
   return arrays;
 }
 
+/** The file name of the large map's image: its title, slugged. */
+const imageName = (zoom) => `attention-${slug(zoom.title())}`;
+
+/** Save the large map as drawn: the long text's canvas as is, else Plotly's image of its plot. */
+async function saveImage(x, format) {
+  const { status, zoom } = x;
+  status.textContent = "";
+  const canvas = zoom.canvas();
+  if (canvas) {
+    if (format === "png") canvas.toBlob((blob) => save(`${imageName(zoom)}.png`, blob), "image/png");
+    else save(`${imageName(zoom)}.svg`, canvasSvg(canvas, zoom.title(), zoom.bar()));
+    return;
+  }
+  const plot = zoom.plot();
+  if (!plot || !plot.data) return void (status.textContent = "Open a map first.");
+  try {
+    const Plotly = await plotlyReady();
+    const { width, height } = plot.getBoundingClientRect();
+    const url = await Plotly.toImage({ data: plot.data, layout: plot.layout }, { format, width: Math.round(width), height: Math.round(height) });
+    save(`${imageName(zoom)}.${format}`, url);
+  } catch (err) {
+    status.textContent = `The image could not be made: ${err.message || err}`;
+  }
+}
+
+/** Save the text's maps (kind: "npz" | "json"), asked for again as the API's JSON floats. */
+async function saveMaps(x, kind) {
+  const { status } = x;
+  const body = x.request();
+  if (!body) return void (status.textContent = "The maps of a written text can be saved; those of generation cannot yet.");
+  status.textContent = "Asking for the maps…";
+  try {
+    const answer = await post("/api/model/attention", { ...body, format: "json" });
+    const file = `attention-${slug(answer.model || "model")}-maps`;
+    if (kind === "json") save(`${file}.json`, new Blob([JSON.stringify(answer)], { type: "application/json" }));
+    else save(`${file}.npz`, npz(mapArrays(answer)));
+    status.textContent = `Saved ${answer.layers.length} layers × ${answer.tokens.length} tokens.`;
+  } catch (err) {
+    status.textContent = errorText(err);
+  }
+}
+
+/** The bar's buttons: the map as PNG or SVG, the text's maps as .npz or JSON. */
+function exportBar(x) {
+  const button = (id, text, onclick) => el("button", { type: "button", class: "secondary", "data-testid": `export-${id}`, text, onclick });
+  return el("div", { class: "export-bar", "data-testid": "export-bar" }, [
+    el("span", { text: "Save this map:" }),
+    button("png", "PNG", () => saveImage(x, "png")),
+    button("svg", "SVG", () => saveImage(x, "svg")),
+    el("span", { text: "The text's maps:" }),
+    button("npz", ".npz", () => saveMaps(x, "npz")),
+    button("json", "JSON", () => saveMaps(x, "json")),
+  ]);
+}
+
 /**
  * The export bar, after `after` (the large map's readout).  request() gives the body the
  * maps shown came from (null when there is none: generation); zoom: {canvas (the long
  * text's canvas or null when hidden), plot (the Plotly div), title, bar}.
  */
 export function mountExport(after, { request, zoom }) {
-  const status = el("p", { class: "hint", "data-testid": "export-status", role: "status" });
-  const button = (id, text, onclick) => el("button", { type: "button", class: "secondary", "data-testid": `export-${id}`, text, onclick });
-  const name = () => `attention-${slug(zoom.title())}`;
-
-  async function image(format) {
-    status.textContent = "";
-    const canvas = zoom.canvas();
-    if (canvas) {
-      if (format === "png") canvas.toBlob((blob) => save(`${name()}.png`, blob), "image/png");
-      else save(`${name()}.svg`, canvasSvg(canvas, zoom.title(), zoom.bar()));
-      return;
-    }
-    const plot = zoom.plot();
-    if (!plot || !plot.data) return void (status.textContent = "Open a map first.");
-    try {
-      const Plotly = await plotlyReady();
-      const { width, height } = plot.getBoundingClientRect();
-      const url = await Plotly.toImage({ data: plot.data, layout: plot.layout }, { format, width: Math.round(width), height: Math.round(height) });
-      save(`${name()}.${format}`, url);
-    } catch (err) {
-      status.textContent = `The image could not be made: ${err.message || err}`;
-    }
-  }
-
-  async function maps(kind) {
-    const body = request();
-    if (!body) return void (status.textContent = "The maps of a written text can be saved; those of generation cannot yet.");
-    status.textContent = "Asking for the maps…";
-    try {
-      const answer = await post("/api/model/attention", { ...body, format: "json" });
-      const file = `attention-${slug(answer.model || "model")}-maps`;
-      if (kind === "json") save(`${file}.json`, new Blob([JSON.stringify(answer)], { type: "application/json" }));
-      else save(`${file}.npz`, npz(mapArrays(answer)));
-      status.textContent = `Saved ${answer.layers.length} layers × ${answer.tokens.length} tokens.`;
-    } catch (err) {
-      status.textContent = errorText(err);
-    }
-  }
-
-  const bar = el("div", { class: "export-bar", "data-testid": "export-bar" }, [
-    el("span", { text: "Save this map:" }),
-    button("png", "PNG", () => image("png")),
-    button("svg", "SVG", () => image("svg")),
-    el("span", { text: "The text's maps:" }),
-    button("npz", ".npz", () => maps("npz")),
-    button("json", "JSON", () => maps("json")),
-  ]);
-  after.after(bar, status);
+  const x = { request, zoom, status: el("p", { class: "hint", "data-testid": "export-status", role: "status" }) };
+  const bar = exportBar(x);
+  after.after(bar, x.status);
   return bar;
 }

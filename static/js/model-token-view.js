@@ -81,126 +81,156 @@ export function rowsFor(view) {
   return queries.map((s) => rowFor({ s, generated, positions, when, causal, count: labels.length }));
 }
 
+/** The token view's section, what it shows and its handlers, with $ (an element of the section by test id). */
+function tokenView(section, view, handlers) {
+  return { section, view, handlers, $: (id) => byTestId(id, section) };
+}
+
+/** A head-view key label: the token's label with its position (once). */
+const keyLabel = (labels, j) => (labels[j].endsWith(`·${j}`) ? labels[j] : `${labels[j]}·${j}`);
+
+/** The head view's title: a long row (past HEADVIEW_KEYS keys) shows the strongest keys only. */
+function layerTitle(tv, keys, reads) {
+  const { layer } = tv.view;
+  tv.$("tv-layer-title").textContent = keys > HEADVIEW_KEYS
+    ? `Every head of layer ${layer}: the ${STRONGEST} tokens ${reads} most, of ${keys}`
+    : `Every head of layer ${layer}`;
+}
+
+/** A chosen row hidden by "Hide special and first tokens": the body hidden, and why. */
+function hideRow(tv, key, words) {
+  tv.$("tv-body").hidden = true;
+  delete tv.section.dataset[key];
+  tv.$("tv-what").textContent = words;
+}
+
+/** Every layer × every head: one row each (rowAt(l, h), or nulls), over `keys` keys. */
+function stripRows({ L, H }, rowAt, keys) {
+  const z = [];
+  const rowLabels = [];
+  for (let l = 1; l <= L; l++) {
+    for (let h = 0; h < H; h++) {
+      z.push(rowAt(l, h) || new Array(keys).fill(null));
+      rowLabels.push(`L${l} H${h + 1}`);
+    }
+  }
+  return { z, rowLabels };
+}
+
+/** What several chosen tokens read, in words. */
+function severalWords({ tokens, queries, combine, causal }) {
+  const names = queries.map((q) => `${quote(tokens[q])} (${q})`).join(", ");
+  return (
+    `What ${queries.length} tokens read, their rows ${COMBINE[combine]}: ${names}. ` +
+    `Each key's weight is the ${combine === "sum" ? "sum" : "mean"} of the chosen tokens' weights for it` +
+    (causal ? "; a decoder's token reads only up to itself, so the keys after it count 0 for it." : ".")
+  );
+}
+
+/** The head view of several tokens' combined rows (`of(l, h)`): the strongest keys only past HEADVIEW_KEYS. */
+function drawSeveralHeads(tv, of, keys) {
+  const { labels, layer, H, queries, combine } = tv.view;
+  const headRows = Array.from({ length: H }, (_, h) => of(layer, h));
+  if (!headRows.every(Boolean)) return;
+  const picked = keys > HEADVIEW_KEYS ? strongestColumns(headRows, STRONGEST) : Array.from({ length: keys }, (_, j) => j);
+  drawHeadView(
+    tv.$("headview"),
+    {
+      queries: [`${queries.length} tokens (${combine === "sum" ? "sum" : "mean"})`],
+      keys: picked.map((j) => keyLabel(labels, j)),
+      query: 0,
+      rows: headRows.map((r) => picked.map((j) => r[j])),
+    },
+    { mode: tv.handlers.headViewMode, onSelect: () => {}, onMode: tv.handlers.onMode },
+  );
+}
+
 /**
  * Several tokens (view.queries, 2 or more) as one row: each head's rows of those tokens
  * summed or averaged (view.combine: "sum" | "mean"), over the keys the last of them could read.
  */
-async function drawSeveral(section, view, { onMode, headViewMode }) {
-  const $ = (id) => byTestId(id, section);
-  const { labels, tokens, row: rowOf, L, H, layer, queries, combine } = view;
-  $("tv-controls").hidden = false;
-  $("tv-when").hidden = !(view.generated && queries.some((q) => view.generated[q]));
-  fillLayers($("tv-layer"), L, layer);
+async function drawSeveral(section, view, handlers) {
+  const tv = tokenView(section, view, handlers);
+  const { labels, row: rowOf, L, H, queries, combine } = view;
+  tv.$("tv-controls").hidden = false;
+  tv.$("tv-when").hidden = !(view.generated && queries.some((q) => view.generated[q]));
+  fillLayers(tv.$("tv-layer"), L, view.layer);
   const rows = rowsFor(view);
-  const what = $("tv-what");
-  const names = queries.map((q) => `${quote(tokens[q])} (${q})`).join(", ");
   if (rows.some((r) => r.query === null)) {
-    $("tv-body").hidden = true;
-    delete section.dataset.queries;
-    what.textContent = `A chosen token's row is hidden (“Hide special and first tokens”): turn that off, or remove it from the chosen tokens.`;
-    return;
+    return hideRow(tv, "queries", `A chosen token's row is hidden (“Hide special and first tokens”): turn that off, or remove it from the chosen tokens.`);
   }
-  $("tv-body").hidden = false;
+  tv.$("tv-body").hidden = false;
   const keys = Math.max(...rows.map((r) => r.keys));
   section.dataset.queries = rows.map((r) => r.query).join(",");
   section.dataset.combine = combine;
   section.dataset.keys = String(keys);
   delete section.dataset.query;
+  tv.$("tv-what").textContent = severalWords(view);
   const of = (l, h) => combinedRow(rows.map((r) => rowOf(l, h, r.query, r.keys)), combine);
-  what.textContent =
-    `What ${queries.length} tokens read, their rows ${COMBINE[combine]}: ${names}. ` +
-    `Each key's weight is the ${combine === "sum" ? "sum" : "mean"} of the chosen tokens' weights for it` +
-    (view.causal ? "; a decoder's token reads only up to itself, so the keys after it count 0 for it." : ".");
-  const headRows = Array.from({ length: H }, (_, h) => of(layer, h));
-  const long = keys > HEADVIEW_KEYS;
-  $("tv-layer-title").textContent = long
-    ? `Every head of layer ${layer}: the ${STRONGEST} tokens the chosen ones read most, of ${keys}`
-    : `Every head of layer ${layer}`;
-  if (headRows.every(Boolean)) {
-    const picked = long ? strongestColumns(headRows, STRONGEST) : Array.from({ length: keys }, (_, j) => j);
-    drawHeadView(
-      $("headview"),
-      {
-        queries: [`${queries.length} tokens (${combine === "sum" ? "sum" : "mean"})`],
-        keys: picked.map((j) => (labels[j].endsWith(`·${j}`) ? labels[j] : `${labels[j]}·${j}`)),
-        query: 0,
-        rows: headRows.map((r) => picked.map((j) => r[j])),
-      },
-      { mode: headViewMode, onSelect: () => {}, onMode },
-    );
-  }
-  const z = [];
-  const rowLabels = [];
-  for (let l = 1; l <= L; l++) {
-    for (let h = 0; h < H; h++) {
-      z.push(of(l, h) || new Array(keys).fill(null));
-      rowLabels.push(`L${l} H${h + 1}`);
-    }
-  }
+  layerTitle(tv, keys, "the chosen ones read");
+  drawSeveralHeads(tv, of, keys);
+  const { z, rowLabels } = stripRows(view, of, keys);
   // A sum of n rows lies in 0..n: its scale is that, and says so.
   await drawStripOf(section, { z, rowLabels, labels, keys, L, H, query: section.dataset.queries, zmax: combine === "sum" ? queries.length : 1 });
 }
 
-async function drawOne(section, view, { onChoose, onMode, headViewMode }) {
-  const $ = (id) => byTestId(id, section);
-  const { labels, tokens, generated, positions, causal, row: rowOf, L, H, chosen, layer, when } = view;
-  const controls = $("tv-controls");
-  const body = $("tv-body");
-  const what = $("tv-what");
-  if (chosen === null || chosen === undefined || chosen >= labels.length) {
-    controls.hidden = true;
-    body.hidden = true;
-    delete section.dataset.query;
-    what.textContent = "Choose a token (in the list above, or a row label or cell of the large map) to see its weights in every head.";
-    return;
-  }
-  const isGenerated = Boolean(generated && generated[chosen]);
-  const row = rowFor({ s: chosen, generated, positions, when, causal, count: labels.length });
-  controls.hidden = false;
-  $("tv-when").hidden = !isGenerated;
-  for (const radio of section.querySelectorAll("input[name='tv-when']")) radio.checked = radio.value === when;
-  fillLayers($("tv-layer"), L, layer);
+/** No token chosen: the controls and body hidden, and how to choose one. */
+function showNoChoice(tv) {
+  tv.$("tv-controls").hidden = true;
+  tv.$("tv-body").hidden = true;
+  delete tv.section.dataset.query;
+  tv.$("tv-what").textContent = "Choose a token (in the list above, or a row label or cell of the large map) to see its weights in every head.";
+}
+
+/** What one chosen token's row is, in words: as input, or as it was written. */
+function oneWords({ tokens, labels, chosen, causal }, row) {
   const token = quote(tokens[chosen]);
+  return row.mode === "written"
+    ? `What the model looked at when it wrote ${token}: the weights of ${quote(tokens[row.query])}, the token before it, which was the model's input at that step. It could read ${row.keys} token${row.keys === 1 ? "" : "s"}.`
+    : `What ${token} at position ${chosen} (of ${labels.length} tokens, counted from 0 as in the labels) reads${causal ? ": a decoder's token reads only itself and the tokens before it" : ""}.`;
+}
+
+/** The head view of one token's row: every key (clicking one chooses it), or the strongest of a long row. */
+function drawOneHeads(tv, row) {
+  const { labels, row: rowOf, H, layer } = tv.view;
+  const { onChoose, onMode, headViewMode } = tv.handlers;
+  const rows = Array.from({ length: H }, (_, h) => rowOf(layer, h, row.query, row.keys));
+  if (!rows.every(Boolean)) return;
+  const long = row.keys > HEADVIEW_KEYS;
+  // A long row: the strongest keys only, labelled with their position.
+  const picked = long ? strongestColumns(rows, STRONGEST) : null;
+  drawHeadView(
+    tv.$("headview"),
+    long
+      ? { queries: [labels[row.query]], keys: picked.map((j) => keyLabel(labels, j)), query: 0, rows: rows.map((r) => picked.map((j) => r[j])) }
+      : { queries: labels, keys: labels.slice(0, row.keys), query: row.query, rows },
+    { mode: headViewMode, onSelect: long ? () => {} : (i) => onChoose(i), onMode },
+  );
+}
+
+/** One chosen token (view.chosen): its row in every head of a layer, and in every layer. */
+async function drawOne(section, view, handlers) {
+  const tv = tokenView(section, view, handlers);
+  const { labels, tokens, generated, positions, causal, row: rowOf, L, H, chosen, when } = view;
+  if (chosen === null || chosen === undefined || chosen >= labels.length) return showNoChoice(tv);
+  const row = rowFor({ s: chosen, generated, positions, when, causal, count: labels.length });
+  tv.$("tv-controls").hidden = false;
+  tv.$("tv-when").hidden = !(generated && generated[chosen]);
+  for (const radio of section.querySelectorAll("input[name='tv-when']")) radio.checked = radio.value === when;
+  fillLayers(tv.$("tv-layer"), L, view.layer);
   if (row.query === null) {
-    body.hidden = true;
-    delete section.dataset.query;
-    what.textContent = `The token before ${token} is hidden (“Hide special and first tokens”): turn that off to see what the model looked at when it wrote ${token}.`;
-    return;
+    const token = quote(tokens[chosen]);
+    return hideRow(tv, "query", `The token before ${token} is hidden (“Hide special and first tokens”): turn that off to see what the model looked at when it wrote ${token}.`);
   }
-  body.hidden = false;
+  tv.$("tv-body").hidden = false;
   section.dataset.query = String(row.query);
   section.dataset.keys = String(row.keys);
   section.dataset.mode = row.mode;
-  what.textContent =
-    row.mode === "written"
-      ? `What the model looked at when it wrote ${token}: the weights of ${quote(tokens[row.query])}, the token before it, which was the model's input at that step. It could read ${row.keys} token${row.keys === 1 ? "" : "s"}.`
-      : `What ${token} at position ${chosen} (of ${labels.length} tokens, counted from 0 as in the labels) reads${causal ? ": a decoder's token reads only itself and the tokens before it" : ""}.`;
-  const keys = labels.slice(0, row.keys);
-  const rows = Array.from({ length: H }, (_, h) => rowOf(layer, h, row.query, row.keys));
-  const long = row.keys > HEADVIEW_KEYS;
-  $("tv-layer-title").textContent = long
-    ? `Every head of layer ${layer}: the ${STRONGEST} tokens it reads most, of ${row.keys}`
-    : `Every head of layer ${layer}`;
-  if (rows.every(Boolean)) {
-    // A long row: the strongest keys only, labelled with their position.
-    const picked = long ? strongestColumns(rows, STRONGEST) : null;
-    drawHeadView(
-      $("headview"),
-      long
-        ? { queries: [labels[row.query]], keys: picked.map((j) => (labels[j].endsWith(`·${j}`) ? labels[j] : `${labels[j]}·${j}`)), query: 0, rows: rows.map((r) => picked.map((j) => r[j])) }
-        : { queries: labels, keys, query: row.query, rows },
-      { mode: headViewMode, onSelect: long ? () => {} : (i) => onChoose(i), onMode },
-    );
-  }
+  tv.$("tv-what").textContent = oneWords(view, row);
+  layerTitle(tv, row.keys, "it reads");
+  drawOneHeads(tv, row);
   // Every layer × every head: one row each, over the keys the query could read.
-  const z = [];
-  const rowLabels = [];
-  for (let l = 1; l <= L; l++) {
-    for (let h = 0; h < H; h++) {
-      z.push(rowOf(l, h, row.query, row.keys) || new Array(row.keys).fill(null));
-      rowLabels.push(`L${l} H${h + 1}`);
-    }
-  }
+  const { z, rowLabels } = stripRows(view, (l, h) => rowOf(l, h, row.query, row.keys), row.keys);
   await drawStripOf(section, { z, rowLabels, labels, keys: row.keys, L, H, query: String(row.query), zmax: 1 });
 }
 

@@ -54,106 +54,156 @@ function modelOptions(models, defaultModel) {
   return options;
 }
 
+const PANELS = ["a", "b", "diff"];
+
+/** The form's controls: the two texts, B's model, the layer, the head and the error line. */
+function controls(models, defaultModel) {
+  return {
+    textA: el("textarea", { rows: 2, "data-testid": "tt-text-a", maxlength: 40000 }),
+    textB: el("textarea", { rows: 2, "data-testid": "tt-text-b", maxlength: 40000 }),
+    modelB: el("select", { "data-testid": "tt-model-b" }, modelOptions(models, defaultModel)),
+    layer: el("input", { type: "number", min: 1, step: 1, value: 1, "data-testid": "tt-layer", inputmode: "numeric" }),
+    head: el("input", { type: "number", min: 1, step: 1, value: 1, "data-testid": "tt-head", inputmode: "numeric" }),
+    run: el("button", { type: "submit", "data-testid": "tt-run", text: "Compare" }),
+    error: el("p", { class: "error", role: "alert", "data-testid": "tt-error" }),
+  };
+}
+
+/** The form of `parts`' controls. */
+function form(parts) {
+  return el("form", { class: "tt-form", "data-testid": "tt-form" }, [
+    field("Text A", parts.textA, "tt-text-a"),
+    field("Text B (empty: text A again, for two checkpoints)", parts.textB, "tt-text-b"),
+    el("div", { class: "tt-row" }, [field("Model for B", parts.modelB, "tt-model-b"), field("Layer", parts.layer, "tt-layer"), field("Head", parts.head, "tt-head"), parts.run]),
+    parts.error,
+  ]);
+}
+
+/** The card's parts, built into `card`: the form, its status and note, and the three panels (A, B, B − A). */
+function twoTextsParts(card, models, defaultModel) {
+  const parts = controls(models, defaultModel);
+  parts.status = el("p", { class: "hint", role: "status", "data-testid": "tt-status" });
+  parts.note = el("p", { class: "notice", "data-testid": "tt-note", hidden: true });
+  parts.plots = PANELS.map((k) => el("div", { class: "plot tt-plot", "data-testid": `tt-plot-${k}` }));
+  parts.titles = ["A", "B", "B − A"].map((t, i) => el("h3", { "data-testid": `tt-title-${PANELS[i]}`, text: t }));
+  parts.form = form(parts);
+  parts.panels = parts.plots.map((p, i) => el("figure", { class: "tt-panel", "data-testid": `tt-panel-${PANELS[i]}` }, [parts.titles[i], p]));
+  card.replaceChildren(
+    el("h2", { id: "tt-title", text: "Two texts, one head" }),
+    el("p", { class: "hint", text: "The same head's map for two texts (or for one text in two checkpoints of one family, such as two training snapshots with the same tokenizer), side by side, and B − A: red where B's row reads a token more than A's, blue where less." }),
+    parts.form,
+    parts.status,
+    parts.note,
+    el("div", { class: "tt-maps" }, parts.panels),
+  );
+  card.setAttribute("aria-labelledby", "tt-title");
+  return parts;
+}
+
+/** Start from the page's text, layer and head. */
+function startFromPage(parts, now) {
+  parts.textA.value = now.text;
+  parts.layer.value = String(now.layer);
+  parts.head.value = /^\d+$/.test(String(now.head)) ? String(now.head) : "1";
+}
+
+/** One head's map of `text` from `model` (empty: the server's default), pooled as the page's long maps. */
+function askMap(parts, model, text) {
+  return post("/api/model/attention", { ...(model ? { model } : {}), text, layers: [Number(parts.layer.value)], heads: [Number(parts.head.value)], pool: POOL, head_average: false });
+}
+
+/** An error in words: a 422's fields, each with its message, or the error's message. */
+function errorWords(err) {
+  return err.detail ? err.detail.map((d) => `${(d.loc || []).filter((p) => p !== "body").join(" → ")}: ${d.msg}`).join(" ") : String(err.message || err);
+}
+
+/** Compare: both maps asked for at once, then drawn (a later compare wins). */
+async function compare(t) {
+  const { card, parts } = t;
+  const mine = ++t.seq;
+  parts.error.textContent = "";
+  parts.note.hidden = true;
+  const modelA = t.page().model;
+  const b = parts.modelB.value || modelA;
+  const texts = [parts.textA.value, parts.textB.value.trim() ? parts.textB.value : parts.textA.value];
+  parts.status.textContent = "Running the model…";
+  card.dataset.ready = "false";
+  let answers;
+  try {
+    answers = await Promise.all([askMap(parts, modelA, texts[0]), askMap(parts, b, texts[1])]);
+  } catch (err) {
+    if (mine !== t.seq) return;
+    parts.status.textContent = "";
+    parts.error.textContent = errorWords(err);
+    return;
+  }
+  if (mine !== t.seq) return;
+  await draw(t, answers);
+  card.dataset.ready = "true";
+}
+
+/** The two maps, A and B, each with its title; returns their cells and labels. */
+async function drawBoth(parts, a, b) {
+  const maps = [a.attentions[0][0], b.attentions[0][0]];
+  const labels = [a, b].map((x) => blockLabels(x.tokens, x.pooled ? x.pooled.block[0] : 1));
+  const [L, H] = [parts.layer.value, parts.head.value];
+  parts.titles[0].textContent = `A: ${a.model}, layer ${L}, head ${H} (${a.tokens.length} tokens)`;
+  parts.titles[1].textContent = `B: ${b.model}, layer ${L}, head ${H} (${b.tokens.length} tokens)`;
+  const common = { kind: "weights", rowTitle: "attending (query)", colTitle: "attended to (key)" };
+  await drawHeatmap(parts.plots[0], { ...common, z: maps[0], rows: labels[0], cols: labels[0], filename: "two-texts-a" });
+  await drawHeatmap(parts.plots[1], { ...common, z: maps[1], rows: labels[1], cols: labels[1], filename: "two-texts-b" });
+  return { maps, labels };
+}
+
+/** The note above a difference: where the tokens differ, and that pooled maps differ by block. */
+function differenceNote(a, b) {
+  const pooled = a.pooled && a.pooled.block[0] > 1 ? ` Both maps are pooled (a cell is the largest weight of a ${a.pooled.block[0]} × ${a.pooled.block[0]} block), so the difference is of those cells.` : "";
+  const differ = a.tokens.flatMap((t, i) => (t === b.tokens[i] ? [] : [i]));
+  const where = differ.length ? `The tokens differ at position${differ.length === 1 ? "" : "s"} ${differ.slice(0, 12).join(", ")}${differ.length > 12 ? "…" : ""}: the difference compares those positions' rows and columns all the same.` : "";
+  return where + pooled;
+}
+
+/** Both maps, then B − A when the token counts match (else why not). */
+async function draw(t, [a, b]) {
+  const { card, parts } = t;
+  const { maps, labels } = await drawBoth(parts, a, b);
+  const problem = differenceProblem(a.tokens, b.tokens);
+  parts.panels[2].hidden = Boolean(problem);
+  if (problem) {
+    parts.note.textContent = problem;
+    parts.note.hidden = false;
+    parts.status.textContent = "";
+    card.dataset.diff = "none";
+    return;
+  }
+  const note = differenceNote(a, b);
+  parts.note.hidden = note === "";
+  parts.note.textContent = note;
+  parts.titles[2].textContent = "B − A (red: B reads more, blue: A reads more)";
+  await drawHeatmap(parts.plots[2], {
+    kind: "signed",
+    z: difference(maps[0], maps[1]),
+    rows: labels[1],
+    cols: labels[1],
+    rowTitle: "attending (query)",
+    colTitle: "attended to (key)",
+    scaleTitle: "B − A",
+    filename: "two-texts-difference",
+  });
+  card.dataset.diff = "shown";
+  parts.status.textContent = "";
+}
+
 /**
  * The card, made into `card` (a section of /model).  page(): {model, text, layer, head}
  * of the page's large map (its model: null for the server's default).
  */
 export function mountTwoTexts(card, { models, defaultModel, page }) {
-  const textA = el("textarea", { rows: 2, "data-testid": "tt-text-a", maxlength: 40000 });
-  const textB = el("textarea", { rows: 2, "data-testid": "tt-text-b", maxlength: 40000 });
-  const modelB = el("select", { "data-testid": "tt-model-b" }, modelOptions(models, defaultModel));
-  const layer = el("input", { type: "number", min: 1, step: 1, value: 1, "data-testid": "tt-layer", inputmode: "numeric" });
-  const head = el("input", { type: "number", min: 1, step: 1, value: 1, "data-testid": "tt-head", inputmode: "numeric" });
-  const run = el("button", { type: "submit", "data-testid": "tt-run", text: "Compare" });
-  const error = el("p", { class: "error", role: "alert", "data-testid": "tt-error" });
-  const status = el("p", { class: "hint", role: "status", "data-testid": "tt-status" });
-  const note = el("p", { class: "notice", "data-testid": "tt-note", hidden: true });
-  const plots = ["a", "b", "diff"].map((k) => el("div", { class: "plot tt-plot", "data-testid": `tt-plot-${k}` }));
-  const titles = ["A", "B", "B − A"].map((t, i) => el("h3", { "data-testid": `tt-title-${["a", "b", "diff"][i]}`, text: t }));
-  const form = el("form", { class: "tt-form", "data-testid": "tt-form" }, [
-    field("Text A", textA, "tt-text-a"),
-    field("Text B (empty: text A again, for two checkpoints)", textB, "tt-text-b"),
-    el("div", { class: "tt-row" }, [field("Model for B", modelB, "tt-model-b"), field("Layer", layer, "tt-layer"), field("Head", head, "tt-head"), run]),
-    error,
-  ]);
-  const panels = plots.map((p, i) => el("figure", { class: "tt-panel", "data-testid": `tt-panel-${["a", "b", "diff"][i]}` }, [titles[i], p]));
-  card.replaceChildren(
-    el("h2", { id: "tt-title", text: "Two texts, one head" }),
-    el("p", { class: "hint", text: "The same head's map for two texts (or for one text in two checkpoints of one family, such as two training snapshots with the same tokenizer), side by side, and B − A: red where B's row reads a token more than A's, blue where less." }),
-    form,
-    status,
-    note,
-    el("div", { class: "tt-maps" }, panels),
-  );
-  card.setAttribute("aria-labelledby", "tt-title");
-  let seq = 0;
-  const now = page(); // the page's text, layer and head to start from
-  textA.value = now.text;
-  layer.value = String(now.layer);
-  head.value = /^\d+$/.test(String(now.head)) ? String(now.head) : "1";
-
-  form.addEventListener("submit", async (ev) => {
+  const t = { card, page, parts: twoTextsParts(card, models, defaultModel), seq: 0 };
+  startFromPage(t.parts, page()); // the page's text, layer and head to start from
+  t.parts.form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const mine = ++seq;
-    error.textContent = "";
-    note.hidden = true;
-    const modelA = page().model;
-    const b = modelB.value || modelA;
-    const texts = [textA.value, textB.value.trim() ? textB.value : textA.value];
-    const ask = (model, text) =>
-      post("/api/model/attention", { ...(model ? { model } : {}), text, layers: [Number(layer.value)], heads: [Number(head.value)], pool: POOL, head_average: false });
-    status.textContent = "Running the model…";
-    card.dataset.ready = "false";
-    let answers;
-    try {
-      answers = await Promise.all([ask(modelA, texts[0]), ask(b, texts[1])]);
-    } catch (err) {
-      if (mine !== seq) return;
-      status.textContent = "";
-      error.textContent = err.detail ? err.detail.map((d) => `${(d.loc || []).filter((p) => p !== "body").join(" → ")}: ${d.msg}`).join(" ") : String(err.message || err);
-      return;
-    }
-    if (mine !== seq) return;
-    await draw(answers);
-    card.dataset.ready = "true";
+    compare(t);
   });
-
-  async function draw([a, b]) {
-    const maps = [a.attentions[0][0], b.attentions[0][0]];
-    const labels = [a, b].map((x) => blockLabels(x.tokens, x.pooled ? x.pooled.block[0] : 1));
-    const [L, H] = [layer.value, head.value];
-    titles[0].textContent = `A: ${a.model}, layer ${L}, head ${H} (${a.tokens.length} tokens)`;
-    titles[1].textContent = `B: ${b.model}, layer ${L}, head ${H} (${b.tokens.length} tokens)`;
-    const common = { kind: "weights", rowTitle: "attending (query)", colTitle: "attended to (key)" };
-    await drawHeatmap(plots[0], { ...common, z: maps[0], rows: labels[0], cols: labels[0], filename: "two-texts-a" });
-    await drawHeatmap(plots[1], { ...common, z: maps[1], rows: labels[1], cols: labels[1], filename: "two-texts-b" });
-    const problem = differenceProblem(a.tokens, b.tokens);
-    panels[2].hidden = Boolean(problem);
-    const pooled = a.pooled && a.pooled.block[0] > 1 ? ` Both maps are pooled (a cell is the largest weight of a ${a.pooled.block[0]} × ${a.pooled.block[0]} block), so the difference is of those cells.` : "";
-    if (problem) {
-      note.textContent = problem;
-      note.hidden = false;
-      status.textContent = "";
-      card.dataset.diff = "none";
-      return;
-    }
-    const differ = a.tokens.flatMap((t, i) => (t === b.tokens[i] ? [] : [i]));
-    note.hidden = differ.length === 0 && !pooled;
-    note.textContent =
-      (differ.length ? `The tokens differ at position${differ.length === 1 ? "" : "s"} ${differ.slice(0, 12).join(", ")}${differ.length > 12 ? "…" : ""}: the difference compares those positions' rows and columns all the same.` : "") + pooled;
-    titles[2].textContent = "B − A (red: B reads more, blue: A reads more)";
-    await drawHeatmap(plots[2], {
-      kind: "signed",
-      z: difference(maps[0], maps[1]),
-      rows: labels[1],
-      cols: labels[1],
-      rowTitle: "attending (query)",
-      colTitle: "attended to (key)",
-      scaleTitle: "B − A",
-      filename: "two-texts-difference",
-    });
-    card.dataset.diff = "shown";
-    status.textContent = "";
-  }
   return card;
 }
