@@ -126,7 +126,9 @@ def write_weights(path: Path, shapes: dict[str, tuple[int, ...]], seed: int = 0)
         offset += size
     encoded = json.dumps(header, separators=(",", ":")).encode()
     encoded += b" " * (-len(encoded) % 8)
-    generator = torch.Generator().manual_seed(seed)
+    # Drawn on the GPU where there is one (16 GB of bf16 in seconds, not a minute).
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    generator = torch.Generator(device).manual_seed(seed)
     partial = path.with_name(path.name + ".partial")
     with partial.open("wb") as f:
         f.write(struct.pack("<Q", len(encoded)))
@@ -135,9 +137,8 @@ def write_weights(path: Path, shapes: dict[str, tuple[int, ...]], seed: int = 0)
             if name.endswith("norm.weight"):
                 tensor = torch.ones(shape, dtype=torch.bfloat16)
             else:
-                tensor = torch.empty(shape, dtype=torch.bfloat16).normal_(
-                    0, STD, generator=generator
-                )
+                drawn = torch.empty(shape, dtype=torch.bfloat16, device=device)
+                tensor = drawn.normal_(0, STD, generator=generator).cpu()
             f.write(tensor.view(torch.uint8).numpy().tobytes())
             del tensor
     partial.replace(path)
