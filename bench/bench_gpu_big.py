@@ -122,7 +122,7 @@ def run_child(side: str, args: argparse.Namespace, directory: Path) -> dict[str,
     cmd = [sys.executable, __file__, "--child", side, "--dir", str(directory)]
     cmd += ["--tokens", str(args.tokens), "--device", args.device]
     cmd += ["--pool", str(args.pool), "--zoom", str(args.zoom)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     print(side, result, flush=True)
     return result
