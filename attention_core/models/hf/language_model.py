@@ -287,7 +287,10 @@ class TransformersLM:
         with ``trace_layer`` that layer's q, k, v, every step and its input x.
         """
         cache = options.get("cache")
-        num_logits, output_attentions, output_hidden_states, trace_layer = Wanted.of(options)
+        # maps_only: no logits (Wanted.of); transformers' last layer still runs whole.
+        wanted = Wanted.of(options)
+        num_logits, output_attentions = wanted.num_logits, wanted.output_attentions
+        output_hidden_states, trace_layer = wanted.output_hidden_states, wanted.trace_layer
         length = input_ids.shape[1]
         first_position(cache, length, self.config.max_positions)
         arguments: dict[str, Any] = {
