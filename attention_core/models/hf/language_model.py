@@ -212,8 +212,8 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     model.eval().requires_grad_(False)
     if placement is None:
         run_on(model, CPU)
-    elif placement.device == "cpu":
-        compute_hooked_in_float32(model)  # inside accelerate's hooks
+    else:  # the layers accelerate runs on the CPU (all of them on a CPU-only map)
+        compute_hooked_in_float32(model)
     return model
 
 
