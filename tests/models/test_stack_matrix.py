@@ -36,7 +36,7 @@ from attention_core.analysis.value_norm import row_shares, value_weighted
 from attention_core.models.families.bert.config import default_model_dir
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.models.hf_checkpoints import make_hf
-from tests.models.seq2seq_checkpoints import make_seq2seq
+from tests.models.seq2seq_checkpoints import eager_induction, make_seq2seq
 from tests.requires import require
 
 TEXT = "The cat sat on the mat, and the cat was tired because the mat was hard."
@@ -538,20 +538,7 @@ def test_marian_induction_equals_transformers_maps_of_the_repeated_block(
     """The induction score of Marian's self-attention stacks, summed block by block from a
     pass that holds no map, equals ``induction_score`` of transformers' eager maps of the
     repeated block (the source, or the decoder's input behind its start token)."""
-    from attention_core.analysis.scores import induction_score
-
     _, client = served
     scores = post(client, "marian", "/api/model/head-scores", stack=stack, induction_length=20)
-    ids, start = scores["induction_ids"], scores["induction_start"]
     model = loaded(client, "marian")
-    source, decoder_input = ids, [model.start_id]
-    if stack == "decoder":
-        source, decoder_input = list(model.tokenize(TEXT).input_ids), ids
-    with torch.inference_mode():
-        out = marian_eager(
-            input_ids=torch.tensor([source]),
-            decoder_input_ids=torch.tensor([decoder_input]),
-            output_attentions=True,
-        )
-    maps = out.encoder_attentions if stack == "encoder" else out.decoder_attentions
-    close(scores["induction"], induction_score(torch.cat(maps), start, 20))
+    close(scores["induction"], eager_induction(marian_eager, model, stack, TEXT, scores))

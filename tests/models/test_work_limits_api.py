@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from tests.models.checkpoints import make_gpt2
-from tests.models.seq2seq_checkpoints import make_seq2seq
+from tests.models.seq2seq_checkpoints import eager_induction, make_seq2seq
 from tests.requires import require
 
 GPT2 = "limits-gpt2"
@@ -54,8 +54,6 @@ def test_an_encoder_decoders_induction_block_past_512_tokens_is_summed_block_by_
     is summed block by block from a pass that holds no map, equal to the same score of
     transformers' eager maps of the repeated block (the encoder's source, or the decoder's
     input behind its start token)."""
-    from attention_core.analysis.scores import induction_score
-
     transformers = require("transformers")
     long = {"model": GPT2, "text": "the cat", "induction_length": 700}
     answered = client.post("/api/model/head-scores", json=long)
@@ -66,23 +64,12 @@ def test_an_encoder_decoders_induction_block_past_512_tokens_is_summed_block_by_
     response = client.post("/api/model/head-scores", json=body)
     assert response.status_code == 200, response.text[:300]
     answer = response.json()
-    ids, start = answer["induction_ids"], answer["induction_start"]
-    assert len(ids) > 600 and answer["induction_length"] == 300
+    assert len(answer["induction_ids"]) > 600 and answer["induction_length"] == 300
     model: Any = client.app.state.models.load(T5)  # type: ignore[attr-defined]
     hf = transformers.AutoModelForSeq2SeqLM.from_pretrained(
         models / T5, attn_implementation="eager"
     ).eval()
-    source, decoder_input = ids, [model.start_id]
-    if stack == "decoder":
-        source, decoder_input = list(model.tokenize("the cat").input_ids), ids
-    with torch.inference_mode():
-        out = hf(
-            input_ids=torch.tensor([source]),
-            decoder_input_ids=torch.tensor([decoder_input]),
-            output_attentions=True,
-        )
-    maps = out.encoder_attentions if stack == "encoder" else out.decoder_attentions
-    want = induction_score(torch.cat(maps), start, 300)  # (L, H)
+    want = eager_induction(hf, model, stack, "the cat", answer)
     np.testing.assert_allclose(answer["induction"], want.numpy(), atol=1e-5, rtol=0)
 
 
