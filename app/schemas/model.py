@@ -24,10 +24,11 @@ from .core_fields import dataclass_fields
 from .json_int import JsonInt
 from .tensors import MapsOut, MatrixOut, NullableMatrixOut, VectorOut
 
-# Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
-# token), small enough to tokenize in milliseconds.  The token limit itself is checked
-# after tokenizing.
-MAX_TEXT_CHARS = 40_000
+# Characters per text, a static guard on the body's size only (as the default
+# ATTENTION_VIZ_MAX_BODY_BYTES).  The bound that counts follows each model's token limit
+# (attention_core.models.text.text_chars: 16 characters a token, checked before
+# tokenizing); the token limit itself is checked after tokenizing.
+MAX_TEXT_CHARS = 2_000_000
 MAX_WORD_CHARS = 100
 
 
