@@ -15,7 +15,7 @@ import { mountCompareWord } from "./model-compare-word.js";
 import { applyKind, bindForm, checkUrlModel, fillForm } from "./model-form.js";
 import { lazy } from "./model-lazy.js";
 import { mountMaps } from "./model-maps-card.js";
-import { ANALYSIS_TOKENS, isPlainEncoder, modelPage } from "./model-page.js";
+import { isPlainEncoder, modelPage } from "./model-page.js";
 import { ENCODER_DECODER } from "./model-state.js";
 import { progressBar } from "./model-progress.js";
 import { runModel } from "./model-run.js";
@@ -46,7 +46,7 @@ function openHead(layer, head) {
 }
 
 cards.progress = progressBar($("model-progress"));
-cards.maps = mountMaps(page, { select, analysisTokens: ANALYSIS_TOKENS });
+cards.maps = mountMaps(page, { select });
 cards.tokens = mountTokens(page, { shows: (l) => cards.maps.shows(l) });
 // Why a clicked cell (model-why.js): its click handler runs before the zoom card's,
 // which chooses the row's token and may scroll the token view into sight.
