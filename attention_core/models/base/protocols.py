@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 
@@ -20,7 +20,9 @@ from .result_cache import ResultCache
 @dataclass(frozen=True)
 class ModelSummary:
     """What ``GET /api/model`` says about a loaded model (``TextModel.info``): its sizes
-    (``layers``: the first stack's; ``decoder_layers``: an encoder-decoder's decoder's)."""
+    (``layers``: the first stack's; ``decoder_layers``: an encoder-decoder's decoder's).
+    The answer's schema (``app.schemas.model.ModelInfo``) is built from these fields; a
+    ``description`` in a field's metadata is its description there."""
 
     name: str
     family: str
@@ -32,8 +34,13 @@ class ModelSummary:
     head_dim: int
     vocab_size: int
     max_positions: int
-    max_tokens: int
-    decoder_layers: int | None = None
+    max_tokens: int = field(metadata={"description": "tokens per input, special tokens included"})
+    decoder_layers: int | None = field(
+        default=None,
+        metadata={
+            "description": "encoder-decoders only: the decoder's layers (layers: the encoder's)"
+        },
+    )
 
     @property
     def deepest(self) -> int:
