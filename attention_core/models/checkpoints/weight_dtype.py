@@ -233,10 +233,10 @@ def read_in(model: nn.Module, private: bool = True) -> None:
         parts.setdefault(int(match.group(1)) if match else -1, []).append(param)
     with torch.no_grad():
         for done, key in enumerate(sorted(parts), start=1):
-            for param in parts[key]:
+            for weight in parts[key]:
                 if private:
-                    param.data = private_copy(param.data)
+                    weight.data = private_copy(weight.data)
                     continue
-                step = max(PAGE_BYTES // param.element_size(), 1)
-                param.detach().reshape(-1)[::step].sum()  # one value a page: the page is read
+                step = max(PAGE_BYTES // weight.element_size(), 1)
+                weight.detach().reshape(-1)[::step].sum()  # one value a page: the page is read
             report("load", done, len(parts))
