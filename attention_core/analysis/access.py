@@ -36,6 +36,7 @@ from ..errors import SpecError
 from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import DecoderConfig
 from ..models.families.bert import Encoder
+from ..models.maps.blocked_pass import BlockedPass
 from ..models.maps.context_pass import context_only
 from ..models.maps.text_maps import TokenizedLike
 from ..models.text.decoder import Decoder
@@ -90,11 +91,17 @@ class HeadModel(Protocol):
         ...
 
     def run(
-        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
         """``ids`` (B, T) through the model (inference mode is the caller's).  Without
         ``attentions`` no map is held: each layer's context is computed block by block
-        (``context_pass``), at any length."""
+        (``context_pass``), at any length; ``blocked``: the pass every attention call goes
+        to instead (``context_pass.WatchedPass``: a sum read block by block)."""
         ...
 
     def out_weights(self, layer: int) -> torch.Tensor:
@@ -184,11 +191,16 @@ class DecoderHeadModel(TextModelTokens):
         attentions: bool = False,
         edit: ContextEdit | None = None,
         grow: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
         """``grow(layer, x (B, T, C))`` may replace each block's input (e.g. a bigger batch)."""
-        with editing(edit, grow), context_only(attentions):
+        with editing(edit, grow):
             out = self.decoder.model(
-                ids, num_logits=0, output_attentions=attentions, output_hidden_states=True
+                ids,
+                num_logits=0,
+                output_attentions=attentions,
+                output_hidden_states=True,
+                blocked=context_only(attentions, blocked),
             )
         return RunOutput(out.attentions, out.hidden_states)
 
@@ -217,12 +229,19 @@ class EncoderHeadModel(HeadModelBase):
         return self.encoder.tokenizer.id_pieces(list(ids))
 
     def run(
-        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
-        with context_only(attentions):
-            maps, hidden, _ = self.encoder.forward_layers(
-                ids, torch.zeros_like(ids), edit_context=edit
-            )
+        maps, hidden, _ = self.encoder.forward_layers(
+            ids,
+            torch.zeros_like(ids),
+            edit_context=edit,
+            blocked=context_only(attentions, blocked),
+        )
         return RunOutput(maps if attentions else (), hidden)
 
     def out_weights(self, layer: int) -> torch.Tensor:

@@ -23,6 +23,7 @@ from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import TextModel
 from ..models.hf.language_model import TransformersLM
 from ..models.hf.text_models import TransformersEncoder
+from ..models.maps.blocked_pass import BlockedPass
 from ..models.maps.context_pass import context_only
 from ..models.text.decoder import Decoder
 from .access import (
@@ -72,10 +73,20 @@ class TransformersEncoderHeadModel(TextModelTokens):
         install_edit_hooks(self.projections, [])
 
     def run(
-        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
-        with editing(edit), context_only(attentions):
-            out = self.encoder.model(ids, output_attentions=attentions, output_hidden_states=True)
+        with editing(edit):
+            out = self.encoder.model(
+                ids,
+                output_attentions=attentions,
+                output_hidden_states=True,
+                blocked=context_only(attentions, blocked),
+            )
         return RunOutput(out.attentions, out.hidden_states)
 
     def out_weights(self, layer: int) -> torch.Tensor:

@@ -21,7 +21,7 @@ import torch
 from ..errors import SpecError
 from ..models.base.contract import PassOptions
 from ..models.base.protocols import TextModel
-from ..models.maps.context_pass import watching
+from ..models.maps.context_pass import WatchedPass
 from .access import HeadModel
 from .head_models import head_model
 from .scores import HeadScores
@@ -101,7 +101,7 @@ def score_heads(
 
 def blocked_induction(heads: HeadModel, ids: Sequence[int], start: int, R: int) -> torch.Tensor:
     """``scores.induction_score`` of every head, (L, H), summed block by block from a forward
-    over ``ids`` that holds no map (``watching``): any ``induction_length`` the model takes."""
+    over ``ids`` that holds no map (``WatchedPass``): any ``induction_length`` the model takes."""
     sums = torch.zeros(heads.num_layers, heads.num_heads, dtype=torch.float64)
     rows = torch.arange(start + R, start + 2 * R)  # the second copy
 
@@ -112,6 +112,5 @@ def blocked_induction(heads: HeadModel, ids: Sequence[int], start: int, R: int) 
         seen = (cols >= 0) & (cols < w)  # a column outside the block's span weighs 0
         sums[layer] += weights[0][:, inside[seen] - r0, cols[seen]].sum(-1).double()
 
-    with watching(add):
-        heads.run(torch.tensor([list(ids)]))
+    heads.run(torch.tensor([list(ids)]), blocked=WatchedPass(add))
     return (sums / R).float()

@@ -19,7 +19,7 @@ from typing import Any, Literal, cast
 import torch
 
 from ..errors import SpecError
-from ..models.hf.capture import STACKS, Stack, capturing
+from ..models.hf.capture import STACKS, AttentionRun, Stack, capturing
 from ..models.hf.seq2seq import EncoderDecoder
 from .access import Tokens, _framing, _without
 from .scores import HeadScores, induction_score
@@ -101,7 +101,8 @@ def _induction(
     else:
         source, decoder_input = list(model.tokenize(text).input_ids), ids
     with capturing(model.sites, lambda site: False) as capture:
-        model.model(
+        model.forward_with(
+            AttentionRun(capture),
             input_ids=torch.tensor([source]),
             decoder_input_ids=torch.tensor([decoder_input]),
             use_cache=False,

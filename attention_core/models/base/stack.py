@@ -3,9 +3,10 @@
 Each family embeds its tokens its own way and hands its blocks here, with the
 extra arguments they take (GPT-2: the cache; Llama: RoPE's cos and sin, the
 cache).  A block returns ``(x, steps, trace)``; ``trace`` is a ``LayerTrace``
-when called with ``want_trace=True``.  Hidden states follow transformers: the
-embeddings, each block's output, and the final-normed output in place of the
-last block's raw one.
+when called with ``want_trace=True``; its attention goes to ``blocked`` when
+the forward pass was given a pass (``blocked_pass.BlockedPass``).  Hidden
+states follow transformers: the embeddings, each block's output, and the
+final-normed output in place of the last block's raw one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torch import nn
 
 from ...errors import MODEL_CONTEXT, LimitExceeded
 from ...progress import report
+from ..maps.blocked_pass import BlockedPass
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 
@@ -50,6 +52,7 @@ def run_blocks(
     output_attentions: bool,
     output_hidden_states: bool,
     trace_layer: int | None,
+    blocked: BlockedPass | None = None,
 ) -> DecoderOutput:
     """Shapes: x (B, T, C) embeddings -> ``DecoderOutput`` (logits for the last
     ``num_logits`` positions, all when None); the cache advances by T."""
@@ -57,7 +60,7 @@ def run_blocks(
     hidden: list[torch.Tensor] = [x] if output_hidden_states else []
     trace: LayerTrace | None = None
     for i, block in enumerate(blocks):
-        x, steps, layer_trace = block(x, *block_args, want_trace=i == trace_layer)
+        x, steps, layer_trace = block(x, *block_args, want_trace=i == trace_layer, blocked=blocked)
         if output_attentions:
             attentions.append(steps.attn_weights)
         # Free this layer's scores (3 x (B, H, T, S)) before the next layer makes its own.
