@@ -14,18 +14,18 @@ any loaded ``TextModel``:
   transformers' names too;
 - BERT encoders by the ``edit_context`` argument of their forward pass.
 
-The hooks are installed once per model and do nothing unless the calling
-thread has set an edit (a context variable), so other requests running the
-same model at the same time are not affected.  A model of transformers'
+The hooks are registered for one ``run`` (``editing``) and removed after it;
+they act on the calling thread's forward pass only, so other requests running
+the same model at the same time are not affected.  A model of transformers'
 (issue 19's backend) needs only a ``HeadModel`` whose ``run`` calls it: the
 names above, ``head_slices`` and the hooks apply to it unchanged.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -179,7 +179,6 @@ class DecoderHeadModel(TextModelTokens):
         self.blocks = layer_blocks(self.module, self.num_layers)
         self.final_norm: nn.Module = _submodule(self.module, FINAL_NORM_NAMES, "final norm")
         self.lm_head: nn.Module = self._lm_head()
-        install_edit_hooks(self.projections, self.blocks)
 
     def _lm_head(self) -> nn.Module:
         return self.module.get_submodule("lm_head")
@@ -194,7 +193,7 @@ class DecoderHeadModel(TextModelTokens):
         blocked: BlockedPass | None = None,
     ) -> RunOutput:
         """``grow(layer, x (B, T, C))`` may replace each block's input (e.g. a bigger batch)."""
-        with editing(edit, grow):
+        with self.editing(edit, grow):
             out = self.decoder.model(
                 ids,
                 num_logits=0,
@@ -203,6 +202,12 @@ class DecoderHeadModel(TextModelTokens):
                 blocked=context_only(attentions, blocked),
             )
         return RunOutput(out.attentions, out.hidden_states)
+
+    def editing(
+        self, edit: ContextEdit | None, grow: ContextEdit | None = None
+    ) -> AbstractContextManager[None]:
+        """``editing`` over this model's output projections and blocks."""
+        return editing(self.projections, self.blocks, edit, grow)
 
     def out_weights(self, layer: int) -> torch.Tensor:
         return head_slices(self.projections[layer], self.num_heads, self.head_dim)
@@ -291,37 +296,36 @@ def _without(count: int, special: frozenset[int]) -> torch.Tensor:
 
 # --- edits through forward pre-hooks -------------------------------------------------------
 
-_current_edit: ContextVar[ContextEdit | None] = ContextVar("attention_viz_edit", default=None)
-_current_grow: ContextVar[ContextEdit | None] = ContextVar("attention_viz_grow", default=None)
-
 
 @contextmanager
-def editing(edit: ContextEdit | None, grow: ContextEdit | None = None) -> Iterator[None]:
+def editing(
+    projections: Sequence[nn.Module],
+    blocks: Sequence[nn.Module],
+    edit: ContextEdit | None,
+    grow: ContextEdit | None = None,
+) -> Iterator[None]:
     """Within the block, this thread's forward passes apply ``edit`` to each output
-    projection's input and ``grow`` to each block's input (None: no change)."""
-    tokens = (_current_edit.set(edit), _current_grow.set(grow))
+    projection's input and ``grow`` to each block's input (None: no change), by pre-hooks
+    registered for the block and removed at its end.  The modules are shared: a hook
+    leaves another thread's forward through them alone."""
+    owner = threading.get_ident()
+    handles = [
+        module.register_forward_pre_hook(_hook(owner, change, layer))
+        for change, modules in ((edit, projections), (grow, blocks))
+        if change is not None
+        for layer, module in enumerate(modules)
+    ]
     try:
         yield
     finally:
-        _current_edit.reset(tokens[0])
-        _current_grow.reset(tokens[1])
+        for handle in handles:
+            handle.remove()
 
 
-def _hook(current: ContextVar[ContextEdit | None], layer: int) -> Callable[..., object]:
+def _hook(owner: int, change: ContextEdit, layer: int) -> Callable[..., object]:
     def hook(_module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
-        change = current.get()
-        if change is None:
+        if threading.get_ident() != owner:
             return None
         return (change(layer, args[0]), *args[1:])
 
     return hook
-
-
-def install_edit_hooks(projections: Sequence[nn.Module], blocks: Sequence[nn.Module]) -> None:
-    """Pre-hooks that apply the current thread's edits (once per module): on each output
-    projection (``editing``'s ``edit``) and on each block (its ``grow``)."""
-    for current, modules in ((_current_edit, projections), (_current_grow, blocks)):
-        for layer, module in enumerate(modules):
-            if not getattr(module, "_attention_viz_hooked", False):
-                module.register_forward_pre_hook(_hook(current, layer))
-                module._attention_viz_hooked = True  # type: ignore[assignment]

@@ -52,7 +52,7 @@ from ..attention import attention_with_steps
 from ..errors import SpecError
 from ..models.maps.context_pass import ContextPass
 from .ablation import ABLATION_MODES, check_heads, check_length, each_head_effects, masked_edit
-from .access import DecoderHeadModel, HeadModel, editing
+from .access import DecoderHeadModel, HeadModel
 from .frozen_norm import frozen
 from .qk_decomposition import layer_paths
 from .residual_parts import output_bias, post_norm
@@ -223,7 +223,7 @@ def gradient_pass(
             live[n] = x
             return x
 
-        with editing(edit, keep), _final_input(heads) as final_input:
+        with heads.editing(edit, keep), _final_input(heads) as final_input:
             final = heads.decoder.model(
                 tensor,
                 num_logits=0,

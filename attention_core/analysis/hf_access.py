@@ -6,7 +6,7 @@ transformers module (the output projections, blocks and final norm are found
 by transformers' own names, see ``access``), with the unembedding from
 ``get_output_embeddings()`` and Gemma's final logit soft-capping.  An encoder
 (``TransformersEncoder``: RoBERTa and kin) is run by transformers inside
-``editing``, with the same hooks on its output projections.
+``editing``, with the same hooks on its output projections, held for the run.
 
 Imported only when a model of the backend is loaded (it imports transformers).
 """
@@ -32,7 +32,6 @@ from .access import (
     RunOutput,
     TextModelTokens,
     editing,
-    install_edit_hooks,
 )
 
 
@@ -70,7 +69,6 @@ class TransformersEncoderHeadModel(TextModelTokens):
         self.encoder = encoder
         module = encoder.model.model
         self.projections = output_projections(module, self.num_layers)
-        install_edit_hooks(self.projections, [])
 
     def run(
         self,
@@ -80,7 +78,7 @@ class TransformersEncoderHeadModel(TextModelTokens):
         edit: ContextEdit | None = None,
         blocked: BlockedPass | None = None,
     ) -> RunOutput:
-        with editing(edit):
+        with editing(self.projections, (), edit):
             out = self.encoder.model(
                 ids,
                 output_attentions=attentions,

@@ -32,7 +32,7 @@ from torch import nn
 
 from ..models.families.bert import Encoder
 from ..progress import StopForward
-from .access import DecoderHeadModel, editing
+from .access import DecoderHeadModel
 from .frozen_norm import frozen
 
 
@@ -97,7 +97,7 @@ def decoder_parts(
             raise _Stop
         return x
 
-    with torch.no_grad(), editing(keep_context, keep_input):
+    with torch.no_grad(), heads.editing(keep_context, keep_input):
         try:
             heads.decoder.model(torch.tensor([list(ids)]), num_logits=0)
         except _Stop:
