@@ -260,6 +260,15 @@ def ms(value: float) -> str:
     return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
+def span(values: list[float]) -> str:
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return low if low == high else f"{low}-{high}"
+
+
+def rounds(args: argparse.Namespace) -> str:
+    return f"medians of {args.rounds} round(s) of {args.duration} s a phase"
+
+
 def latency_rows(
     args: argparse.Namespace,
     medians: dict[tuple[str, str], dict[str, dict[str, float]]],
@@ -276,7 +285,7 @@ def latency_rows(
         "unit": "ms",
         "goal": "<= 250 / <= 50 ms",
     }
-    note = f"medians of {args.rounds} rounds of {args.duration} s a phase; wrk {rates['after']:.0f}"
+    note = f"{rounds(args)}; wrk {rates['after']:.0f}"
     if ("before", "loaded") in medians:
         before = medians["before", "loaded"]
         row["baseline"] = "the model work on as many threads as CPUs, same run"
@@ -358,7 +367,7 @@ def soak_rows(args: argparse.Namespace, rss: dict[str, list[tuple[float, float]]
         "figure": "RSS after each round of wrk's whole mix (no training), bounded allocator",
         "value": series_of([a for a, _ in rss["tuned"]]),
         "unit": "MiB",
-        "note": f"{args.rounds} rounds of {args.duration} s, {args.connections} connections, "
+        "note": f"{args.rounds} round(s) of {args.duration} s, {args.connections} connections, "
         "the servers alternating",
     }
     if "untuned" in rss:
@@ -492,9 +501,9 @@ def long_rows(
             "baseline": "the same probes, idle, same server and run",
             "baseline_value": medians("idle", "p99") + " ms",
             "goal": "<= 250 / <= 250 / <= 50 ms",
-            "note": f"medians of {args.rounds} rounds of {args.duration} s a phase; p50 "
-            f"{medians('long', 'p50')} ms (idle {medians('idle', 'p50')}); a long request "
-            f"took {min(seconds):.0f}-{max(seconds):.0f} s (each phase's median)",
+            "note": f"{rounds(args)}; p50 {medians('long', 'p50')} ms (idle "
+            f"{medians('idle', 'p50')}); a long request took {span(seconds)} s (each "
+            "phase's median)",
         }
     ]
 
@@ -547,7 +556,7 @@ def part_cancel(args: argparse.Namespace) -> list[Row]:
             "unit": "MiB",
             "baseline": "after the model's first generation",
             "baseline_value": f"{start:.0f} MiB",
-            "note": f"{args.rounds} rounds",
+            "note": f"{args.rounds} round(s)",
         }
     ]
 
@@ -586,7 +595,10 @@ def recorded(rows: list[Row], load: str) -> None:
         ".venv/bin/python bench/bench_mixed_load.py --part latency [--rounds 3] [--duration 15]; "
         "... --part soak [--rounds 4] [--duration 30]; ... --part long [--rounds 2] "
         "[--duration 20]; ... --part cancel [--rounds 6]; each [--record]",
-        [{**row, "machine": machine(load), "command": command} for row in rows],
+        [
+            {**row, "note": f"{row['note']}; {load}", "machine": machine(), "command": command}
+            for row in rows
+        ],
     )
     print(f"recorded {len(rows)} figure(s) in {path}; now: .venv/bin/python scripts/bench_table.py")
 
