@@ -41,6 +41,7 @@ from ..checkpoints.weight_dtype import run_on, stored_dtype
 from . import load_progress
 from .adapters import ADAPTED_TYPES, install_adapters
 from .capture import (
+    ADDITIVE_NAME,
     ATTENTION_NAME,
     Kind,
     Site,
@@ -144,9 +145,17 @@ class TransformersKVCache(KVCache):
         self.length = 0
 
 
+# Families that concatenate an additive term of their own onto the mask (DeepSeek-V4: its
+# compressed entries' block bias): loaded with additive float masks (``capture``).
+ADDITIVE_MASK_TYPES = frozenset({"deepseek_v4"})
+
+
 def attention_implementation(model_type: str) -> str:
-    """Ours, or ``eager`` for a family an adapter computes (``adapters``)."""
-    return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
+    """Ours (with additive masks where the family adds to them), or ``eager`` for a
+    family an adapter computes (``adapters``)."""
+    if model_type in ADAPTED_TYPES:
+        return "eager"
+    return ADDITIVE_NAME if model_type in ADDITIVE_MASK_TYPES else ATTENTION_NAME
 
 
 def transformers_config(raw: Mapping[str, Any]) -> PretrainedConfig:
