@@ -55,6 +55,8 @@ REFUSED = {
     "mamba": "has no attention heads",
     "xmod": "Input language unknown",
     "voxtral": "reads sound",
+    "granite_speech": "reads sound (its config has an encoder_config, a speech encoder's)",
+    "encoder-decoder": "generic EncoderDecoderModel: two separate models joined (a bert",
 }
 
 
