@@ -221,8 +221,8 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     model.eval().requires_grad_(False)
     if placement is None:
         run_on(model, CPU)
-    elif placement.device == "cpu":
-        compute_hooked_in_float32(model)  # inside accelerate's hooks
+    else:  # the layers accelerate runs on the CPU (all of them on a CPU-only map)
+        compute_hooked_in_float32(model)
     return model
 
 
@@ -296,7 +296,10 @@ class TransformersLM:
         with ``trace_layer`` that layer's q, k, v, every step and its input x.
         """
         cache = options.get("cache")
-        num_logits, output_attentions, output_hidden_states, trace_layer = Wanted.of(options)
+        # maps_only: no logits (Wanted.of); transformers' last layer still runs whole.
+        wanted = Wanted.of(options)
+        num_logits, output_attentions = wanted.num_logits, wanted.output_attentions
+        output_hidden_states, trace_layer = wanted.output_hidden_states, wanted.trace_layer
         length = input_ids.shape[1]
         first_position(cache, length, self.config.max_positions)
         arguments: dict[str, Any] = {
