@@ -214,6 +214,7 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
             output_hidden_states=wanted.output_hidden_states,
             trace_layer=wanted.trace_layer,
             blocked=wanted.blocked,
+            maps_only=wanted.maps_only,
         )
 
     # --- checkpoints ------------------------------------------------------------------

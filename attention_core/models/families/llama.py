@@ -346,11 +346,15 @@ class LlamaDecoderLayer(nn.Module):
         cache: KVCache | None,
         want_trace: bool,
         blocked: BlockedPass | None = None,
+        attention_only: bool = False,
     ) -> tuple[torch.Tensor, AttentionSteps, LayerTrace | None]:
+        """``attention_only``: the MLP skipped, ``x`` returned with the attention added
+        (a maps-only pass's last layer, ``stack.run_blocks``)."""
         normed = self.input_layernorm(x)
         attended, steps, used = self.self_attn(normed, cos, sin, cache, blocked)
         x = x + attended
-        x = x + self.mlp(self.post_attention_layernorm(x))
+        if not attention_only:
+            x = x + self.mlp(self.post_attention_layernorm(x))
         trace = None
         if want_trace:
             trace = LayerTrace(
@@ -451,6 +455,7 @@ class Llama(DecoderLM[LlamaConfig]):
             output_hidden_states=wanted.output_hidden_states,
             trace_layer=wanted.trace_layer,
             blocked=wanted.blocked,
+            maps_only=wanted.maps_only,
         )
         return DecoderOutput(
             logits=whole.logits,

@@ -231,6 +231,7 @@ class TextModelBase(OneStack, Generic[ModelT]):
                 num_logits=0,
                 output_hidden_states=options.hidden_states,
                 blocked=pass_,
+                maps_only=not options.hidden_states,  # the last MLP, final norm, head: skipped
             )
         stack = KeptStack(
             name,
