@@ -44,7 +44,9 @@ class ContextPass:
     def block_rows(self, call: AttentionCall) -> int:
         """Rows a block whose scores over every batch row and head fit ``block_cells``."""
         maps = math.prod(call.query.shape[:-2])  # batch rows × heads
-        return rows_per_block(maps, int(call.key.shape[-2]), self.block_cells)
+        return rows_per_block(
+            maps, int(call.key.shape[-2]), self.block_cells, device=call.query.device
+        )
 
 
 def context_only(maps_wanted: bool = False, given: BlockedPass | None = None) -> BlockedPass | None:

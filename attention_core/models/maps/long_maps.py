@@ -105,7 +105,9 @@ class KeptLayer:
         count = int(call.query.shape[0])
         return blocked_attention(
             call,
-            block_rows=rows_per_block(count, int(call.key.shape[-2]), block_cells),
+            block_rows=rows_per_block(
+                count, int(call.key.shape[-2]), block_cells, device=call.query.device
+            ),
             on_block=on_block,
             rows=rows,
         )
@@ -259,7 +261,7 @@ class LongPass:
         own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
         context = blocked_attention(
             own if kept.value is None else replace(own, value=kept.value[None]),
-            block_rows=rows_per_block(H, S, self.block_cells),
+            block_rows=rows_per_block(H, S, self.block_cells, device=query.device),
             on_block=gather,
         )
         self.layers[layer] = kept
