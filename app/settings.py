@@ -92,6 +92,13 @@ class Settings(BaseSettings):
         "block at every length); requests that still read every map (one head's trace, "
         "generate, head scores, ablation, logit lens) refuse it past 512 tokens",
     )
+    model_device_pooling: bool = Field(
+        True,
+        description="on a GPU, a long-path overview (the weights, a whole map pooled, "
+        "nothing hidden) is gathered by a Triton kernel from flash attention's "
+        "log-sum-exp, its scores from 16-bit q and k (docs/long-inputs.md); false: every "
+        "step float32 through attention_with_steps, as on the CPU",
+    )
     model_max_answer_cells: int = Field(
         32 * 2**20,
         ge=1,

@@ -32,6 +32,7 @@ from ...blocked_attention import (
     rows_per_block,
 )
 from ...progress import report
+from . import gpu_pooled
 from .blocked_pass import BlockedPass, blocked_pass, context_steps
 from .map_grid import MapGrid, MapQuery
 from .pooling import Region
@@ -203,6 +204,10 @@ class LongPass:
     its heads' slices of the output projection (H, D_v, C), which a value-weighted
     ``query`` needs (without them such a view is not gathered during the pass).
     ``watch``: layer -> what also reads each of its blocks (``PassOptions.watch``).
+    ``device_pooling``: on a GPU, gather the view with ``gpu_pooled`` (flash attention's
+    context, the maps recomputed from its log-sum-exp by a Triton kernel, 16-bit
+    scores) wherever that is exactly the view asked for (``gpu_pooled.fits``); the kept
+    q/k are the same either way.
     """
 
     query: MapQuery | None
@@ -213,6 +218,7 @@ class LongPass:
     keep_values: bool = False
     head_outputs: Callable[[int], torch.Tensor] | None = None
     watch: Callable[[int], BlockSink] | None = None
+    device_pooling: bool = False
     layers: dict[int, KeptLayer] = field(default_factory=dict)
     grids: dict[int, MapGrid] = field(default_factory=dict)
     averages: dict[int, torch.Tensor] = field(default_factory=dict)
@@ -258,11 +264,15 @@ class LongPass:
                     sink(r0, c0, weights[0])
 
         own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
-        context = blocked_attention(
-            own if kept.value is None else replace(own, value=kept.value[None]),
-            block_rows=rows_per_block(H, S, self.block_cells),
-            on_block=gather,
-        )
+        on_device = self._device_grid(own, grid, average, watcher)
+        if on_device is not None:
+            context = gpu_pooled.pooled_attend(own, on_device)
+        else:
+            context = blocked_attention(
+                own if kept.value is None else replace(own, value=kept.value[None]),
+                block_rows=rows_per_block(H, S, self.block_cells),
+                on_block=gather,
+            )
         self.layers[layer] = kept
         if grid is not None:
             self.grids[layer] = grid
@@ -271,6 +281,24 @@ class LongPass:
         if self.report_layers:
             report("forward", len(self.layers), self.num_layers)
         return context
+
+    def _device_grid(
+        self,
+        call: AttentionCall,
+        grid: MapGrid | None,
+        average: MapGrid | None,
+        watcher: BlockSink | None,
+    ) -> MapGrid | None:
+        """``grid`` when ``gpu_pooled`` gathers this layer's view (``device_pooling``):
+        nothing else reads the blocks and the kernel means what the blocked path does."""
+        chosen = (
+            self.device_pooling
+            and average is None
+            and watcher is None
+            and gpu_pooled.fits(call, self.query)
+            and gpu_pooled.kernel_available(call.query.device)
+        )
+        return grid if chosen else None
 
     def _grid(
         self, layer: int, value: torch.Tensor, H: int, T: int, S: int
