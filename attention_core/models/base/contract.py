@@ -66,10 +66,14 @@ class PassOptions:
         """Whether a pass already made (``found``) holds everything these options ask for."""
         first = found.stacks[0]
         averages = len(first.tokens) > self.averages_up_to or bool(first.averages)
+        # q/k left on a GPU (``device_pooling``) serve the overview and its zooms only:
+        # every other reader expects them on the CPU.
+        on_gpu = bool(first.layers) and first.layers[0].query.device.type != "cpu"
         return (
             (not self.values or first.values_kept)
             and (averages or not first.layers)
             and (not self.hidden_states or bool(first.hidden_states))
+            and (self.device_pooling or not on_gpu)
         )
 
     def merged(self, found: ModelPass | None) -> PassOptions:

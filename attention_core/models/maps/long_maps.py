@@ -19,7 +19,7 @@ kept q/k, a block of rows at a time.  A short input is one block.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -136,11 +136,12 @@ class KeptLayer:
             inner = MapGrid(just_these, len(heads), grid.num_tokens, grid.num_keys)
         else:
             inner = grid
-        sink: BlockSink = inner.add
+        sink: BlockSink = on_device_of(inner)
         if column_scale is not None:
             scale = column_scale.index_select(0, torch.tensor(heads)).to(self.query.device)
-            sink = rescaled(inner.add, scale)
-        self.blocks(sink, heads, grid.row_span, block_cells)  # a region's rows only
+            sink = rescaled(sink, scale)
+        with made_on(self.query.device):  # q/k kept on a GPU: the blocks computed there
+            self.blocks(sink, heads, grid.row_span, block_cells)  # a region's rows only
         if inner is not grid:
             grid.heads.copy_(inner.heads)
         return grid
@@ -164,6 +165,21 @@ def value_lengths(value: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     per_head = value.repeat_interleave(out.shape[0] // value.shape[0], dim=0)
     lengths: torch.Tensor = torch.linalg.vector_norm(per_head @ out.to(per_head), dim=-1)
     return lengths
+
+
+def on_device_of(grid: MapGrid) -> BlockSink:
+    """``grid.add``, each block moved to the grid's device first (q/k kept on a GPU,
+    gathered into a grid on the CPU: only the block crosses)."""
+
+    def add(r0: int, c0: int, weights: torch.Tensor) -> None:
+        grid.add(r0, c0, weights.to(grid.heads.device))
+
+    return add
+
+
+def made_on(device: torch.device) -> AbstractContextManager[object]:
+    """New tensors (the blocks' masks) on ``device``; nothing changes for the CPU."""
+    return nullcontext() if device.type == "cpu" else device
 
 
 def rescaled(on_block: BlockSink, scale: torch.Tensor) -> BlockSink:
@@ -207,7 +223,9 @@ class LongPass:
     ``device_pooling``: on a GPU, gather the view with ``gpu_pooled`` (flash attention's
     context, the maps recomputed from its log-sum-exp by a Triton kernel, 16-bit
     scores) wherever that is exactly the view asked for (``gpu_pooled.fits``); the kept
-    q/k are the same either way.
+    q/k are the same float32 tensors either way (a decoder's pass that used it leaves
+    them on the GPU: ``KeptLayer.gather`` computes a zoom's blocks there and moves only
+    the blocks).
     """
 
     query: MapQuery | None
@@ -221,6 +239,7 @@ class LongPass:
     device_pooling: bool = False
     layers: dict[int, KeptLayer] = field(default_factory=dict)
     grids: dict[int, MapGrid] = field(default_factory=dict)
+    pooled_on_device: int = 0  # layers whose view ``gpu_pooled`` gathered
     averages: dict[int, torch.Tensor] = field(default_factory=dict)
 
     def attend(self, layer: int, call: AttentionCall) -> torch.Tensor:
@@ -267,6 +286,7 @@ class LongPass:
         on_device = self._device_grid(own, grid, average, watcher)
         if on_device is not None:
             context = gpu_pooled.pooled_attend(own, on_device)
+            self.pooled_on_device += 1
         else:
             context = blocked_attention(
                 own if kept.value is None else replace(own, value=kept.value[None]),
