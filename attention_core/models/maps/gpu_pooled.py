@@ -39,6 +39,9 @@ TILE_ROWS, TILE_COLS, TILE_MIN = 128, 64, 16
 # The head dim is read in chunks of this many (a 128 × 64 tile of 8 warps then fits its
 # registers: 255 and 68 bytes spilled at D = 128 on sm_90, against 584 bytes whole).
 DOT_CHUNK = 32
+# The kernel indexes q (H × T × D values) with 32-bit offsets: 32 heads of 128 at up to
+# 524,287 tokens.
+INT32_OFFSETS = 2**31
 # float16 holds every q, k and v below this in magnitude (its largest value is 65,504).
 FLOAT16_RANGE = 2.0**15
 
@@ -82,6 +85,7 @@ def fits(call: AttentionCall, query: MapQuery | None) -> bool:
         and D % 8 == 0
         and D <= 256
         and call.query.shape[0] == 1
+        and call.query.numel() < INT32_OFFSETS  # the kernel's offsets are 32-bit
     )
 
 
