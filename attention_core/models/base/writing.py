@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Literal, Protocol, TypedDict
 
 from ...errors import SpecError
 from .capabilities import Capabilities
@@ -32,6 +32,21 @@ class Sampling(TypedDict, total=False):
     seed: int | None
 
 
+class Generated(Protocol):
+    """What a family's own ``generate`` result says of the tokens it wrote."""
+
+    @property
+    def new_ids(self) -> tuple[int, ...]: ...
+    @property
+    def new_tokens(self) -> tuple[str, ...]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def stop_reason(self) -> StopReason: ...
+    @property
+    def seed(self) -> int | None: ...
+
+
 @dataclass(frozen=True)
 class Written:
     """``read``: the tokens read before writing (the prompt, or the source); the written
@@ -47,6 +62,26 @@ class Written:
     seed: int | None
     rows_written: tuple[bool, ...]
     reread: Callable[[PassOptions], ModelPass] = field(repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        result: Generated,
+        read: int,
+        rows_written: tuple[bool, ...],
+        reread: Callable[[PassOptions], ModelPass],
+    ) -> Written:
+        """The contract's answer from a family's ``generate`` result."""
+        return cls(
+            read,
+            result.new_ids,
+            result.new_tokens,
+            result.text,
+            result.stop_reason,
+            result.seed,
+            rows_written,
+            reread,
+        )
 
 
 def refuse_writing(name: str, family: str, capabilities: Capabilities) -> SpecError:

@@ -548,18 +548,12 @@ class EncoderDecoder:
         its pass is ``forward_stacks`` over the source and the written ids (the decoder
         reading the start token and every one, as the steps fed them)."""
         written = self.generate(prompt, max_new_tokens, capture_attentions=False, **sampling)
-        return Written(
-            read=len(written.source),
-            new_ids=written.new_ids,
-            new_tokens=written.new_tokens,
-            text=written.text,
-            stop_reason=written.stop_reason,
-            seed=written.seed,
-            rows_written=(False,) * len(written.source),  # the source: nothing written there
-            reread=lambda options: self.forward_stacks(
-                prompt, target=written.new_ids, options=options
-            ),
-        )
+
+        def reread(options: PassOptions) -> ModelPass:
+            return self.forward_stacks(prompt, target=written.new_ids, options=options)
+
+        read = len(written.source)  # the source: nothing written there
+        return Written.of(written, read, (False,) * read, reread)
 
     def generate(
         self,

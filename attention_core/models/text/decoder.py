@@ -182,16 +182,8 @@ class Decoder(TextModelBase[CausalLM]):
         """The contract's generation: ``generate`` keeping no map; its pass reads the
         prompt's ids and the written ones as they are (the maps' rows are the generation's)."""
         result = self.generate(prompt, max_new_tokens, capture_attentions=False, **sampling)
-        return Written(
-            read=len(result.prompt),
-            new_ids=result.new_ids,
-            new_tokens=result.new_tokens,
-            text=result.text,
-            stop_reason=result.stop_reason,
-            seed=result.seed,
-            rows_written=result.generated,
-            reread=partial(self.pass_of, result.sequence),
-        )
+        reread = partial(self.pass_of, result.sequence)
+        return Written.of(result, len(result.prompt), result.generated, reread)
 
 
 def decoder_loader(
