@@ -3,38 +3,21 @@ tokens and the attention of the whole sequence, in /api/model/attention's format
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeGuard
-
 import torch
 from fastapi import APIRouter, Request, Response
 
-from attention_core.models import Decoder, ModelRegistry, ModelUnsupported, TextModel
-from attention_core.models.text.generation import Sampling
+from attention_core.models import ModelRegistry, ModelUnsupported
+from attention_core.models.base.writing import Sampling
 
-from ..full_maps import refuse_full_maps
-from ..generated_maps import generated_maps
+from ..generated_maps import generated_maps, written_fields
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.model import GenerateRequest, GenerateResponse
-from ..seq2seq_payloads import refuse_one_stack_options, seq2seq_generation_payload
 from ..settings import Settings
-from ..work_limits import token_count
 from .common import ERRORS, SettingsDep, json_response
 
-if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
-    from attention_core.models.hf.seq2seq import EncoderDecoder
-
 router = APIRouter(prefix="/api/model", tags=["model"])
-
-
-def _writes_target(model: TextModel) -> TypeGuard[EncoderDecoder]:
-    """Whether ``model`` writes a target beside its source (its stacks say so)."""
-    return model.capabilities.reads_target
-
-
-def _sampling(body: GenerateRequest) -> Sampling:
-    return Sampling(temperature=float(body.temperature), top_k=body.top_k, seed=body.seed)
 
 
 @router.post("/generate", response_model=GenerateResponse, responses=ERRORS)
@@ -59,7 +42,9 @@ def _generate(body: GenerateRequest, registry: ModelRegistry, settings: Settings
     return json_response(generation_answer(body, registry, settings))
 
 
-def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: Settings) -> object:
+def generation_answer(
+    body: GenerateRequest, registry: ModelRegistry, settings: Settings
+) -> GenerateResponse:
     """The body of ``POST /api/model/generate`` (and of its stream's ``result``)."""
     limit = settings.max_new_tokens
     if body.max_new_tokens > limit:
@@ -72,9 +57,6 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             setting="ATTENTION_VIZ_MAX_NEW_TOKENS",
         )
     entry, model = load(registry, body.model)
-    if _writes_target(model):  # an encoder-decoder's maps are kept step by step
-        tokens = token_count(model, body.prompt, "prompt") + body.max_new_tokens
-        refuse_full_maps(model, tokens, "prompt", settings, "generation (with max_new_tokens)")
     capabilities = model.capabilities
     if not capabilities.writes:
         raise ModelUnsupported(
@@ -82,35 +64,18 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             "once and cannot write one; choose a decoder (GET /api/models lists causal ones)",
             field="model",
         )
-    if _writes_target(model):  # prompt: the source; the maps: the three stacks
-        refuse_one_stack_options(entry.name, body)
-        written = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
-        with torch.inference_mode():
-            payload = seq2seq_generation_payload(
-                written, body, model=entry.name, family=model.family
-            )
-        payload.update({"temperature": float(body.temperature), "top_k": body.top_k})
-        return payload
-    assert isinstance(model, Decoder)  # the one-stack model that writes
-    result = model.generate(
-        body.prompt, body.max_new_tokens, capture_attentions=False, **_sampling(body)
-    )
+    sampling = Sampling(temperature=float(body.temperature), top_k=body.top_k, seed=body.seed)
+    written = model.write(body.prompt, body.max_new_tokens, **sampling)
     with torch.inference_mode():
-        maps = generated_maps(model, result, body, settings)
-    payload = {"model": entry.name, "family": model.family, "causal": True, **maps}
-    shown = payload["positions"]
-    generated = result.generated
-    payload.update(
+        maps = generated_maps(model, body, settings, written.reread)
+    return GenerateResponse.model_validate(
         {
-            "prompt_tokens": len(result.prompt),
-            "generated": [generated[i] for i in shown],
-            "generated_ids": list(result.new_ids),
-            "generated_tokens": list(result.new_tokens),
-            "generated_text": result.text,
-            "stop_reason": result.stop_reason,
-            "seed": result.seed,
+            "model": entry.name,
+            "family": model.family,
+            "causal": model.causal,
+            **maps,
+            **written_fields(written, maps["positions"]),
             "temperature": float(body.temperature),
             "top_k": body.top_k,
         }
     )
-    return payload

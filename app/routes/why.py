@@ -4,8 +4,6 @@ and ``attribution``; layers and heads from 1 here, from 0 in the core."""
 
 from __future__ import annotations
 
-import numpy as np
-import torch
 from fastapi import APIRouter, Request, Response
 
 from attention_core import SpecError
@@ -16,33 +14,26 @@ from attention_core.analysis.attribution import attribute, decoder_heads, star_c
 from attention_core.analysis.qk_decomposition import why
 from attention_core.models import ModelRegistry
 
-from ..full_maps import refuse_full_maps
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
 from ..settings import Settings
 from ..why_payloads import attribute_payload, why_payload
-from ..work_limits import token_count
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
 
 
-def _grid(tensor: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
-
-
 @router.post("/why", response_model=WhyResponse, responses=ERRORS)
-async def why_cell(body: WhyRequest, request: Request, settings: SettingsDep) -> Response:
+async def why_cell(body: WhyRequest, request: Request) -> Response:
     """One cell's pre-softmax score split into (query component, key component) pairs over
     what wrote to the residual stream, norms frozen at the forward's values."""
-    return await model_answer(request, lambda registry: _why_cell(body, registry, settings))
+    return await model_answer(request, lambda registry: _why_cell(body, registry))
 
 
-def _why_cell(body: WhyRequest, registry: ModelRegistry, settings: Settings) -> Response:
+def _why_cell(body: WhyRequest, registry: ModelRegistry) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "the decomposition")
     heads = head_model(model)
     tokens = heads.tokenize(body.text)
     result = why(heads, tokens.ids, body.layer - 1, body.head - 1, body.row, body.col)
@@ -110,7 +101,6 @@ def _attribute_heads(
     body: AttributeRequest, registry: ModelRegistry, settings: Settings
 ) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "attribution")
     heads = decoder_heads(head_model(model), entry.name)
     tokens = heads.tokenize(body.text)
     _check_cost(heads, body.method, len(tokens.ids), settings)
