@@ -65,7 +65,12 @@ def _pool_each(out_ptr, p, rows, cols, cells_c, block_r, block_c):
     tl.atomic_max(out_ptr + cells, p, mask=p > 0.0)
 
 
-@triton.jit
+# Sizes that change with the text: not specialized on (a new length, or pool, would
+# build the kernel again); the head dim and q's row stride still are.
+VARYING = ["T", "S", "stride_lh", "cells_r", "cells_c", "block_r", "block_c"]
+
+
+@triton.jit(do_not_specialize=VARYING)
 def pooled_maps_kernel(
     q_ptr,
     k_ptr,
