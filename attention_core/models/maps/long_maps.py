@@ -131,21 +131,26 @@ class KeptLayer:
             return grid
         H = self.num_heads
         heads = list(range(H)) if spec.heads is None or spec.average else list(spec.heads)
-        if len(heads) < H:  # the grid counts heads among all H: give it back their places
-            just_these = MapQuery(
-                spec.hidden, spec.region, spec.block, None, False, hidden_keys=spec.hidden_keys
-            )
-            inner = MapGrid(just_these, len(heads), grid.num_tokens, grid.num_keys)
-        else:
+        device = self.query.device
+        with made_on(device):  # q/k kept on a GPU: blocks and cells there, then the cells cross
             inner = grid
-        sink: BlockSink = on_device_of(inner)
-        if column_scale is not None:
-            scale = column_scale.index_select(0, torch.tensor(heads)).to(self.query.device)
-            sink = rescaled(sink, scale)
-        with made_on(self.query.device):  # q/k kept on a GPU: the blocks computed there
+            if len(heads) < H:  # the grid counts heads among all H: give back their places
+                just_these = MapQuery(
+                    spec.hidden, spec.region, spec.block, None, False, hidden_keys=spec.hidden_keys
+                )
+                inner = MapGrid(just_these, len(heads), grid.num_tokens, grid.num_keys)
+            elif grid.heads.device != device:
+                inner = MapGrid(spec, H, grid.num_tokens, grid.num_keys)
+            sink: BlockSink = inner.add
+            if column_scale is not None:
+                chosen = torch.tensor(heads, device=column_scale.device)
+                scale = column_scale.index_select(0, chosen).to(device)
+                sink = rescaled(inner.add, scale)
             self.blocks(sink, heads, grid.row_span, block_cells)  # a region's rows only
         if inner is not grid:
             grid.heads.copy_(inner.heads)
+            if grid.average is not None and inner.average is not None:
+                grid.average.copy_(inner.average)
         return grid
 
     def value_lengths(self, out: torch.Tensor) -> torch.Tensor:
@@ -167,16 +172,6 @@ def value_lengths(value: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     per_head = value.repeat_interleave(out.shape[0] // value.shape[0], dim=0)
     lengths: torch.Tensor = torch.linalg.vector_norm(per_head @ out.to(per_head), dim=-1)
     return lengths
-
-
-def on_device_of(grid: MapGrid) -> BlockSink:
-    """``grid.add``, each block moved to the grid's device first (q/k kept on a GPU,
-    gathered into a grid on the CPU: only the block crosses)."""
-
-    def add(r0: int, c0: int, weights: torch.Tensor) -> None:
-        grid.add(r0, c0, weights.to(grid.heads.device))
-
-    return add
 
 
 def made_on(device: torch.device) -> AbstractContextManager[object]:
@@ -226,8 +221,8 @@ class LongPass:
     context, the maps recomputed from its log-sum-exp by a Triton kernel, 16-bit
     scores) wherever that is exactly the view asked for (``gpu_pooled.fits``); the kept
     q/k are the same float32 tensors either way (a decoder's pass that used it leaves
-    them on the GPU: ``KeptLayer.gather`` computes a zoom's blocks there and moves only
-    the blocks).
+    them on the GPU: ``KeptLayer.gather`` computes a zoom's blocks and cells there and
+    moves only the cells).
     """
 
     query: MapQuery | None
