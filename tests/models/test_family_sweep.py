@@ -46,6 +46,7 @@ OPENS = [
     "albert",
     "deepseek_v3",
     "gpt_neo",
+    "stablelm",  # its layers do not pass their keywords on to the attention module
 ]
 REFUSED = {
     "longformer": "computes attention in 0 of its 2 layers",
