@@ -39,15 +39,17 @@ from ..checkpoints.hooked_float32 import compute_hooked_in_float32
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import run_on, stored_dtype
 from . import load_progress
-from .adapters import ADAPTED_TYPES, install_adapters
+from .adapters import ADAPTED_TYPES, adapted_modules, install_adapters
 from .capture import (
+    ADDITIVE_NAME,
     ATTENTION_NAME,
+    AttentionRun,
     Kind,
     Site,
     Stack,
     attention_sites,
     capturing,
-    is_current,
+    handing,
     register,
 )
 from .failures import FailureWatch, guarded
@@ -144,9 +146,17 @@ class TransformersKVCache(KVCache):
         self.length = 0
 
 
+# Families that concatenate an additive term of their own onto the mask (DeepSeek-V4: its
+# compressed entries' block bias): loaded with additive float masks (``capture``).
+ADDITIVE_MASK_TYPES = frozenset({"deepseek_v4"})
+
+
 def attention_implementation(model_type: str) -> str:
-    """Ours, or ``eager`` for a family an adapter computes (``adapters``)."""
-    return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
+    """Ours (with additive masks where the family adds to them), or ``eager`` for a
+    family an adapter computes (``adapters``)."""
+    if model_type in ADAPTED_TYPES:
+        return "eager"
+    return ADDITIVE_NAME if model_type in ADDITIVE_MASK_TYPES else ATTENTION_NAME
 
 
 def transformers_config(raw: Mapping[str, Any]) -> PretrainedConfig:
@@ -212,8 +222,8 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     model.eval().requires_grad_(False)
     if placement is None:
         run_on(model, CPU)
-    elif placement.device == "cpu":
-        compute_hooked_in_float32(model)  # inside accelerate's hooks
+    else:  # the layers accelerate runs on the CPU (all of them on a CPU-only map)
+        compute_hooked_in_float32(model)
     return model
 
 
@@ -233,6 +243,7 @@ class TransformersLM:
         self.stack: Stack = "decoder" if kind == "decoder" else "encoder"
         self.config = TransformersSizes.of(cast(PretrainedConfig, model.config))
         self.sites = attention_sites(model, kind)
+        self.adapted = adapted_modules(model)
         self.sliding_windows = layer_windows(model.config, self.config.num_layers)
         self._modules = dict(model.named_modules())
         parameters = inspect.signature(model.forward).parameters
@@ -258,8 +269,12 @@ class TransformersLM:
 
     def _find_attention(self, name: str) -> dict[int, str]:
         """Layer -> the path of its attention module, from one short forward pass."""
-        with torch.inference_mode(), capturing(self.sites, keep=lambda site: False) as capture:
-            self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False)
+        with (
+            torch.inference_mode(),
+            capturing(self.sites, keep=lambda site: False) as capture,
+            handing(AttentionRun(capture), self.adapted) as keywords,
+        ):
+            self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False, **keywords)
         paths = {call.site.layer: call.site.module for call in capture.stack(self.stack)}
         calls = [call for call in capture.calls if call.site.stack == self.stack]
         if len(paths) < len(calls) == self.config.num_layers:  # one module, called per layer
@@ -287,7 +302,11 @@ class TransformersLM:
         with ``trace_layer`` that layer's q, k, v, every step and its input x.
         """
         cache = options.get("cache")
-        num_logits, output_attentions, output_hidden_states, trace_layer = Wanted.of(options)
+        # maps_only: no logits (Wanted.of); transformers' last layer still runs whole.
+        wanted = Wanted.of(options)
+        num_logits, output_attentions = wanted.num_logits, wanted.output_attentions
+        output_hidden_states, trace_layer = wanted.output_hidden_states, wanted.trace_layer
+        blocked = wanted.blocked
         length = input_ids.shape[1]
         first_position(cache, length, self.config.max_positions)
         arguments: dict[str, Any] = {
@@ -310,10 +329,14 @@ class TransformersLM:
         unrotated = Unrotated()
         if output_attentions or trace_layer is not None:
             progress = {self.stack: (0, self.config.num_layers)}
-            with capturing(self.sites, keep, hooks, progress, self.per_call) as capture:
+            with (
+                capturing(self.sites, keep, hooks, progress, self.per_call) as capture,
+                handing(AttentionRun(capture, blocked), self.adapted) as keywords,
+            ):
+                arguments.update(keywords)
                 if trace_layer is not None and self.rope and not (cache and cache.length):
                     module = self._modules[self.attention_paths[trace_layer]]
-                    with grabbing_unrotated(module, lambda: is_current(capture)) as unrotated:
+                    with grabbing_unrotated(module) as unrotated:
                         out = guarded(self.failures, self.name, lambda: self.model(**arguments))
                 else:
                     out = guarded(self.failures, self.name, lambda: self.model(**arguments))
@@ -322,6 +345,10 @@ class TransformersLM:
                 raise self.failures.fail(
                     self.name, f"{len(calls)} of its {self.config.num_layers} layers captured"
                 )
+        elif blocked is not None:
+            with handing(AttentionRun(blocked=blocked), self.adapted) as keywords:
+                arguments.update(keywords)
+                out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
         else:
             out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
         if cache is not None:
