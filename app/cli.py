@@ -85,16 +85,16 @@ def _run(args: argparse.Namespace) -> int:
 def _models(args: argparse.Namespace) -> int:
     import orjson
 
+    from .model_listing import listed
     from .model_registry import build_registry
     from .routes.model_page import count_of
-    from .routes.models import summary
 
     if not _use_models(args.model):
         return 2
     registry = build_registry(get_settings())
     entries = registry.entries()
     default = registry.default_name
-    rows = [{**summary(e, registry, default), "path": str(e.path)} for e in entries]
+    rows = [{**listed(e, registry, default).model_dump(), "path": str(e.path)} for e in entries]
     if args.json:
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0

@@ -1,20 +1,25 @@
-"""A decoder's generation's maps, at any length: one pass over what it read and wrote.
+"""A generation's maps, at any length: one pass over what it read and wrote.
 
-The generation itself keeps no map (``Decoder.generate(capture_attentions=False)``:
-the prompt's pass computes each layer's context block by block, each new token
-reads the cache).  Its maps are then those of one long pass over the prompt's ids
-and the ids it wrote, read as they are (row i: what token i attended to as the
-model's input, as the KV cache computed it), gathered into what the request asks
-(heads, region, pool) from the kept q/k like any text's (``attention_answer``).
+The generation itself keeps no map (``generate(capture_attentions=False)``: the
+prompt's (or the source's) pass computes each layer's context block by block, each
+new token reads the cache).  Its maps are then those of one long pass over what the
+model read, gathered into what the request asks (heads, region, pool) from the kept
+q/k like any text's (``attention_answer``):
+
+- a decoder: the prompt's ids and the ids it wrote, read as they are (row i: what
+  token i attended to as the model's input, as the KV cache computed it);
+- an encoder-decoder: the source (the prompt) and the target it wrote, the decoder
+  reading the start token and every written id (the last included), as the steps fed
+  them: its three stacks, as ``/api/model/attention`` answers them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from attention_core.models import Decoder
-from attention_core.models.base.contract import PassOptions
-from attention_core.models.text.decoder import GeneratedText
+from attention_core.models import TextModel
+from attention_core.models.base.contract import ModelPass, PassOptions
 
 from .attention_answer import MapsPlan, model_sizes, stacks_answer
 from .map_view import select_layers
@@ -23,14 +28,17 @@ from .settings import Settings
 
 
 def generated_maps(
-    model: Decoder, result: GeneratedText, body: GenerateRequest, settings: Settings
+    model: TextModel,
+    body: GenerateRequest,
+    settings: Settings,
+    run: Callable[[PassOptions], ModelPass],
 ) -> dict[str, Any]:
-    """``MapsResponse``'s fields of the prompt and the written tokens, as ``body`` asks."""
+    """``MapsResponse``'s fields (and an encoder-decoder's ``Seq2SeqMaps``) of what the
+    generation read, as ``body`` asks: ``run(options)`` is the pass over it."""
     shown = body.model_dump(include=set(MapOptions.model_fields))
     request = ModelAttentionRequest(model=body.model, text=body.prompt, **shown)
     num_layers, deepest, heads = model_sizes(model)
     heads = heads if num_layers else 0  # a trained bigram: no layer, no head
     plan = MapsPlan(request, settings, num_layers, select_layers(body.layers, deepest), heads)
     options = PassOptions(view=plan.view, averages_up_to=plan.rollout_up_to())
-    kept = model.pass_of(result.sequence, options)
-    return stacks_answer(model, kept, plan)
+    return stacks_answer(model, run(options), plan)

@@ -89,8 +89,7 @@ class Settings(BaseSettings):
         description="every attention map of one input (layers × heads × T² × 4 bytes) at "
         "most: past it a POST /api/model/attention answer is maps_path 'long' (its cells "
         "bounded, rollout up to model_long_rollout_tokens; maps are gathered block by "
-        "block at every length); requests that still read every map (one head's trace, "
-        "generate, head scores, ablation, logit lens) refuse it past 512 tokens",
+        "block at every length, and every analysis reads them so)",
     )
     model_max_answer_cells: int = Field(
         32 * 2**20,

@@ -1,6 +1,7 @@
 """The inputs besides ``text`` that size a model request's work, checked before the work:
-``induction_length`` and an encoder-decoder's ``target`` (the answer's size: ``app.limits.
-check_answer_cells``, which both map paths call).
+an encoder-decoder's ``target`` (the answer's size: ``app.limits.check_answer_cells``).
+``induction_length`` is bounded by the model's token limit only (``scoring.induction_ids``):
+every stack's induction score is summed block by block, no map held.
 
 Each refusal is a 422 ``limit_exceeded`` naming its own field, the size found, the limit
 and its setting (``app.limits``).
@@ -11,19 +12,6 @@ from __future__ import annotations
 from attention_core import SpecError
 from attention_core.models import TextModel
 from attention_core.models.base.capabilities import Target
-
-from .full_maps import refuse_full_maps
-from .settings import Settings
-
-
-def refuse_induction(model: TextModel, length: int | None, settings: Settings) -> None:
-    """Head scores run the model once more over a block of ``length`` tokens repeated twice.
-    A one-stack model sums the score block by block (any length it takes); an
-    encoder-decoder's stack still holds those maps whole, so there ``induction_length`` is
-    bounded as a text's full maps are."""
-    if length is not None and model.capabilities.reads_target:
-        what = "head scores' induction block (twice induction_length)"
-        refuse_full_maps(model, 2 * length, "induction_length", settings, what)
 
 
 def check_target(model: TextModel, target: str | None) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -86,6 +86,38 @@ class AttentionCall:
         return 1.0 / math.sqrt(self.query.shape[-1]) if self.scale is None else float(self.scale)
 
 
+def _block_steps(
+    call: AttentionCall, rows: tuple[int, int], cols: tuple[int, int], keep_steps: bool
+) -> AttentionSteps:
+    """``attention_with_steps`` of ``call``'s query rows [r0, r1) over its keys [c0, c1).
+
+    The block's mask, causal triangle (top-left aligned, as ``attention_with_steps``:
+    row i sees keys 0..i) and score bias are cut to those rows and columns.
+    """
+    (r0, r1), (c0, c1) = rows, cols
+    allowed = None
+    if call.attn_mask is not None:
+        allowed = _cols_of(_rows_of(call.attn_mask, r0, r1), c0, c1)
+    if call.is_causal:
+        causal = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool).tril(r0 - c0)
+        allowed = causal if allowed is None else allowed & causal
+    bias = None
+    if call.score_bias is not None:
+        bias = _cols_of(_rows_of(call.score_bias, r0, r1), c0, c1)
+    return attention_with_steps(
+        call.query[..., r0:r1, :],
+        call.key[..., c0:c1, :],
+        call.value[..., c0:c1, :],
+        attn_mask=allowed,
+        scale=call.scale_factor,
+        enable_gqa=call.enable_gqa,
+        score_bias=bias,
+        softcap=call.softcap,
+        sinks=call.sinks,
+        keep_steps=keep_steps,
+    )
+
+
 def blocked_attention(
     call: AttentionCall,
     *,
@@ -104,37 +136,20 @@ def blocked_attention(
     """
     # Contiguous once: a view (GPT-2's q/k/v split from one projection) would be copied by
     # every block's matmul (the keys up to the block's last row: ~6 MB a block at T = 4,096).
-    query, key, value = call.query.contiguous(), call.key.contiguous(), call.value.contiguous()
-    attn_mask = call.attn_mask
-    is_causal, score_bias = call.is_causal, call.score_bias
-    T, S = query.shape[-2], key.shape[-2]
-    heads = query.shape[-3] if query.dim() >= 3 else 1
+    q, k, v = call.query.contiguous(), call.key.contiguous(), call.value.contiguous()
+    contiguous = replace(call, query=q, key=k, value=v)
+    T, S = call.query.shape[-2], call.key.shape[-2]
+    heads = call.query.shape[-3] if call.query.dim() >= 3 else 1
     step = block_rows or rows_per_block(heads, S)
     parts = []
     start, stop = rows if rows is not None else (0, T)
     for r0 in range(start, stop, step):
         r1 = min(stop, r0 + step)
-        mask_rows = None if attn_mask is None else _rows_of(attn_mask, r0, r1)
-        c0, c1 = _visible_span(mask_rows, r1 if is_causal else None, S)
-        allowed = None if mask_rows is None else _cols_of(mask_rows, c0, c1)
-        if is_causal:  # top-left aligned, as attention_with_steps: row i sees keys 0..i
-            causal = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool).tril(r0 - c0)
-            allowed = causal if allowed is None else allowed & causal
-        bias = None if score_bias is None else _cols_of(_rows_of(score_bias, r0, r1), c0, c1)
-        steps = attention_with_steps(
-            query[..., r0:r1, :],
-            key[..., c0:c1, :],
-            value[..., c0:c1, :],
-            attn_mask=allowed,
-            scale=call.scale_factor,
-            enable_gqa=call.enable_gqa,
-            score_bias=bias,
-            softcap=call.softcap,
-            sinks=call.sinks,
-            keep_steps=False,
-        )
+        mask_rows = None if call.attn_mask is None else _rows_of(call.attn_mask, r0, r1)
+        cols = _visible_span(mask_rows, r1 if call.is_causal else None, S)
+        steps = _block_steps(contiguous, (r0, r1), cols, keep_steps=False)
         if on_block is not None:
-            on_block(r0, c0, steps.attn_weights)
+            on_block(r0, cols[0], steps.attn_weights)
         parts.append(steps.context_vec)
         del steps  # this block's scores go before the next block's are made
     return torch.cat(parts, dim=-2)  # (..., H, T, D_v)
@@ -149,27 +164,8 @@ def steps_by_rows(
     Shapes: as ``AttentionCall``; each block's steps (..., H, rows, S).  The mask,
     the causal triangle (row i sees keys 0..i) and the score bias are the block's rows.
     """
-    query, key = call.query, call.key
-    S = key.shape[-2]
+    S = call.key.shape[-2]
     start, stop = rows
     for r0 in range(start, stop, block_rows):
         r1 = min(stop, r0 + block_rows)
-        allowed = None if call.attn_mask is None else _rows_of(call.attn_mask, r0, r1)
-        if call.is_causal:
-            causal = torch.ones(r1 - r0, S, dtype=torch.bool).tril(r0)
-            allowed = causal if allowed is None else allowed & causal
-        bias = None if call.score_bias is None else _rows_of(call.score_bias, r0, r1)
-        yield (
-            r0,
-            attention_with_steps(
-                query[..., r0:r1, :],
-                key,
-                call.value,
-                attn_mask=allowed,
-                scale=call.scale_factor,
-                enable_gqa=call.enable_gqa,
-                score_bias=bias,
-                softcap=call.softcap,
-                sinks=call.sinks,
-            ),
-        )
+        yield r0, _block_steps(call, (r0, r1), (0, S), keep_steps=True)

@@ -11,15 +11,12 @@ from fastapi import APIRouter, Request, Response
 from attention_core.models import Decoder, ModelRegistry, ModelUnsupported, TextModel
 from attention_core.models.text.generation import Sampling
 
-from ..full_maps import refuse_full_maps
 from ..generated_maps import generated_maps
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.model import GenerateRequest, GenerateResponse
-from ..seq2seq_payloads import refuse_one_stack_options, seq2seq_generation_payload
 from ..settings import Settings
-from ..work_limits import token_count
 from .common import ERRORS, SettingsDep, json_response
 
 if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
@@ -72,9 +69,6 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             setting="ATTENTION_VIZ_MAX_NEW_TOKENS",
         )
     entry, model = load(registry, body.model)
-    if _writes_target(model):  # an encoder-decoder's maps are kept step by step
-        tokens = token_count(model, body.prompt, "prompt") + body.max_new_tokens
-        refuse_full_maps(model, tokens, "prompt", settings, "generation (with max_new_tokens)")
     capabilities = model.capabilities
     if not capabilities.writes:
         raise ModelUnsupported(
@@ -83,20 +77,15 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             field="model",
         )
     if _writes_target(model):  # prompt: the source; the maps: the three stacks
-        refuse_one_stack_options(entry.name, body)
-        written = model.generate(body.prompt, body.max_new_tokens, **_sampling(body))
-        with torch.inference_mode():
-            payload = seq2seq_generation_payload(
-                written, body, model=entry.name, family=model.family
-            )
-        payload.update({"temperature": float(body.temperature), "top_k": body.top_k})
-        return payload
+        return _seq2seq_answer(model, entry.name, body, settings)
     assert isinstance(model, Decoder)  # the one-stack model that writes
     result = model.generate(
         body.prompt, body.max_new_tokens, capture_attentions=False, **_sampling(body)
     )
     with torch.inference_mode():
-        maps = generated_maps(model, result, body, settings)
+        maps = generated_maps(
+            model, body, settings, lambda options: model.pass_of(result.sequence, options)
+        )
     payload = {"model": entry.name, "family": model.family, "causal": True, **maps}
     shown = payload["positions"]
     generated = result.generated
@@ -114,3 +103,38 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
         }
     )
     return payload
+
+
+def _seq2seq_answer(
+    model: EncoderDecoder, name: str, body: GenerateRequest, settings: Settings
+) -> dict[str, object]:
+    """An encoder-decoder's generation: the target it wrote for the source (the prompt),
+    keeping no map, then its three stacks from one pass over the source and the target
+    (``generated_maps``), at any length."""
+    written = model.generate(
+        body.prompt, body.max_new_tokens, capture_attentions=False, **_sampling(body)
+    )
+    with torch.inference_mode():
+        maps = generated_maps(
+            model,
+            body,
+            settings,
+            lambda options: model.forward_stacks(
+                body.prompt, target=written.new_ids, options=options
+            ),
+        )
+    return {
+        "model": name,
+        "family": model.family,
+        "causal": False,
+        **maps,
+        "prompt_tokens": len(written.source),
+        "generated": [False] * len(maps["positions"]),  # the source: nothing written there
+        "generated_ids": list(written.new_ids),
+        "generated_tokens": list(written.new_tokens),
+        "generated_text": written.text,
+        "stop_reason": written.stop_reason,
+        "seed": written.seed,
+        "temperature": float(body.temperature),
+        "top_k": body.top_k,
+    }

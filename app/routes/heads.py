@@ -39,7 +39,7 @@ from ..schemas.heads import (
     Position,
 )
 from ..settings import Settings
-from ..work_limits import check_target, refuse_induction
+from ..work_limits import check_target
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -66,7 +66,6 @@ async def head_scores(body: HeadScoresRequest, request: Request, settings: Setti
 def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
     check_target(model, body.target)
-    refuse_induction(model, body.induction_length, settings)
     scored = score_model(
         model,
         body.text,

@@ -16,7 +16,7 @@ oversubscription, which on a busy 2-core machine made a 7-token forward pass
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -88,18 +88,16 @@ def model_info(registry: RegistryDep, model: ModelQuery = None) -> Response:
         return error_response(404, ["query", "model"], exc.message, "model_not_found")
     except ModelUnsupported as exc:
         return error_response(422, ["query", "model"], exc.message, "model_unsupported")
-    info = loaded.info()
-    sizes = {name: value for name, value in asdict(info).items() if value is not None}
+    info = replace(loaded.info(), name=entry.name)
     capabilities = loaded.capabilities
-    if capabilities.reads_target:
-        sizes["kind"] = capabilities.kind
-    answer = {
-        **sizes,
-        "name": entry.name,
-        "compact_formats": DECODE_DESCRIPTION,
-        "sliding_windows": sliding_windows(loaded, info.layers),
-    }
-    return json_response(ModelInfo.model_validate(answer))
+    return json_response(
+        ModelInfo.of(
+            info,
+            kind=capabilities.kind if capabilities.reads_target else None,
+            compact_formats=DECODE_DESCRIPTION,
+            sliding_windows=sliding_windows(loaded, info.layers),
+        )
+    )
 
 
 @router.post("/attention", response_model=ModelAttentionResponse, responses=ERRORS)

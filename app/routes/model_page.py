@@ -18,10 +18,10 @@ from fastapi.responses import HTMLResponse
 from attention_core.models.checkpoints.weight_dtype import size_text
 
 from ..family_labels import FAMILY_LABELS
+from ..model_listing import listing
 from ..model_registry import get_registry
 from ..schemas.heads import SCORE_LABELS
 from ..templating import templates
-from .models import listing
 
 router = APIRouter(include_in_schema=False)
 
@@ -80,7 +80,7 @@ def option_label(model: dict[str, Any]) -> str:
 
 def model_list(request: Request) -> dict[str, Any]:
     """``GET /api/models``'s body, each model with its picker label and description."""
-    body = listing(get_registry(request))
+    body = listing(get_registry(request)).model_dump()
     for item in body["models"]:
         item["label"] = option_label(item)
         item["about"] = describe(item) if item["supported"] else str(item["reason"] or "")

@@ -16,14 +16,12 @@ from attention_core.analysis.attribution import attribute, decoder_heads, star_c
 from attention_core.analysis.qk_decomposition import why
 from attention_core.models import ModelRegistry
 
-from ..full_maps import refuse_full_maps
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
 from ..settings import Settings
 from ..why_payloads import attribute_payload, why_payload
-from ..work_limits import token_count
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
@@ -34,15 +32,14 @@ def _grid(tensor: torch.Tensor) -> np.ndarray:
 
 
 @router.post("/why", response_model=WhyResponse, responses=ERRORS)
-async def why_cell(body: WhyRequest, request: Request, settings: SettingsDep) -> Response:
+async def why_cell(body: WhyRequest, request: Request) -> Response:
     """One cell's pre-softmax score split into (query component, key component) pairs over
     what wrote to the residual stream, norms frozen at the forward's values."""
-    return await model_answer(request, lambda registry: _why_cell(body, registry, settings))
+    return await model_answer(request, lambda registry: _why_cell(body, registry))
 
 
-def _why_cell(body: WhyRequest, registry: ModelRegistry, settings: Settings) -> Response:
+def _why_cell(body: WhyRequest, registry: ModelRegistry) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "the decomposition")
     heads = head_model(model)
     tokens = heads.tokenize(body.text)
     result = why(heads, tokens.ids, body.layer - 1, body.head - 1, body.row, body.col)
@@ -110,7 +107,6 @@ def _attribute_heads(
     body: AttributeRequest, registry: ModelRegistry, settings: Settings
 ) -> Response:
     entry, model = load(registry, body.model)
-    refuse_full_maps(model, token_count(model, body.text), "text", settings, "attribution")
     heads = decoder_heads(head_model(model), entry.name)
     tokens = heads.tokenize(body.text)
     _check_cost(heads, body.method, len(tokens.ids), settings)

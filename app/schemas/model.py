@@ -8,21 +8,27 @@ index 0 is the embedding output.  Every request takes an optional ``model``
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, create_model
 
+from attention_core.models.base.protocols import ModelSummary as LoadedModel
+from attention_core.models.checkpoints.model_size import Sizes
 from attention_core.models.maps.pooling import POOL_REDUCE
 
 from . import examples
 from .attention import MAX_SEED
+from .core_fields import dataclass_fields
 from .json_int import JsonInt
 from .tensors import MapsOut, MatrixOut, NullableMatrixOut, VectorOut
 
-# Characters per text: generous for 4,096 tokens (English is ~4.5 characters a BPE
-# token), small enough to tokenize in milliseconds.  The token limit itself is checked
-# after tokenizing.
-MAX_TEXT_CHARS = 40_000
+# Characters per text, a static guard on the body's size only (as the default
+# ATTENTION_VIZ_MAX_BODY_BYTES).  The bound that counts follows each model's token limit
+# (attention_core.models.text.text_chars: 16 characters a token, checked before
+# tokenizing); the token limit itself is checked after tokenizing.
+MAX_TEXT_CHARS = 2_000_000
 MAX_WORD_CHARS = 100
 
 
@@ -53,7 +59,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ModelSummary(BaseModel):
+class ListedModel(BaseModel):
     """One model the server can see.  Sizes are null when config.json could not be read."""
 
     name: str
@@ -81,13 +87,6 @@ class ModelSummary(BaseModel):
         "(Bloom, MPT, Falcon, DeBERTa-v2, FSMT: attention in the family's own code, run "
         "through the core); null when unsupported",
     )
-    layers: int | None
-    heads: int | None
-    kv_heads: int | None = Field(description="key/value heads (fewer than heads with GQA)")
-    hidden_size: int | None
-    head_dim: int | None
-    max_positions: int | None = Field(description="the model's context, in tokens")
-    vocab_size: int | None
     parameters: int | None = Field(description="from the safetensors headers")
     dtype: str | None = Field(
         None,
@@ -111,6 +110,19 @@ class ModelSummary(BaseModel):
     reason: str | None = Field(description="why it is not supported (null when it is)")
     probe: str | None = Field(
         None, description="a trained run's probe text (its snapshots' text); null otherwise"
+    )
+
+
+# The listing's sizes are the core's ``Sizes`` fields (each null when unread).
+if TYPE_CHECKING:
+    ModelSummary = ListedModel
+else:
+    ModelSummary = create_model(
+        "ModelSummary",
+        __base__=ListedModel,
+        __module__=__name__,
+        __doc__=ListedModel.__doc__,
+        **dataclass_fields(Sizes, nullable=True),
     )
 
 
@@ -138,29 +150,47 @@ class CompactTensorOut(CompactFormat):
     data: str
 
 
-class ModelInfo(BaseModel):
-    name: str
-    family: str
-    causal: bool
-    layers: int
-    heads: int
-    kv_heads: int
-    hidden: int
-    head_dim: int
-    vocab_size: int
-    max_positions: int
-    max_tokens: int = Field(description="tokens per input, special tokens included")
+class LoadedModelFacts(BaseModel):
+    """What ``GET /api/model`` adds to the core's ``ModelSummary`` of a loaded model."""
+
     kind: Literal["encoder-decoder"] | None = Field(
         None, description="encoder-decoders only: its stacks are encoder, decoder and cross"
-    )
-    decoder_layers: int | None = Field(
-        None, description="encoder-decoders only: the decoder's layers (layers: the encoder's)"
     )
     compact_formats: dict[str, CompactFormat]
     sliding_windows: list[int | None] = Field(
         description="per layer, its sliding window w (query i reads keys i - w + 1 to i; the "
         "others are masked like the causal triangle), null where the layer reads every "
         "earlier key"
+    )
+
+    @classmethod
+    def of(
+        cls,
+        summary: LoadedModel,
+        *,
+        kind: str | None,
+        compact_formats: Mapping[str, object],
+        sliding_windows: list[int | None],
+    ) -> Self:
+        """The answer for ``summary``: its null fields and a one-stack model's ``kind`` are
+        left out (absent from the JSON)."""
+        given = {name: value for name, value in asdict(summary).items() if value is not None}
+        if kind is not None:
+            given["kind"] = kind
+        facts = {"compact_formats": compact_formats, "sliding_windows": sliding_windows}
+        return cls.model_validate({**given, **facts})
+
+
+# GET /api/model's answer: the core's ``ModelSummary`` fields and the facts above.
+if TYPE_CHECKING:
+    ModelInfo = LoadedModelFacts
+else:
+    ModelInfo = create_model(
+        "ModelInfo",
+        __base__=LoadedModelFacts,
+        __module__=__name__,
+        __doc__="One loaded model: its sizes, its token limit and the compact formats.",
+        **dataclass_fields(LoadedModel),
     )
 
 

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models.families.bert import Encoder
+from ..models.maps.context_pass import context_only
 from ..progress import StopForward
 from .access import DecoderHeadModel, editing
 from .frozen_norm import frozen
@@ -97,7 +98,7 @@ def decoder_parts(
             raise _Stop
         return x
 
-    with torch.no_grad(), editing(keep_context, keep_input):
+    with torch.no_grad(), editing(keep_context, keep_input), context_only():
         try:
             heads.decoder.model(torch.tensor([list(ids)]), num_logits=0)
         except _Stop:
@@ -144,9 +145,10 @@ def encoder_parts(
 
     tensor = torch.tensor(list(ids))
     with torch.no_grad():
-        _, hidden, _ = encoder.forward_layers(
-            tensor, torch.zeros_like(tensor), edit_context=keep_context
-        )
+        with context_only():  # no map: each layer's context block by block
+            _, hidden, _ = encoder.forward_layers(
+                tensor, torch.zeros_like(tensor), edit_context=keep_context
+            )
         c = encoder.config
         H, D, eps = c.num_attention_heads, c.head_dim, c.layer_norm_eps
         names = ["embedding"]

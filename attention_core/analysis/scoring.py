@@ -99,19 +99,32 @@ def score_heads(
     )
 
 
+class InductionSums:
+    """``scores.induction_score`` of every head, (L, H), summed block by block: ``add`` takes
+    each block of a layer's weights (1, H, n, w) over the repeated sequence as a pass that
+    holds no map makes it (rows from r0, columns from c0)."""
+
+    def __init__(self, num_layers: int, num_heads: int, start: int, R: int) -> None:
+        self.sums = torch.zeros(num_layers, num_heads, dtype=torch.float64)
+        self.rows = torch.arange(start + R, start + 2 * R)  # the second copy
+        self.R = R
+
+    def add(self, layer: int, r0: int, c0: int, weights: torch.Tensor) -> None:
+        n, w = weights.shape[-2:]
+        rows = self.rows
+        inside = rows[(rows >= r0) & (rows < r0 + n)]
+        cols = inside - self.R + 1 - c0  # the token after the previous occurrence
+        seen = (cols >= 0) & (cols < w)  # a column outside the block's span weighs 0
+        self.sums[layer] += weights[0][:, inside[seen] - r0, cols[seen]].sum(-1).double()
+
+    def scores(self) -> torch.Tensor:
+        return (self.sums / self.R).float()
+
+
 def blocked_induction(heads: HeadModel, ids: Sequence[int], start: int, R: int) -> torch.Tensor:
     """``scores.induction_score`` of every head, (L, H), summed block by block from a forward
     over ``ids`` that holds no map (``watching``): any ``induction_length`` the model takes."""
-    sums = torch.zeros(heads.num_layers, heads.num_heads, dtype=torch.float64)
-    rows = torch.arange(start + R, start + 2 * R)  # the second copy
-
-    def add(layer: int, r0: int, c0: int, weights: torch.Tensor) -> None:  # (1, H, n, w)
-        n, w = weights.shape[-2:]
-        inside = rows[(rows >= r0) & (rows < r0 + n)]
-        cols = inside - R + 1 - c0  # the token after the previous occurrence
-        seen = (cols >= 0) & (cols < w)  # a column outside the block's span weighs 0
-        sums[layer] += weights[0][:, inside[seen] - r0, cols[seen]].sum(-1).double()
-
-    with watching(add):
+    sums = InductionSums(heads.num_layers, heads.num_heads, start, R)
+    with watching(sums.add):
         heads.run(torch.tensor([list(ids)]))
-    return (sums / R).float()
+    return sums.scores()

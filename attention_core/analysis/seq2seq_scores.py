@@ -6,7 +6,9 @@ decoder-only or encoder-only model's maps are (``scores``).  Induction: the
 seeded block of ordinary tokens, twice, as the source (framed as every
 source is; the decoder at its start token alone) for the encoder, or as the
 decoder's input behind the start token (the source: the request's text) for
-the decoder.  Cross-attention is refused: its rows (target) and columns
+the decoder.  The induction pass holds no map: the scored stack's weights are summed block by
+block as the pass makes them (``InductionSums``), at any length.  Cross-attention
+is refused: its rows (target) and columns
 (source) are different sequences, so "previous token", "duplicate token" and
 induction have no meaning there.
 """
@@ -18,12 +20,16 @@ from typing import Any, Literal, cast
 
 import torch
 
+from ..attention import AttentionSteps
+from ..blocked_attention import AttentionCall
 from ..errors import SpecError
-from ..models.hf.capture import STACKS, Stack, capturing
+from ..models.hf.capture import STACKS, Stack
 from ..models.hf.seq2seq import EncoderDecoder
+from ..models.maps.blocked_pass import blocked_pass
+from ..models.maps.context_pass import ContextPass, LayerBlockSink, WatchedPass
 from .access import Tokens, _framing, _without
-from .scores import HeadScores, induction_score
-from .scoring import ScoredHeads, induction_ids
+from .scores import HeadScores
+from .scoring import InductionSums, ScoredHeads, induction_ids
 from .stack_scores import stack_scores
 
 SelfStack = Literal["encoder", "decoder"]
@@ -100,11 +106,29 @@ def _induction(
         source, decoder_input = ids, [model.start_id]
     else:
         source, decoder_input = list(model.tokenize(text).input_ids), ids
-    with capturing(model.sites, lambda site: False) as capture:
+    info = model.info()
+    sums = InductionSums(model.layers_of(chosen), info.heads, start, R)
+    with torch.inference_mode(), blocked_pass(_StackWatch(model, chosen, sums.add)):
         model.model(
             input_ids=torch.tensor([source]),
             decoder_input_ids=torch.tensor([decoder_input]),
             use_cache=False,
         )
-    repeated = torch.stack([w[0] for w in capture.weights(chosen)])  # L x (H, T, T)
-    return induction_score(repeated, start, R), (ids, start, R)
+    return sums.scores(), (ids, start, R)
+
+
+class _StackWatch(WatchedPass):
+    """A forward that holds no map and hands the blocks of one stack's layers to
+    ``on_block`` (the other stacks' contexts block by block, unwatched)."""
+
+    def __init__(self, model: EncoderDecoder, stack: Stack, on_block: LayerBlockSink) -> None:
+        super().__init__(on_block)
+        self.model, self.stack = model, stack
+
+    def steps(
+        self, layer: int | None, call: AttentionCall, module: object = None
+    ) -> AttentionSteps:
+        site = self.model.sites[id(module)]
+        if site.stack != self.stack:
+            return ContextPass.steps(self, layer, call, module)
+        return super().steps(site.layer, call, module)

@@ -104,11 +104,10 @@ function onArrow(page, g, ev, select) {
 }
 
 /** The pooled overview's note above the grid. */
-function overviewText(meta, analysisTokens) {
+function overviewText(meta) {
   const [b] = meta.pooled.block;
   const T = meta.tokens.length;
-  const long = T > analysisTokens ? ` Head scores, ablation and the logit lens need every full map: they are offered for texts of at most ${analysisTokens} tokens.` : "";
-  return `${T} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. Choose a token (in the list, or click a row of the large map) for its row in every head, asked for at full resolution.${long}`;
+  return `${T} tokens: each thumbnail is pooled, a cell the largest weight of a ${b} × ${b} block of token pairs. Open a map (click, or Enter) for it at full resolution, and drag across it to zoom into a region. Choose a token (in the list, or click a row of the large map) for its row in every head, asked for at full resolution.`;
 }
 
 /**
@@ -116,7 +115,7 @@ function overviewText(meta, analysisTokens) {
  * page's, so the zoom and token cards follow).  Returns {prepare(info, meta),
  * drawRow(n), redraw(), markSelected(), shows(l), done(drawn)}.
  */
-export function mountMaps(page, { select, analysisTokens }) {
+export function mountMaps(page, { select }) {
   const grid = page.$("head-grid");
   const g = { buttons: new Map(), selected: null, atlas: null, filter: null };
   const note = el("p", { class: "hint", "data-testid": "overview-note", hidden: true });
@@ -141,7 +140,7 @@ export function mountMaps(page, { select, analysisTokens }) {
       }
       grid.dataset.overview = String(page.view.overview);
       note.hidden = !page.view.overview;
-      if (page.view.overview) note.textContent = overviewText(meta, analysisTokens);
+      if (page.view.overview) note.textContent = overviewText(meta);
     },
     pending() {
       markSelected(page, g);

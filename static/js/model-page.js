@@ -56,7 +56,3 @@ export const isPlainEncoder = (entry) => Boolean(entry && !entry.causal && entry
 
 /** A model without attention layers (a trained bigram): nothing to map, but it writes. */
 export const hasNoLayers = (entry) => Boolean(entry && entry.layers === 0);
-
-// The longest text whose every full map a request may still need (head scores, ablation,
-// the logit lens): 512 tokens, what any input had before the long path.
-export const ANALYSIS_TOKENS = 512;

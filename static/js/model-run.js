@@ -8,7 +8,7 @@ import { fetchLayers, generateLayers } from "./model-data.js";
 import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
 import { generationProblems, modelErrorPlace, plainModelError } from "./model-errors.js";
 import { isPooled } from "./model-overview.js";
-import { ANALYSIS_TOKENS, isPlainEncoder } from "./model-page.js";
+import { isPlainEncoder } from "./model-page.js";
 import { ENCODER_DECODER } from "./model-state.js";
 import { EXTRA_MAPS } from "./model-state.js";
 import { tokenRows } from "./model-token-rows.js";
@@ -86,13 +86,14 @@ function fetchAll(page, run) {
   return generateLayers({ model: state.model, prompt: state.prompt, maxNew: state.maxNew, hideSpecial: state.hide, ...options, ...calls });
 }
 
-/** Head scores, ablation, the lens and attribution need every full map of the text: a
- * pooled text past ANALYSIS_TOKENS is not offered them (the server refuses such texts). */
+/** Head scores, ablation, the lens and attribution for the text shown, at any length: a
+ * limit the server has (attribution's full maps, say) comes back as its error, shown in
+ * the card that asked.  A generation and a sentence pair are not offered them. */
 function showAnalysis(page, run) {
   const { state, view, cards } = page;
   const { info, meta } = view;
   cards.why.clear();
-  if (run.generating || run.asked.textB || (view.overview && meta.tokens.length > ANALYSIS_TOKENS)) {
+  if (run.generating || run.asked.textB) {
     cards.analysis.clear();
     cards.attribution.clear();
     view.explained = null;

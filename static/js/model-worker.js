@@ -68,10 +68,10 @@ function withoutMaps(answer) {
 }
 
 async function attention(id, body, signal) {
-  // The grid's maps pooled (model-overview.js): a short text with few heads comes whole.
+  // The grid's maps pooled (model-overview.js), an encoder-decoder's as any other's: a
+  // short text with few heads comes whole.
   const info = await modelInfo(body.model);
-  // (An encoder-decoder's three stacks come whole: the server refuses pool for them.)
-  if (info.layers && info.kind !== "encoder-decoder") body = { ...body, pool: gridPool(info.layers, info.heads) };
+  if (info.layers) body = { ...body, pool: gridPool(info.layers, info.heads) };
   self.postMessage({ id, type: "info", info });
   const first = await streamed(id, URL_ATTENTION, { ...body, layers: [1] }, signal);
   const others = Array.from({ length: Math.max(0, info.layers - 1) }, (_, i) => i + 2);

@@ -15,7 +15,7 @@ import { mountCompareWord } from "./model-compare-word.js";
 import { applyKind, bindForm, checkUrlModel, fillForm } from "./model-form.js";
 import { lazy } from "./model-lazy.js";
 import { mountMaps } from "./model-maps-card.js";
-import { ANALYSIS_TOKENS, isPlainEncoder, modelPage } from "./model-page.js";
+import { isPlainEncoder, modelPage } from "./model-page.js";
 import { ENCODER_DECODER } from "./model-state.js";
 import { progressBar } from "./model-progress.js";
 import { runModel } from "./model-run.js";
@@ -46,7 +46,7 @@ function openHead(layer, head) {
 }
 
 cards.progress = progressBar($("model-progress"));
-cards.maps = mountMaps(page, { select, analysisTokens: ANALYSIS_TOKENS });
+cards.maps = mountMaps(page, { select });
 cards.tokens = mountTokens(page, { shows: (l) => cards.maps.shows(l) });
 // Why a clicked cell (model-why.js): its click handler runs before the zoom card's,
 // which chooses the row's token and may scroll the token view into sight.
@@ -62,7 +62,16 @@ cards.attribution = lazy(() => import("./model-attribution.js").then((m) => m.se
 cards.stacks = stacksCard();
 cards.compareWord = mountCompareWord(page);
 // Two texts (or two checkpoints), one head, and their difference (model-two-texts.js).
-cards.twoTexts = mountTwoTexts($("two-texts"), { models: page.models, defaultModel: page.defaultModel, page: () => ({ model: state.model, text: state.text, layer: state.layer, head: state.head }) });
+cards.twoTexts = mountTwoTexts($("two-texts"), {
+  models: page.models,
+  defaultModel: page.defaultModel,
+  page: () => ({ model: state.model, text: state.text, layer: state.layer, head: state.head }),
+  saved: state.twoTexts, // a comparison the URL kept (tt=1&ttb=…)
+  onCompare: (inputs) => {
+    state.twoTexts = inputs;
+    page.writeUrl();
+  },
+});
 
 /** Encoder-decoders: the three stacks and the alignment view (model-stacks.js), loaded
  * for the first such model; until then the card stays hidden and the URL keeps no hash
@@ -99,6 +108,7 @@ checkUrlModel(page);
 fillForm(page);
 applyKind(page);
 cards.stacks.update();
+cards.twoTexts.restore();
 run().then(() => {
   if (isPlainEncoder(page.current()) && state.cw.text_a && state.cw.text_b && state.cw.word) cards.compareWord.run();
 });

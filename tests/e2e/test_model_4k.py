@@ -2,7 +2,8 @@
 512-head grid (16 × 32) on a short text, in a real Chromium: the pooled overview, one
 head whole (pooled to 1,024 a side) and a region at full resolution equal to the API,
 the token view of a late token from the rows the page asks for (kept per token), the
-token list a page at a time, the heads by keyboard, no console errors, the JS heap,
+token list a page at a time, the heads by keyboard, head scores, ablation and the logit
+lens of the whole text (equal to the API's), no console errors, the JS heap,
 and screenshots at 1440 and 390 px (nothing wider than the window); a pooled cell is
 grey only when every pair in its block is masked.
 
@@ -198,10 +199,6 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
     assert len(attention_bodies(sent)) == asked
     assert np.array_equal(np.array(strip.evaluate("c => c._rows.map(r => Array.from(r))")), shown)
 
-    # Head scores, ablation and the logit lens need every full map: not offered at 4,096.
-    expect(page.get_by_test_id("overview-note")).to_contain_text("at most 512 tokens")
-    assert not [r.url for r in sent if "/api/model/attention" not in r.url]
-    expect(page.get_by_test_id("head-analysis")).to_be_hidden()
     heap = heap_used(context, page)
     print(
         f"JS heap at T = {T} after the overview, a head, a region and two tokens' rows: "
@@ -216,6 +213,7 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
     expect(page.get_by_test_id("zoom-note")).to_contain_text("log colour scale")
     logged = zoom.evaluate("c => new Set(c.getContext('2d').getImageData(0, 0, 96, 96).data).size")
     assert logged > linear, (linear, logged)
+    analyses_at_4096(page, server_url)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "model-4k-1440.png"), full_page=True)
     # At 390 px: the same page, nothing wider than the window.
@@ -225,6 +223,39 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
     page.screenshot(path=str(ARTIFACTS / "model-4k-390.png"), full_page=True)
     context.close()
     assert not errors, errors
+
+
+def analyses_at_4096(page: Page, server_url: str) -> None:
+    """Head scores, ablation and the logit lens of the 4,096-token text, from the page:
+    each equal to the API's answer for the same text."""
+    expect(page.get_by_test_id("overview-note")).not_to_contain_text("512")
+    expect(page.get_by_test_id("head-analysis")).to_be_visible()
+    page.get_by_test_id("scores-run").click()
+    expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    scores = api(server_url, "/api/model/head-scores", {"model": LONG, "text": TEXT, "seed": 0})
+    assert len(scores["tokens"]) == T
+    for layer, head in [(1, 1), (2, 2)]:
+        cell = page.get_by_test_id(f"score-grid-L{layer}-H{head}")
+        value = float(cell.get_attribute("data-value") or "nan")
+        assert value == pytest.approx(scores["previous_token"][layer - 1][head - 1], abs=1e-6)
+    # One head ablated: the loss over 4,095 predictions, as the API gives it.
+    page.get_by_test_id("ablate-grid-L2-H1").click()
+    page.get_by_test_id("ablate-run").click()
+    expect(page.get_by_test_id("ablate-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    body = {"model": LONG, "text": TEXT, "heads": [[2, 1]], "mode": "zero"}
+    ablated = api(server_url, "/api/model/ablate", body)
+    loss = f"loss {ablated['loss_before']:.3f} → {ablated['loss_after']:.3f} nats"
+    expect(page.get_by_test_id("ablate-summary")).to_contain_text(f"Without L2 H1 (zero): {loss}")
+    expect(page.get_by_test_id("ablate-summary")).to_contain_text(f"of {T} next-token")
+    # The logit lens: a row per layer, the last token's prediction the API's.
+    page.get_by_test_id("lens-run").click()
+    expect(page.get_by_test_id("lens-row")).to_have_count(2, timeout=WAIT)
+    lens = api(server_url, "/api/model/logit-lens", {"model": LONG, "text": TEXT})
+    assert len(lens["top_tokens"][1]) == T
+    last = page.get_by_test_id("lens-row").last.locator("td").last
+    assert last.inner_text() == lens["top_tokens"][1][-1][0].replace(" ", "␣")
+    for testid in ("scores-error", "ablate-error", "lens-error"):
+        expect(page.get_by_test_id(testid)).to_be_empty()
 
 
 def test_512_heads_on_one_atlas(browser: Browser, server_url: str) -> None:

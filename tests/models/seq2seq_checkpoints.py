@@ -212,3 +212,25 @@ def make_own_code_seq2seq(directory: Path, model_type: str) -> Path:
         json.dumps(_tokenizer_config("bart"), indent=2)
     )
     return directory
+
+
+def eager_induction(
+    hf: Any, model: Any, stack: str, text: str, answer: dict[str, Any]
+) -> torch.Tensor:
+    """(L, H): ``induction_score`` of transformers' eager maps (``hf``) of a head-scores
+    ``answer``'s repeated block: the source of the encoder stack (the decoder at its start
+    token), or the decoder's input behind its start token (the source: ``text``)."""
+    from attention_core.analysis.scores import induction_score
+
+    ids = answer["induction_ids"]
+    source, decoder_input = ids, [model.start_id]
+    if stack == "decoder":
+        source, decoder_input = list(model.tokenize(text).input_ids), ids
+    with torch.inference_mode():
+        out = hf(
+            input_ids=torch.tensor([source]),
+            decoder_input_ids=torch.tensor([decoder_input]),
+            output_attentions=True,
+        )
+    maps = out.encoder_attentions if stack == "encoder" else out.decoder_attentions
+    return induction_score(torch.cat(maps), answer["induction_start"], answer["induction_length"])

@@ -246,3 +246,86 @@ def test_a_4096_token_head_trace_answers_a_region_or_pooled_from_the_kept_layer(
     with LargestOutput() as watched:
         head_answer(decoder, NAME, request, None, Settings(models="unused", hf_cache=False))
     assert watched.largest < T * T // 2
+
+
+def test_why_and_attribution_of_a_4096_token_text_make_no_tensor_of_a_head_s_map(
+    client: TestClient, text: str
+) -> None:
+    """Once refused ("needs every attention map"): one cell's decomposition and every
+    head's attribution patching run forwards that hold no map (each layer's context block
+    by block; the gradient pass keeps blocks of rows).  Equal to transformers at ≈300
+    tokens: test_stack_matrix.py."""
+    from attention_core.analysis import head_model
+    from attention_core.analysis.attribution import attribute
+    from attention_core.analysis.qk_decomposition import why
+
+    decoder = client.app.state.models.load(NAME)  # type: ignore[attr-defined]
+    heads = head_model(decoder)
+    ids = heads.tokenize(text).ids
+    T = len(ids)
+    cell = {"layer": 2, "head": 3, "row": T - 1, "col": T - 5}
+    answer = client.post("/api/model/why", json={"model": NAME, "text": text, **cell})
+    assert answer.status_code == 200, answer.text[:300]
+    assert 0 < answer.json()["weight"] < 1
+    attributed = client.post("/api/model/attribute", json={"model": NAME, "text": text})
+    assert attributed.status_code == 200, attributed.text[:300]
+    estimate = np.array(attributed.json()["estimate"])
+    assert estimate.shape == (2, HEADS) and np.isfinite(estimate).all()
+    with LargestOutput() as watched:
+        result = why(heads, ids, 1, 2, T - 1, T - 5)
+        attribute(heads, ids)
+    assert result.weight == pytest.approx(answer.json()["weight"], abs=1e-6)
+    assert watched.largest < T * T // 2
+
+
+MARIAN = "marian-4k"
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """A Marian encoder-decoder with 4,096 positions, served."""
+    from tests.models.seq2seq_checkpoints import make_seq2seq
+
+    require("transformers")
+    root = tmp_path_factory.mktemp("long-seq2seq")
+    make_seq2seq(root / MARIAN, "marian", seed=5, max_position_embeddings=CONTEXT)
+    with TestClient(create_app(Settings(models=str(root), hf_cache=False))) as test_client:
+        assert test_client.get("/api/models").status_code == 200
+        yield test_client
+
+
+def test_an_encoder_decoder_writes_after_a_4000_token_source_and_scores_induction_over_4000(
+    marian: TestClient,
+) -> None:
+    """Once refused ("needs every attention map"): the generation keeps no map (the
+    source's pass block by block, each step reading the cache) and its three stacks come
+    pooled from one long pass; the encoder's induction score over 3,980 tokens is summed
+    block by block.  No op makes a tensor of a head's whole map.  Equal to transformers at
+    short lengths: test_stack_matrix.py; at 600 tokens: test_work_limits_api.py."""
+    from attention_core.analysis.model_scores import score_model
+
+    model = marian.app.state.models.load(MARIAN)  # type: ignore[attr-defined]
+    per_sentence = len(model.tokenize(SENTENCE * 10).input_ids) / 10
+    source = SENTENCE * int(4000 / per_sentence)
+    S = len(model.tokenize(source).input_ids)
+    assert 3900 <= S <= CONTEXT
+    body = {"model": MARIAN, "prompt": source, "max_new_tokens": 3, "pool": 64}
+    response = marian.post("/api/model/generate", json=body)
+    assert response.status_code == 200, response.text[:300]
+    answer = response.json()
+    assert answer["maps_path"] == "long" and answer["prompt_tokens"] == S
+    assert np.array(answer["attentions"][0]).shape == (4, 64, 64)
+    rows = len(answer["generated_ids"]) + 1  # the start token and every written one
+    assert np.array(answer["cross_attentions"][0]).shape == (4, rows, 64)
+    scores = marian.post(
+        "/api/model/head-scores", json={"model": MARIAN, "text": "a", "induction_length": 1990}
+    )
+    assert scores.status_code == 200, scores.text[:300]
+    assert np.isfinite(np.array(scores.json()["induction"])).all()
+    model.long_cache = ResultCache(0)  # no cached pass: it runs under the watch
+    with torch.inference_mode(), LargestOutput() as watched:
+        written = model.generate(source, 3, capture_attentions=False)
+        model.forward_stacks(source, target=written.new_ids)
+        score_model(model, "a", induction_length=1990)
+    assert written.new_ids == tuple(answer["generated_ids"])
+    assert watched.largest < S * S // 2

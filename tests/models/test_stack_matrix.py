@@ -36,7 +36,7 @@ from attention_core.analysis.value_norm import row_shares, value_weighted
 from attention_core.models.families.bert.config import default_model_dir
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.models.hf_checkpoints import make_hf
-from tests.models.seq2seq_checkpoints import make_seq2seq
+from tests.models.seq2seq_checkpoints import eager_induction, make_seq2seq
 from tests.requires import require
 
 TEXT = "The cat sat on the mat, and the cat was tired because the mat was hard."
@@ -405,3 +405,140 @@ def test_generation_writes_greedily_and_its_maps_are_transformers_over_what_it_r
     assert answer["generated_ids"] == written
     close(answer["attentions"][0], out.attentions[1][0])
     assert answer["maps_path"] == ("long" if length == "long" else "full")
+
+
+def eager_maps(module: torch.nn.Module, ids: list[int]) -> tuple[torch.Tensor, ...]:
+    """transformers' eager attentions of ``ids``, (1, H, T, T) per layer."""
+    with torch.inference_mode():
+        return tuple(module(torch.tensor([ids]), output_attentions=True).attentions)
+
+
+@pytest.mark.parametrize("name", [*FINAL_NORMS, BERT])
+def test_why_a_cell_equals_transformers_map_at_any_length(
+    served: tuple[str, TestClient], reference: dict[str, torch.nn.Module], name: str
+) -> None:
+    """One cell's decomposition at ≈20 and ≈300 tokens (its forward holds no map): the
+    weight is transformers' eager map there, the score differences between two cells of a
+    row are its log-ratios, and the components add up to the score."""
+    length, client = served
+    text = analysed_text(length, client, name)
+    ids = list(loaded(client, name).tokenize(text).input_ids)
+    maps = eager_maps(reference[name], ids)
+    T = len(ids)
+    row, cols = T - 2, (T // 3, T - 3)
+    answers = [
+        post(client, name, "/api/model/why", text=text, layer=2, head=2, row=row, col=col)
+        for col in cols
+    ]
+    want = maps[1][0, 1, row]
+    for answer, col in zip(answers, cols, strict=True):
+        assert answer["weight"] == pytest.approx(float(want[col]), abs=1e-5)
+        assert float(np.sum(answer["grid"])) == pytest.approx(answer["score"], abs=1e-3)
+    log_ratio = float(torch.log(want[cols[0]] / want[cols[1]]))
+    assert answers[0]["score"] - answers[1]["score"] == pytest.approx(log_ratio, abs=1e-3)
+
+
+def patching_oracle(module: torch.nn.Module, name: str, ids: list[int]) -> torch.Tensor:
+    """(L, H): transformers' gradient of the mean next-token loss at each head's slice of
+    the output projection's input, times minus that slice (zero ablation), summed."""
+    config = module.config
+    L, H = int(config.num_hidden_layers), int(config.num_attention_heads)
+    contexts: list[torch.Tensor] = []
+    hooks = []
+    for layer in range(L):
+
+        def keep(_m: Any, args: tuple[torch.Tensor, ...]) -> None:
+            args[0].retain_grad()
+            contexts.append(args[0])
+
+        target = module.get_submodule(OUT_PROJECTIONS[name].format(layer))
+        hooks.append(target.register_forward_pre_hook(keep))
+    try:
+        with torch.enable_grad():
+            for p in module.parameters():
+                p.requires_grad_(False)
+            embeds = module.get_input_embeddings()(torch.tensor([ids])).requires_grad_(True)
+            logits = module(inputs_embeds=embeds).logits[0].float()
+            loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
+            loss.backward()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    grid = []
+    for z in contexts:
+        g, zz = z.grad[0].view(len(ids), H, -1), z.detach()[0].view(len(ids), H, -1)
+        grid.append((g * -zz).sum(dim=(0, 2)))
+    return torch.stack(grid)
+
+
+@pytest.mark.parametrize("name", list(FINAL_NORMS))
+def test_attribution_equals_transformers_gradients_at_any_length(
+    served: tuple[str, TestClient], reference: dict[str, torch.nn.Module], name: str
+) -> None:
+    """Attribution patching at ≈20 and ≈300 tokens (its gradient pass holds blocks of
+    rows, never a map): every head's estimate is transformers' autograd gradient at the
+    head's context times the zero ablation's change; ``exact`` is transformers with each
+    head zeroed."""
+    length, client = served
+    text = analysed_text(length, client, name)
+    ids = list(loaded(client, name).tokenize(text).input_ids)
+    module = reference[name]
+    answer = post(client, name, "/api/model/attribute", text=text, method="exact")
+    close(answer["estimate"], patching_oracle(module, name, ids))
+    clean = ablated_run(module, name, ids, [])
+    out = ablated_run(module, name, ids, [(1, 1)])
+    want = next_logprobs(clean, ids).mean() - next_logprobs(out, ids).mean()
+    assert answer["exact"][1][1] == pytest.approx(float(want), abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def marian_eager(models_dir: Path) -> torch.nn.Module:
+    transformers = require("transformers")
+    return transformers.AutoModelForSeq2SeqLM.from_pretrained(
+        models_dir / "marian", attn_implementation="eager", dtype=torch.float32
+    ).eval()
+
+
+def test_marian_generation_writes_greedily_and_its_stacks_are_transformers_over_it(
+    served: tuple[str, TestClient], marian_eager: torch.nn.Module
+) -> None:
+    """The written ids are transformers' greedy ``generate``; the generation keeps no map
+    and its three stacks (whole, one head, pooled) are transformers' eager maps of the
+    source and the start token with every written id."""
+    length, client = served
+    source = torch.tensor([loaded(client, "marian").tokenize(TEXT).input_ids])
+    with torch.inference_mode():
+        expected = marian_eager.generate(source, do_sample=False, num_beams=1, max_new_tokens=6)
+        out = marian_eager(input_ids=source, decoder_input_ids=expected, output_attentions=True)
+    body = {"model": "marian", "prompt": TEXT, "max_new_tokens": 6, "layers": [2]}
+    answers = {}
+    for shape in ({}, {"heads": [3]}, {"pool": 4}):
+        response = client.post("/api/model/generate", json={**body, **shape})
+        assert response.status_code == 200, response.text[:300]
+        answers[len(answers)] = response.json()
+    whole, one, pooled = answers.values()
+    assert whole["generated_ids"] == expected[0, 1:].tolist()
+    assert whole["maps_path"] == ("long" if length == "long" else "full")
+    stacks = {
+        "attentions": out.encoder_attentions[1][0],
+        "decoder_attentions": out.decoder_attentions[1][0],
+        "cross_attentions": out.cross_attentions[1][0],
+    }
+    for key, want in stacks.items():
+        close(whole[key][0], want)
+        close(one[key][0], want[[2]])
+        T, S = want.shape[-2:]
+        close(pooled[key][0], max_pool(want, [-(-T // 4), -(-S // 4)]))
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder"])
+def test_marian_induction_equals_transformers_maps_of_the_repeated_block(
+    served: tuple[str, TestClient], marian_eager: torch.nn.Module, stack: str
+) -> None:
+    """The induction score of Marian's self-attention stacks, summed block by block from a
+    pass that holds no map, equals ``induction_score`` of transformers' eager maps of the
+    repeated block (the source, or the decoder's input behind its start token)."""
+    _, client = served
+    scores = post(client, "marian", "/api/model/head-scores", stack=stack, induction_length=20)
+    model = loaded(client, "marian")
+    close(scores["induction"], eager_induction(marian_eager, model, stack, TEXT, scores))

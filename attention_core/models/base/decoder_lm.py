@@ -211,6 +211,7 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
             output_attentions=wanted.output_attentions,
             output_hidden_states=wanted.output_hidden_states,
             trace_layer=wanted.trace_layer,
+            maps_only=wanted.maps_only,
         )
 
     # --- checkpoints ------------------------------------------------------------------

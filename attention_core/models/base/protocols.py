@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 
@@ -20,7 +20,9 @@ from .result_cache import ResultCache
 @dataclass(frozen=True)
 class ModelSummary:
     """What ``GET /api/model`` says about a loaded model (``TextModel.info``): its sizes
-    (``layers``: the first stack's; ``decoder_layers``: an encoder-decoder's decoder's)."""
+    (``layers``: the first stack's; ``decoder_layers``: an encoder-decoder's decoder's).
+    The answer's schema (``app.schemas.model.ModelInfo``) is built from these fields; a
+    ``description`` in a field's metadata is its description there."""
 
     name: str
     family: str
@@ -32,8 +34,13 @@ class ModelSummary:
     head_dim: int
     vocab_size: int
     max_positions: int
-    max_tokens: int
-    decoder_layers: int | None = None
+    max_tokens: int = field(metadata={"description": "tokens per input, special tokens included"})
+    decoder_layers: int | None = field(
+        default=None,
+        metadata={
+            "description": "encoder-decoders only: the decoder's layers (layers: the encoder's)"
+        },
+    )
 
     @property
     def deepest(self) -> int:
@@ -114,7 +121,10 @@ class ForwardOptions(TypedDict, total=False):
     ``cache`` (default None): the new positions follow the cached ones and the cache
     advances by T; ``num_logits`` (default None): None for every position, k for the
     last k, 0 for none; ``output_attentions``, ``output_hidden_states`` (default
-    False); ``trace_layer`` (0-based, default None): that layer's full ``LayerTrace``.
+    False); ``trace_layer`` (0-based, default None): that layer's full ``LayerTrace``;
+    ``maps_only`` (default False): only the attention is wanted (a maps-only pass): the
+    last layer stops after its attention (no MLP), no final norm, no logits (0 rows),
+    no hidden states (a ``ValueError`` if asked for).
     """
 
     cache: KVCache | None
@@ -122,6 +132,7 @@ class ForwardOptions(TypedDict, total=False):
     output_attentions: bool
     output_hidden_states: bool
     trace_layer: int | None
+    maps_only: bool
 
 
 class Wanted(NamedTuple):
@@ -131,14 +142,20 @@ class Wanted(NamedTuple):
     output_attentions: bool
     output_hidden_states: bool
     trace_layer: int | None
+    maps_only: bool = False
 
     @classmethod
     def of(cls, options: ForwardOptions) -> Wanted:
+        maps_only = options.get("maps_only", False)
+        hidden = options.get("output_hidden_states", False)
+        if maps_only and hidden:
+            raise ValueError("a maps-only forward pass has no hidden states to return")
         return cls(
-            options.get("num_logits"),
+            0 if maps_only else options.get("num_logits"),
             options.get("output_attentions", False),
-            options.get("output_hidden_states", False),
+            hidden,
             options.get("trace_layer"),
+            maps_only,
         )
 
 

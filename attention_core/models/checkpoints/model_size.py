@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,14 +52,16 @@ class DecoderConfig(Protocol):
 
 @dataclass(frozen=True)
 class Sizes:
-    """What a listing shows of a model, read from its ``config.json`` alone."""
+    """What a listing shows of a model, read from its ``config.json`` alone (the listing's
+    schema, ``app.schemas.model.ModelSummary``, is built from these fields and their
+    ``description`` metadata)."""
 
     layers: int
     heads: int
-    kv_heads: int
+    kv_heads: int = field(metadata={"description": "key/value heads (fewer than heads with GQA)"})
     hidden_size: int
     head_dim: int
-    max_positions: int
+    max_positions: int = field(metadata={"description": "the model's context, in tokens"})
     vocab_size: int
 
     @classmethod

@@ -171,12 +171,18 @@ class GPT2Block(nn.Module):
         self.mlp = GPT2MLP(config)
 
     def forward(
-        self, x: torch.Tensor, cache: KVCache | None, want_trace: bool
+        self,
+        x: torch.Tensor,
+        cache: KVCache | None,
+        want_trace: bool,
+        attention_only: bool = False,
     ) -> tuple[torch.Tensor, AttentionSteps, LayerTrace | None]:
+        """``attention_only``: the MLP skipped (a maps-only pass's last block)."""
         normed = self.ln_1(x)
         attended, steps, (q, k, v) = self.attn(normed, cache)
         x = x + attended
-        x = x + self.mlp(self.ln_2(x))
+        if not attention_only:
+            x = x + self.mlp(self.ln_2(x))
         trace = None
         if want_trace:
             trace = LayerTrace(layer=self.attn.layer_idx, x=normed, q=q, k=k, v=v, steps=steps)

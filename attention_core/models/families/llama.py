@@ -339,11 +339,15 @@ class LlamaDecoderLayer(nn.Module):
         sin: torch.Tensor,
         cache: KVCache | None,
         want_trace: bool,
+        attention_only: bool = False,
     ) -> tuple[torch.Tensor, AttentionSteps, LayerTrace | None]:
+        """``attention_only``: the MLP skipped, ``x`` returned with the attention added
+        (a maps-only pass's last layer, ``stack.run_blocks``)."""
         normed = self.input_layernorm(x)
         attended, steps, used = self.self_attn(normed, cos, sin, cache)
         x = x + attended
-        x = x + self.mlp(self.post_attention_layernorm(x))
+        if not attention_only:
+            x = x + self.mlp(self.post_attention_layernorm(x))
         trace = None
         if want_trace:
             trace = LayerTrace(
@@ -443,6 +447,7 @@ class Llama(DecoderLM[LlamaConfig]):
             output_attentions=wanted.output_attentions,
             output_hidden_states=wanted.output_hidden_states,
             trace_layer=wanted.trace_layer,
+            maps_only=wanted.maps_only,
         )
         return DecoderOutput(
             logits=whole.logits,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -139,17 +139,55 @@ def _falcon(
     return self.dense(context.reshape(batch, length, self.num_heads * self.head_dim)), weights
 
 
-def _deberta_v2(
+class _Disentangled(NamedTuple):
+    """A DeBERTa layer's q, k, v (B, H, T, D), its scale factor and its disentangled terms."""
+
+    query: torch.Tensor
+    key: torch.Tensor
+    value: torch.Tensor
+    factor: int
+    bias: torch.Tensor | None
+
+
+def _disentangled(terms: Callable[..., _Disentangled]) -> Forward:
+    """``DisentangledSelfAttention.forward`` (DeBERTa v1 and v2): scores ``q·k / sqrt(d *
+    factor)`` with the content-to-position and position-to-content terms as the score
+    bias, a step of its own; ``terms`` is the version's projections and terms."""
+
+    def forward(
+        self: Any,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor,
+        output_attentions: bool = False,
+        query_states: torch.Tensor | None = None,
+        relative_pos: torch.Tensor | None = None,
+        rel_embeddings: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        t = terms(self, hidden_states, query_states, relative_pos, rel_embeddings)
+        scaling = 1 / math.sqrt(t.query.shape[-1] * t.factor)
+        context, weights = core_attention(
+            self,
+            t.query,
+            t.key,
+            t.value,
+            attention_mask.bool(),
+            scaling=scaling,
+            position_bias=t.bias,
+        )
+        return context.reshape(*context.shape[:2], -1), weights
+
+    return forward
+
+
+def _deberta_v2_terms(
     self: Any,
     hidden_states: torch.Tensor,
-    attention_mask: torch.Tensor,
-    output_attentions: bool = False,
-    query_states: torch.Tensor | None = None,
-    relative_pos: torch.Tensor | None = None,
-    rel_embeddings: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``DisentangledSelfAttention.forward``: scores ``q·k / sqrt(d * factor)``, then the
-    content-to-position and position-to-content terms as the score bias."""
+    query_states: torch.Tensor | None,
+    relative_pos: torch.Tensor | None,
+    rel_embeddings: torch.Tensor | None,
+) -> _Disentangled:
+    """DeBERTa-v2's three projections; its terms from the module's own
+    ``disentangled_attention_bias`` over q and k as (B*H, T, D)."""
     heads = self.num_attention_heads
     source = hidden_states if query_states is None else query_states
     query = self.transpose_for_scores(self.query_proj(source), heads)  # (B*H, T, D)
@@ -165,34 +203,19 @@ def _deberta_v2(
     def split(t: torch.Tensor) -> torch.Tensor:
         return t.view(batch, heads, t.shape[-2], t.shape[-1])
 
-    if isinstance(bias, torch.Tensor):
-        bias = split(bias)
-    else:
-        bias = None
-    context, weights = core_attention(
-        self,
-        split(query),
-        split(key),
-        split(value),
-        attention_mask.bool(),
-        scaling=1 / math.sqrt(query.shape[-1] * factor),
-        position_bias=bias,
-    )
-    return context.reshape(batch, context.shape[1], -1), weights
+    bias = split(bias) if isinstance(bias, torch.Tensor) else None
+    return _Disentangled(split(query), split(key), split(value), factor, bias)
 
 
-def _deberta(
+def _deberta_v1_terms(
     self: Any,
     hidden_states: torch.Tensor,
-    attention_mask: torch.Tensor,
-    output_attentions: bool = False,
-    query_states: torch.Tensor | None = None,
-    relative_pos: torch.Tensor | None = None,
-    rel_embeddings: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """DeBERTa (v1) ``DisentangledSelfAttention.forward``: one fused projection with q and
-    v biases, scores ``q·k / sqrt(d * factor)``, the disentangled terms (computed by the
-    module's own ``disentangled_att_bias`` from the scaled q) as the score bias."""
+    query_states: torch.Tensor | None,
+    relative_pos: torch.Tensor | None,
+    rel_embeddings: torch.Tensor | None,
+) -> _Disentangled:
+    """DeBERTa (v1): one fused projection with q and v biases; its terms from the
+    module's own ``disentangled_att_bias`` over the scaled q."""
     from ...errors import SpecError
 
     if self.head_logits_proj is not None:  # mixes heads before the softmax: no one head's map
@@ -216,18 +239,14 @@ def _deberta(
     query = query + self.transpose_for_scores(self.q_bias[None, None, :])
     value = value + self.transpose_for_scores(self.v_bias[None, None, :])
     factor = 1 + len(self.pos_att_type)
-    scale = math.sqrt(query.shape[-1] * factor)
     bias = None
     if self.relative_attention and rel_embeddings is not None and relative_pos is not None:
-        scaled = query / torch.tensor(scale, dtype=query.dtype)
+        scaled = query / torch.tensor(math.sqrt(query.shape[-1] * factor), dtype=query.dtype)
         terms = self.disentangled_att_bias(
             scaled, key, relative_pos, self.pos_dropout(rel_embeddings), factor
         )
         bias = terms if isinstance(terms, torch.Tensor) else None
-    context, weights_ = core_attention(
-        self, query, key, value, attention_mask.bool(), scaling=1 / scale, position_bias=bias
-    )
-    return context.reshape(*context.shape[:2], -1), weights_
+    return _Disentangled(query, key, value, factor, bias)
 
 
 def _gpt_neo(
@@ -411,8 +430,8 @@ ADAPTERS: dict[tuple[str, str], Forward] = {
     ("bloom", "BloomAttention"): _bloom,
     ("mpt", "MptAttention"): _mpt,
     ("falcon", "FalconAttention"): _falcon,
-    ("deberta_v2", "DisentangledSelfAttention"): _deberta_v2,
-    ("deberta", "DisentangledSelfAttention"): _deberta,
+    ("deberta_v2", "DisentangledSelfAttention"): _disentangled(_deberta_v2_terms),
+    ("deberta", "DisentangledSelfAttention"): _disentangled(_deberta_v1_terms),
     ("gpt_neo", "GPTNeoSelfAttention"): _gpt_neo,
     ("git", "GitSelfAttention"): _git,
     ("led", "LEDEncoderSelfAttention"): _led,

@@ -12,7 +12,11 @@ as a ``CapturedCall`` tagged with its ``Site`` (stack and layer).
 Without the mask function transformers hands such a model no mask at all
 (``None``) and a decoder silently attends to the future: ``boolean_mask``
 always materializes the causal / sliding-window / padding mask as booleans
-(True = may attend), which is what ``attention_with_steps`` takes.
+(True = may attend), which is what ``attention_with_steps`` takes.  A family
+that adds an additive term of its own to the mask (DeepSeek-V4 concatenates
+its compressor's 0 / -inf block bias, cast to the mask's dtype: on booleans
+-inf would read True, may attend) is loaded under ``ADDITIVE_NAME`` instead,
+with transformers' additive float mask, which ``as_allowed`` reads back.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 from transformers import AttentionInterface, AttentionMaskInterface
-from transformers.masking_utils import sdpa_mask
+from transformers.masking_utils import eager_mask, sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
@@ -37,6 +41,9 @@ from ..maps.blocked_pass import current_pass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
+# Ours with transformers' additive float masks (0 / the dtype's minimum), for families
+# that add terms of their own to the mask.
+ADDITIVE_NAME = "attention_viz_additive"
 
 Stack = Literal["encoder", "decoder", "cross"]
 Kind = Literal["encoder", "decoder", "encoder-decoder"]
@@ -351,8 +358,13 @@ def boolean_mask(**kwargs: Any) -> torch.Tensor | None:
 
 
 def register(name: str = ATTENTION_NAME, *, with_mask: bool = True) -> str:
-    """Register ``core_attention`` (and ``boolean_mask`` unless told not) under ``name``."""
-    AttentionInterface.register(name, core_attention)
-    if with_mask:
-        AttentionMaskInterface.register(name, boolean_mask)
+    """Register ``core_attention`` (and ``boolean_mask`` unless told not) under ``name``;
+    under ``ATTENTION_NAME`` also ``ADDITIVE_NAME``, with transformers' additive masks."""
+    masks: dict[str, Callable[..., torch.Tensor | None]] = {name: boolean_mask}
+    if name == ATTENTION_NAME:
+        masks[ADDITIVE_NAME] = eager_mask
+    for registered, mask in masks.items():
+        AttentionInterface.register(registered, core_attention)
+        if with_mask:
+            AttentionMaskInterface.register(registered, mask)
     return name

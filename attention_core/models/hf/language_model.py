@@ -41,6 +41,7 @@ from ..checkpoints.weight_dtype import run_on, stored_dtype
 from . import load_progress
 from .adapters import ADAPTED_TYPES, install_adapters
 from .capture import (
+    ADDITIVE_NAME,
     ATTENTION_NAME,
     Kind,
     Site,
@@ -144,9 +145,17 @@ class TransformersKVCache(KVCache):
         self.length = 0
 
 
+# Families that concatenate an additive term of their own onto the mask (DeepSeek-V4: its
+# compressed entries' block bias): loaded with additive float masks (``capture``).
+ADDITIVE_MASK_TYPES = frozenset({"deepseek_v4"})
+
+
 def attention_implementation(model_type: str) -> str:
-    """Ours, or ``eager`` for a family an adapter computes (``adapters``)."""
-    return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
+    """Ours (with additive masks where the family adds to them), or ``eager`` for a
+    family an adapter computes (``adapters``)."""
+    if model_type in ADAPTED_TYPES:
+        return "eager"
+    return ADDITIVE_NAME if model_type in ADDITIVE_MASK_TYPES else ATTENTION_NAME
 
 
 def transformers_config(raw: Mapping[str, Any]) -> PretrainedConfig:
@@ -212,8 +221,8 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     model.eval().requires_grad_(False)
     if placement is None:
         run_on(model, CPU)
-    elif placement.device == "cpu":
-        compute_hooked_in_float32(model)  # inside accelerate's hooks
+    else:  # the layers accelerate runs on the CPU (all of them on a CPU-only map)
+        compute_hooked_in_float32(model)
     return model
 
 
@@ -287,7 +296,10 @@ class TransformersLM:
         with ``trace_layer`` that layer's q, k, v, every step and its input x.
         """
         cache = options.get("cache")
-        num_logits, output_attentions, output_hidden_states, trace_layer = Wanted.of(options)
+        # maps_only: no logits (Wanted.of); transformers' last layer still runs whole.
+        wanted = Wanted.of(options)
+        num_logits, output_attentions = wanted.num_logits, wanted.output_attentions
+        output_hidden_states, trace_layer = wanted.output_hidden_states, wanted.trace_layer
         length = input_ids.shape[1]
         first_position(cache, length, self.config.max_positions)
         arguments: dict[str, Any] = {

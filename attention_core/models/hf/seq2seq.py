@@ -37,6 +37,7 @@ from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import hold, read_in, run_on, stored_dtype
+from ..maps.context_pass import context_only
 from ..maps.long_maps import StackedPass, long_pass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
@@ -545,12 +546,18 @@ class EncoderDecoder:
         self,
         prompt: str,
         max_new_tokens: int,
+        *,
+        capture_attentions: bool = True,
         **sampling: Unpack[Sampling],
     ) -> GeneratedTarget:
         """Write a target for ``prompt`` (the source): greedy with ``temperature`` 0.
 
         Stops after an end-of-sequence token or ``max_new_tokens``.  Greedy
-        decoding gives transformers' ``generate(do_sample=False)`` ids.
+        decoding gives transformers' ``generate(do_sample=False)`` ids.  Without
+        ``capture_attentions`` no map is kept (the three stacks' tuples are empty: the
+        source's pass computes each layer's context block by block, each step reads the
+        cache), at any length; ``forward_stacks`` over the source and ``new_ids`` gives
+        the maps.
         """
         from transformers import DynamicCache, EncoderDecoderCache
 
@@ -578,7 +585,7 @@ class EncoderDecoder:
         stop: StopReason = "max_new_tokens"
         done = False
         with torch.inference_mode():
-            with self._capture(lambda site: False) as capture:
+            with self._capture(lambda site: False) as capture, context_only(capture_attentions):
                 encoded = guarded(
                     self.failures,
                     self.name,
@@ -586,7 +593,7 @@ class EncoderDecoder:
                         input_ids=torch.tensor([source.input_ids]), output_hidden_states=True
                     ),
                 )
-            encoder_weights = _first(capture.weights("encoder"))
+            encoder_weights = _first(capture.weights("encoder")) if capture_attentions else ()
             cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
             while True:
                 position = len(ids) - 1
@@ -597,14 +604,8 @@ class EncoderDecoder:
                         use_cache=True,
                         **{self._cache_argument: cache},
                     )
-                for layer, weights in enumerate(capture.weights("decoder")):
-                    if layer == len(decoder_maps):
-                        heads = weights.shape[1]
-                        decoder_maps.append(torch.zeros(heads, length, length))
-                        cross_maps.append(torch.zeros(heads, length, width))
-                    decoder_maps[layer][:, position, : position + 1] = weights[0, :, -1]
-                for layer, weights in enumerate(capture.weights("cross")):
-                    cross_maps[layer][:, position] = weights[0, :, -1]
+                if capture_attentions:
+                    _record_step(capture, position, (length, width), decoder_maps, cross_maps)
                 if done:  # the last written token's own row is recorded
                     break
                 logits = apply_rules(rules, ids, out.logits[0, -1])
@@ -692,6 +693,26 @@ def check_stacks(model: Any, name: str, start_id: int) -> None:
                 "every layer's",
                 field="model",
             )
+
+
+def _record_step(
+    capture: Capture,
+    position: int,
+    size: tuple[int, int],
+    decoder_maps: list[torch.Tensor],
+    cross_maps: list[torch.Tensor],
+) -> None:
+    """One generation step's rows (the token at ``position``) into each layer's decoder map
+    (H, N, N) and cross map (H, N, S); ``size``: (N, S), the maps made at the first step."""
+    length, width = size
+    for layer, weights in enumerate(capture.weights("decoder")):
+        if layer == len(decoder_maps):
+            heads = weights.shape[1]
+            decoder_maps.append(torch.zeros(heads, length, length))
+            cross_maps.append(torch.zeros(heads, length, width))
+        decoder_maps[layer][:, position, : position + 1] = weights[0, :, -1]
+    for layer, weights in enumerate(capture.weights("cross")):
+        cross_maps[layer][:, position] = weights[0, :, -1]
 
 
 def _first(weights: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:

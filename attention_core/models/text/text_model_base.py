@@ -235,6 +235,7 @@ class TextModelBase(OneStack, Generic[ModelT]):
                 torch.tensor([tokenized.input_ids]),
                 num_logits=0,
                 output_hidden_states=options.hidden_states,
+                maps_only=not options.hidden_states,  # the last MLP, final norm, head: skipped
             )
         stack = KeptStack(
             name,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import EMPTY_INPUT, MODEL_CONTEXT, LimitExceeded, SpecError
+from .text_chars import check_text_chars
 from .untrusted_tokenizer import (
     GuardedTokenizer,
     check_components,
@@ -93,8 +94,11 @@ class TextTokenizer:
         """Token ids of ``text`` with the tokenizer's own special tokens (e.g. Llama's BOS).
 
         ``limit`` (default ``max_tokens``) bounds the count; over it is an error
-        naming ``field``, the count and the limit.
+        naming ``field``, the count and the limit (its characters are bounded first:
+        ``text_chars``).
         """
+        limit = self.max_tokens if limit is None else limit
+        check_text_chars(text, field, limit, self.limit_setting)
         if not text.strip():
             raise SpecError(
                 f"{field} is empty; give at least one word", field=field, kind=EMPTY_INPUT
@@ -103,7 +107,6 @@ class TextTokenizer:
         ids = tuple(encoding.ids)
         if not ids:
             raise SpecError(f"{field} has no tokens", field=field)
-        limit = self.max_tokens if limit is None else limit
         if len(ids) > limit:
             source = f" ({self.limit_source})" if self.limit_source else ""
             raise LimitExceeded(

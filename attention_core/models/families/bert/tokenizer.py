@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ....errors import EMPTY_INPUT, MODEL_CONTEXT, LimitExceeded, SpecError
+from ...text.text_chars import check_text_chars
 from ...text.text_tokenizer import read_tokenizer
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ class WordPieceTokenizer:
 
     def tokenize(self, text: str, text_b: str | None = None) -> Tokenized:
         """``[CLS] text [SEP]`` or ``[CLS] text [SEP] text_b [SEP]`` as WordPieces."""
+        for field, part in (("text", text), ("text_b", text_b)):
+            if part is not None:
+                check_text_chars(part, field, self.max_tokens, self.limit_setting)
         if not text.strip():
             raise SpecError("text is empty; give at least one word", field="text", kind=EMPTY_INPUT)
         if text_b is not None and not text_b.strip():
