@@ -2,7 +2,7 @@
 // the first paint before Plotly is loaded. Supports what the pages use: linear,
 // log and category x axes; linear and log y axes; grouped bars; a legend.
 
-import { FONT_FAMILY, INK, MUTED, niceTicks, quickRoot, svgEl, textWidth, tick, tickText, unescapePlotly } from "./quick-svg.js";
+import { INK, MUTED, niceTicks, quickRoot, quickSvg, svgEl, textWidth, tick, tickText, titleText, unescapePlotly } from "./quick-svg.js";
 
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
 const log10 = Math.log10;
@@ -44,13 +44,11 @@ export function drawQuickChart(div, data, layout, width) {
   const H = Math.round(layout.height || 300);
   const f = chartBox(chartAxes(data, layout), layout, W, H);
   const root = quickRoot(div, W, H);
-  const svg = svgEl("svg", { class: "quick-svg", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "font-family": FONT_FAMILY, "aria-hidden": "true" });
+  const svg = quickSvg(W, H);
   svg.append(...plotBackground(f), ...traceMarks(f, data), ...axisLayers(f), ...titles(f, layout));
   if (f.showLegend) svg.append(legend(f, data));
   root.append(svg);
 }
-
-const titleText = (axis) => (axis.title && axis.title.text ? unescapePlotly(axis.title.text) : "");
 
 /** The axes' types, ranges, ticks and titles, and the transforms from data to axis units. */
 function chartAxes(data, layout) {

@@ -5,7 +5,7 @@
 // Drawing one takes about a millisecond; parsing Plotly takes hundreds.
 
 import { lightColour, rangeIndex, scaleLut } from "./colour.js";
-import { FONT_FAMILY, MUTED, INK, niceTicks, quickRoot, svgEl, textWidth, tick, tickText, unescapePlotly } from "./quick-svg.js";
+import { FONT_FAMILY, MUTED, INK, niceTicks, quickRoot, quickSvg, svgEl, textWidth, tick, tickText, titleText, unescapePlotly } from "./quick-svg.js";
 
 function axisTicks(axis, n) {
   const vals = axis.tickvals || Array.from({ length: n }, (_, i) => i);
@@ -21,12 +21,10 @@ export function drawQuickHeatmap(div, trace, layout, width) {
   const f = heatmapFrame(trace, layout, width);
   const lut = scaleLut(trace.colorscale || "Viridis");
   const root = quickRoot(div, f.W, f.H);
-  const svg = svgEl("svg", { class: "quick-svg", width: f.W, height: f.H, viewBox: `0 0 ${f.W} ${f.H}`, "font-family": FONT_FAMILY, "aria-hidden": "true" });
+  const svg = quickSvg(f.W, f.H);
   svg.append(...axisLabels(f), ...colourBarLabels(f), ...rowShapes(f, layout.shapes || []));
   root.append(cellsCanvas(f, trace, lut), colourBarCanvas(f, lut), svg);
 }
-
-const titleText = (part) => (part && part.title && part.title.text ? unescapePlotly(part.title.text) : "");
 
 /** What the figure shows besides its cells: sizes, ticks, titles and the colour range. */
 function heatmapFrame(trace, layout, width) {
