@@ -153,7 +153,7 @@ class Decoder(TextModelBase[CausalLM]):
         """Continue ``prompt``; see ``generation.generate``.  Stops after an EOS token."""
         tokenized = self.tokenize(prompt, field="prompt")
         # Without its maps, the prompt's pass holds none (each layer's context block by block).
-        with running_on(self.device), context_only(capture_attentions):
+        with running_on(self.device):
             result: Generation = to_cpu(
                 generate(
                     self.model,
@@ -161,6 +161,7 @@ class Decoder(TextModelBase[CausalLM]):
                     max_new_tokens,
                     eos_token_ids=self.eos_ids,
                     capture_attentions=capture_attentions,
+                    blocked=context_only(capture_attentions),
                     **sampling,
                 )
             )
