@@ -442,7 +442,9 @@ export function plotInView(div) {
   return visible.get(div) ?? true;
 }
 
-// A new width redraws the quick figures (Plotly's own are responsive) and re-fits every heatmap's labels.
+// A new width redraws the quick figures and re-fits every heatmap's labels; a Plotly figure
+// is resized to its div (Plotly's `responsive` follows the window only, not a card that
+// narrows with it or without it).
 function redrawResized() {
   const divs = [...resized].filter((d) => d.isConnected && !d.hidden && figures.has(d));
   resized.clear();
@@ -450,6 +452,7 @@ function redrawResized() {
     const width = widths.get(div);
     if (heatmaps.has(div)) drawHeatmap(div, { ...heatmaps.get(div), width });
     else if (div.dataset.renderer === "quick") drawQuick(div, figures.get(div), width);
+    else if (div.dataset.renderer === "plotly" && window.Plotly) window.Plotly.Plots.resize(div);
   }
 }
 

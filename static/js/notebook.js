@@ -17,9 +17,8 @@ import { attributionNodes } from "./model-attribution.js";
 import { drawMap, mapMax } from "./colour.js";
 import { decodeCompact, mapView } from "./model-data.js";
 import { drawZoom } from "./model-plots.js";
-import { drawTokenView, rowsOfLayers } from "./model-token-view.js";
-import { renderTokenList } from "./model-tokens.js";
 import { whyNodes } from "./model-why.js";
+import { tokenViewParts } from "./notebook-token-view.js";
 
 const data = JSON.parse(document.getElementById("view-data").textContent);
 const root = document.querySelector("main");
@@ -166,59 +165,6 @@ function drawRect(canvas, flat, [Tq, Tk]) {
   const padded = new Float32Array(side * side);
   for (let i = 0; i < Tq; i++) padded.set(flat.subarray(i * Tk, (i + 1) * Tk), i * side);
   drawMap(canvas, padded, side, zmax);
-}
-
-/** The token chips and the token view (one token's row in every head), as on /model. */
-function tokenViewParts(section, maps, H) {
-  const tokens = section.queries;
-  const labels = tokenLabels(tokens);
-  const layers = new Map();
-  const [T] = maps.shape.slice(-1);
-  for (let l = 0; l < section.layers.length; l++) {
-    const values = maps.values.subarray(l * H * T * T, (l + 1) * H * T * T);
-    layers.set(l + 1, { heads: { shape: [H, T, T], values } });
-  }
-  const list = el("ol", { class: "wp-tokens", "data-testid": "wp-tokens" });
-  const meta = {
-    tokens,
-    positions: tokens.map((_, i) => i),
-    special: section.special || tokens.map(() => false),
-    token_type_ids: section.token_type_ids || tokens.map(() => 0),
-    generated: null,
-  };
-  const tv = el("section", { class: "card token-view", "data-testid": "token-view" }, [
-    el("h2", { text: "From a token to what it reads" }),
-    el("p", { class: "tv-what", "data-testid": "tv-what" }),
-    el("div", { class: "tv-controls", "data-testid": "tv-controls", hidden: true }, [
-      el("div", { class: "field" }, [el("label", { for: "tv-layer", text: "Layer" }), el("select", { id: "tv-layer", "data-testid": "tv-layer" })]),
-      el("fieldset", { class: "tv-when", "data-testid": "tv-when", hidden: true }, [el("legend", { text: "This generated token" })]),
-    ]),
-    el("div", { class: "tv-body", "data-testid": "tv-body", hidden: true }, [
-      el("h3", { "data-testid": "tv-layer-title" }),
-      el("div", { id: "tv-headview", "data-testid": "headview" }),
-      el("h3", { text: "Every layer × every head" }),
-      el("div", { class: "plot tv-strip", "data-testid": "tv-strip" }),
-      el("div", { class: "tv-strip-canvas", "data-testid": "tv-strip-canvas", hidden: true }),
-    ]),
-  ]);
-  let chosen = null;
-  let layer = 1;
-  let mode = "lines";
-  const draw = () => {
-    renderTokenList(list, meta, { chosen, onChoose: choose });
-    drawTokenView(tv, { labels, tokens, generated: null, positions: meta.positions, causal: section.causal, row: rowsOfLayers(layers), L: section.layers.length, H, chosen, layer, when: "input" }, { onChoose: choose, onMode: (m) => (mode = m), headViewMode: mode });
-  };
-  function choose(i) {
-    chosen = i;
-    draw();
-  }
-  tv.querySelector("[data-testid='tv-layer']").addEventListener("change", (ev) => {
-    layer = Number(ev.target.value);
-    draw();
-  });
-  chosen = tokens.length - 1; // the last token: in a decoder, the one that reads every other
-  draw();
-  return [card("Tokens", el("p", { class: "hint", text: "Choose a token to see what it reads in every head." }), list), tv];
 }
 
 // ---------- bertviz's head view: one layer, every head, lines from a token ----------
