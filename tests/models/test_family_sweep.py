@@ -49,6 +49,7 @@ OPENS = [
     "deepseek_v3",
     "deepseek_v4",
     "gpt_neo",
+    "stablelm",  # its layers do not pass their keywords on to the attention module
 ]
 REFUSED = {
     "longformer": "computes attention in 0 of its 2 layers",

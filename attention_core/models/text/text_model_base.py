@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, Unpack, cast
 
 import torch
 from torch import nn
@@ -31,6 +31,7 @@ from ..base.out_projections import head_slices, output_projections
 from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import CausalLM, DecoderConfig, ModelSummary, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..base.writing import Sampling, Written, refuse_writing
 from ..checkpoints.files import TOKENIZER_FILE
 from ..checkpoints.weight_dtype import hold, read_in, run_on
 from ..maps.blocked_pass import BlockedPass, FullMapsPass
@@ -157,6 +158,10 @@ class TextModelBase(OneStack, Generic[ModelT]):
     def capabilities(self) -> Capabilities:
         """One stack, ``decoder`` (which writes) or ``encoder``."""
         return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
+
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """An encoder writes nothing (``Decoder`` writes)."""
+        raise refuse_writing(self.name, self.family, self.capabilities)
 
     # --- text in ------------------------------------------------------------------------
 
