@@ -8,7 +8,9 @@ input is ``maps_path`` 'long' while staying cheap; each answer is checked agains
 transformers' eager attention (``output_attentions=True``), the same maps pooled or
 cropped, or a direct computation (value-weighted maps from each layer's traced v and
 its heads' slices of the output projection; head scores with ``scores``' definitions).
-The 4,096-token cells are in test_long_api.py.
+The 4,096-token cells are in test_long_api.py.  Marian's ablation (any stack's heads) and
+logit lens (its decoder) are read in the decoder's predictions of the target, against
+transformers with the heads zeroed and its decoder states unembedded.
 """
 
 from __future__ import annotations
@@ -550,3 +552,98 @@ def test_marian_induction_equals_transformers_maps_of_the_repeated_block(
     scores = post(client, "marian", "/api/model/head-scores", stack=stack, induction_length=20)
     model = loaded(client, "marian")
     close(scores["induction"], eager_induction(marian_eager, model, stack, TEXT, scores))
+
+
+MARIAN_OUT = {
+    "encoder": "model.encoder.layers.{}.self_attn.out_proj",
+    "decoder": "model.decoder.layers.{}.self_attn.out_proj",
+    "cross": "model.decoder.layers.{}.encoder_attn.out_proj",
+}
+
+
+def marian_ablated(
+    hf: torch.nn.Module, source: list[int], decoder_input: list[int], stack: str, heads: Any
+) -> Any:
+    """transformers' Marian with each (layer, head) of ``stack`` (0-based) zeroed just before
+    its output projection: the oracle of an encoder-decoder's ablation."""
+    H = int(hf.config.encoder_attention_heads)
+    hooks = []
+    for layer in sorted({layer for layer, _ in heads}):
+        chosen = [h for l_, h in heads if l_ == layer]
+
+        def zero(_m: Any, args: tuple[torch.Tensor, ...], chosen: list[int] = chosen) -> Any:
+            x = args[0].clone()
+            D = x.shape[-1] // H
+            for h in chosen:
+                x[..., h * D : (h + 1) * D] = 0
+            return (x, *args[1:])
+
+        module = hf.get_submodule(MARIAN_OUT[stack].format(layer))
+        hooks.append(module.register_forward_pre_hook(zero))
+    try:
+        with torch.inference_mode():
+            return hf(
+                input_ids=torch.tensor([source]),
+                decoder_input_ids=torch.tensor([decoder_input]),
+                output_hidden_states=True,
+            )
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_marian_ablation_equals_transformers_with_the_heads_zeroed(
+    served: tuple[str, TestClient], marian_eager: torch.nn.Module, stack: str
+) -> None:
+    """One head, two heads together and each head alone of any stack, read in the decoder's
+    log-probabilities of the target's tokens (the forward holds no map)."""
+    _, client = served
+    model = loaded(client, "marian")
+    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
+    labels = torch.tensor(target.labels)
+
+    def logprobs(heads: list[tuple[int, int]]) -> torch.Tensor:
+        out = marian_ablated(marian_eager, source, list(target.input_ids), stack, heads)
+        return torch.log_softmax(out.logits[0].float(), -1).gather(-1, labels[:, None])[:, 0]
+
+    clean = logprobs([])
+    for heads in ([(0, 1)], [(0, 0), (1, 2)]):
+        pairs = [[a + 1, b + 1] for a, b in heads]
+        answer = post(client, "marian", "/api/model/ablate", heads=pairs, stack=stack)
+        assert answer["stack"] == stack and answer["tokens"] == list(target.tokens)
+        close(answer["logprobs_before"], clean)
+        close(answer["logprobs_after"], logprobs(heads))
+        assert answer["loss_after"] == pytest.approx(float(-logprobs(heads).mean()), abs=1e-5)
+    grid = post(client, "marian", "/api/model/ablate", each_head=True, stack=stack)["each_head"]
+    for layer, head in [(0, 0), (1, 3)]:
+        want = clean.mean() - logprobs([(layer, head)]).mean()
+        assert grid[layer][head] == pytest.approx(float(want), abs=1e-5)
+
+
+def test_marian_logit_lens_equals_transformers_decoder_states_unembedded(
+    served: tuple[str, TestClient], marian_eager: torch.nn.Module
+) -> None:
+    """After each decoder layer, transformers' decoder hidden state through the LM head
+    (and Marian's final_logits_bias: its decoder has no final norm); the last layer's is the
+    model's own logits.  The encoder's lens says why it has none."""
+    _, client = served
+    model = loaded(client, "marian")
+    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
+    out = marian_ablated(marian_eager, source, list(target.input_ids), "decoder", [])
+    lens = post(client, "marian", "/api/model/logit-lens")
+    hidden = out.decoder_hidden_states
+    assert lens["layers"] == len(hidden) - 1 and lens["stack"] == "decoder"
+    for layer in range(1, len(hidden)):
+        with torch.inference_mode():
+            logits = marian_eager.lm_head(hidden[layer][0]) + marian_eager.final_logits_bias
+        top = torch.softmax(logits.float(), dim=-1).topk(5, dim=-1)
+        close(lens["top_probs"][layer - 1], top.values)
+        assert lens["top_ids"][layer - 1] == top.indices.tolist()
+    own = torch.softmax(out.logits[0].float(), dim=-1).topk(5, dim=-1)
+    close(lens["top_probs"][-1], own.values)
+    response = client.post(
+        "/api/model/logit-lens",
+        json={"model": "marian", "text": TEXT, "target": TARGET, "stack": "encoder"},
+    )
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "stack"
