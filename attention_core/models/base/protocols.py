@@ -16,6 +16,7 @@ from .contract import ModelPass, PassKey, StackedModel
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .result_cache import ResultCache
+from .writing import Sampling, Written
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,11 @@ class TextModel(StackedModel, Protocol):
     def tokenize(self, text: str, *, field: str = "text") -> TokenizedLike: ...
 
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
+
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """Continue ``prompt`` (a decoder) or write a target for it (an encoder-decoder),
+        keeping no map; a model whose ``capabilities.writes`` is false refuses."""
+        ...
 
     def target_tokens(self, target: Target) -> int:
         """How many tokens the decoder reads for ``target`` (a ``SpecError`` on ``target``

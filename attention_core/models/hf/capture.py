@@ -11,10 +11,10 @@ hands its attention calls an ``AttentionRun`` as a keyword of the model's
 forward (``handing``): its ``Capture`` keeps each call as a ``CapturedCall``
 tagged with its ``Site`` (stack and layer); its ``blocked`` pass computes them
 block by block.  transformers passes the forward's keywords down to the
-attention function; the modules an adapter computes (``adapters``), which
-those keywords never reach, get the run from a pre-hook of theirs held for the
-call.  Nothing is held between calls or shared by threads: two requests running
-one model at once each reach their own run.
+attention function; the modules those keywords never reach (an adapter's,
+``adapters``; a family's whose layers drop them) get the run from a pre-hook
+of theirs held for the call.  Nothing is held between calls or shared by
+threads: two requests running one model at once each reach their own run.
 
 Without the mask function transformers hands such a model no mask at all
 (``None``) and a decoder silently attends to the future: ``boolean_mask``
@@ -28,6 +28,7 @@ with transformers' additive float mask, which ``as_allowed`` reads back.
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -220,21 +221,22 @@ class AttentionRun:
 
 
 @contextmanager
-def handing(run: AttentionRun, adapted: Sequence[nn.Module] = ()) -> Iterator[dict[str, Any]]:
+def handing(run: AttentionRun, handed: Sequence[nn.Module] = ()) -> Iterator[dict[str, Any]]:
     """The keywords that hand ``run`` to one forward pass of a model: give them to its
     forward, which passes them down to the attention function.
 
-    ``adapted``: the model's modules an adapter computes (``adapters.adapted_modules``;
-    an adapted family's every attention module), which the forward's keywords do not
-    reach (and some of its forwards refuse): the keywords are then empty, and within
-    the block each module gets ``run`` as a keyword from a pre-hook of its own, removed
-    at the end, when called by this thread (the modules are shared: another thread's
-    forward through them is left alone).
+    ``handed``: the model's attention modules that keywords do not reach, each then
+    handed ``run`` by a pre-hook of its own for the block (removed at its end), when
+    called by this thread (the modules are shared: another thread's forward through
+    them is left alone); the keywords are then empty (some forwards refuse them).  They
+    are an adapted family's modules (``adapters.adapted_modules``) or those of a family
+    whose layers do not pass their keywords on (``keyword_modules``): either way every
+    attention module of the model.
     """
-    keywords: dict[str, Any] = {} if adapted else {RUN_KEYWORD: run}
+    keywords: dict[str, Any] = {} if handed else {RUN_KEYWORD: run}
     handles = [
         module.register_forward_pre_hook(_hand_to(threading.get_ident(), run), with_kwargs=True)
-        for module in adapted
+        for module in handed
     ]
     try:
         yield keywords
@@ -253,6 +255,23 @@ def _hand_to(owner: int, run: AttentionRun) -> Callable[..., Any]:
         return args, {**kwargs, RUN_KEYWORD: run}
 
     return hand
+
+
+def keyword_modules(model: nn.Module) -> tuple[nn.Module, ...]:
+    """The modules of ``model`` that may call the attention function themselves: their
+    class's name holds "attention" or "attn" and their forward takes any keyword."""
+    found = []
+    for module in model.modules():
+        name = type(module).__name__.lower()
+        if "attention" not in name and "attn" not in name:
+            continue
+        try:
+            parameters = inspect.signature(module.forward).parameters.values()
+        except (TypeError, ValueError):  # no signature to read: not one of them
+            continue
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            found.append(module)
+    return tuple(found)
 
 
 def carried(kwargs: Mapping[str, Any]) -> dict[str, Any]:

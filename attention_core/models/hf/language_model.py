@@ -11,7 +11,7 @@ of each block (norms, RoPE, MLPs) stays transformers' code.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,12 +44,14 @@ from .capture import (
     ADDITIVE_NAME,
     ATTENTION_NAME,
     AttentionRun,
+    CapturedCall,
     Kind,
     Site,
     Stack,
     attention_sites,
     capturing,
     handing,
+    keyword_modules,
     register,
 )
 from .failures import FailureWatch, guarded
@@ -243,7 +245,8 @@ class TransformersLM:
         self.stack: Stack = "decoder" if kind == "decoder" else "encoder"
         self.config = TransformersSizes.of(cast(PretrainedConfig, model.config))
         self.sites = attention_sites(model, kind)
-        self.adapted = adapted_modules(model)
+        # The attention modules the forward's keyword does not reach (``_find_attention``).
+        self.handed: tuple[nn.Module, ...] = adapted_modules(model)
         self.sliding_windows = layer_windows(model.config, self.config.num_layers)
         self._modules = dict(model.named_modules())
         parameters = inspect.signature(model.forward).parameters
@@ -268,15 +271,19 @@ class TransformersLM:
         return self
 
     def _find_attention(self, name: str) -> dict[int, str]:
-        """Layer -> the path of its attention module, from one short forward pass."""
-        with (
-            torch.inference_mode(),
-            capturing(self.sites, keep=lambda site: False) as capture,
-            handing(AttentionRun(capture), self.adapted) as keywords,
-        ):
-            self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False, **keywords)
-        paths = {call.site.layer: call.site.module for call in capture.stack(self.stack)}
-        calls = [call for call in capture.calls if call.site.stack == self.stack]
+        """Layer -> the path of its attention module, from one short forward pass.
+
+        When the forward's keyword does not reach every layer's attention call (a family
+        whose layers call their attention without passing their keywords on: StableLM,
+        Nemotron), the modules that may call it (``capture.keyword_modules``) are handed
+        each pass's run by pre-hooks instead (``self.handed``: those that called it)."""
+        calls = self._first_calls(self.handed)
+        if len(calls) < self.config.num_layers and not self.handed:
+            calls = self._first_calls(keyword_modules(self.model))
+            self.handed = tuple(
+                self._modules[p] for p in dict.fromkeys(c.site.module for c in calls)
+            )
+        paths = {call.site.layer: call.site.module for call in calls}
         if len(paths) < len(calls) == self.config.num_layers:  # one module, called per layer
             self.per_call = True
             paths = {layer: call.site.module for layer, call in enumerate(calls)}
@@ -288,6 +295,17 @@ class TransformersLM:
                 field="model",
             )
         return paths
+
+    def _first_calls(self, handed: Sequence[nn.Module]) -> list[CapturedCall]:
+        """The attention calls of this model's stack in a short forward pass handed a run
+        (``handed``: the modules given it by pre-hooks, see ``capture.handing``)."""
+        with (
+            torch.inference_mode(),
+            capturing(self.sites, keep=lambda site: False) as capture,
+            handing(AttentionRun(capture), handed) as keywords,
+        ):
+            self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False, **keywords)
+        return [call for call in capture.calls if call.site.stack == self.stack]
 
     def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache:
         return TransformersKVCache(max_length or self.config.max_positions)
@@ -331,7 +349,7 @@ class TransformersLM:
             progress = {self.stack: (0, self.config.num_layers)}
             with (
                 capturing(self.sites, keep, hooks, progress, self.per_call) as capture,
-                handing(AttentionRun(capture, blocked), self.adapted) as keywords,
+                handing(AttentionRun(capture, blocked), self.handed) as keywords,
             ):
                 arguments.update(keywords)
                 if trace_layer is not None and self.rope and not (cache and cache.length):
@@ -346,7 +364,7 @@ class TransformersLM:
                     self.name, f"{len(calls)} of its {self.config.num_layers} layers captured"
                 )
         elif blocked is not None:
-            with handing(AttentionRun(blocked=blocked), self.adapted) as keywords:
+            with handing(AttentionRun(blocked=blocked), self.handed) as keywords:
                 arguments.update(keywords)
                 out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
         else:

@@ -35,6 +35,7 @@ from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..base.writing import Written
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import hold, read_in, run_on, stored_dtype
 from ..maps.blocked_pass import BlockedPass
@@ -569,6 +570,18 @@ class EncoderDecoder:
             yield capture
 
     # --- generation -----------------------------------------------------------------------
+
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """The contract's generation: a target for the source ``prompt``, keeping no map;
+        its pass is ``forward_stacks`` over the source and the written ids (the decoder
+        reading the start token and every one, as the steps fed them)."""
+        written = self.generate(prompt, max_new_tokens, capture_attentions=False, **sampling)
+
+        def reread(options: PassOptions) -> ModelPass:
+            return self.forward_stacks(prompt, target=written.new_ids, options=options)
+
+        read = len(written.source)  # the source: nothing written there
+        return Written.of(written, read, (False,) * read, reread)
 
     def generate(
         self,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict, Unpack
+from typing import Unpack
 
 import torch
 
@@ -26,21 +26,9 @@ from ...errors import MODEL_CONTEXT, LimitExceeded, SpecError
 from ...progress import muted, report
 from ..base.kv_cache import KVCache
 from ..base.protocols import CausalLM
+from ..base.writing import Sampling as Sampling
+from ..base.writing import StopReason as StopReason
 from ..maps.blocked_pass import BlockedPass
-
-StopReason = Literal["eos", "max_new_tokens"]
-
-
-class Sampling(TypedDict, total=False):
-    """How each new token is picked (``generate``'s keywords; see ``sample``).
-
-    ``temperature`` (default 0: greedy), ``top_k`` (default None: every token),
-    ``seed`` of the sampler (default None: a random one).
-    """
-
-    temperature: float
-    top_k: int | None
-    seed: int | None
 
 
 def sampling_values(sampling: Sampling) -> tuple[float, int | None, int | None]:

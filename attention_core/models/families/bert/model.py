@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Unpack
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +39,7 @@ from ...base.device import CPU, move, running_on, to_cpu
 from ...base.outputs import LayerTrace, check_layer
 from ...base.protocols import ModelSummary, model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ...base.writing import Sampling, Written, refuse_writing
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
 from ...checkpoints.weight_dtype import float32_copy
 from ...maps.blocked_pass import BlockedPass
@@ -195,6 +197,10 @@ class Encoder(OneStack):
     def capabilities(self) -> Capabilities:
         """One stack, the encoder; its WordPiece vocabulary answers word questions."""
         return Capabilities(("encoder",), words=self)
+
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """An encoder writes nothing."""
+        raise refuse_writing(self.name, self.family, self.capabilities)
 
     @property
     def hidden_size(self) -> int:
