@@ -7,6 +7,8 @@ a model thread (``app.model_work``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeGuard
+
 import numpy as np
 import torch
 from fastapi import APIRouter, Request, Response
@@ -22,7 +24,7 @@ from attention_core.analysis import (
 )
 from attention_core.analysis.access import HeadModel
 from attention_core.analysis.model_scores import score_model
-from attention_core.models import ModelRegistry
+from attention_core.models import ModelRegistry, TextModel
 
 from ..limits import over_limit
 from ..model_registry import load
@@ -38,11 +40,20 @@ from ..schemas.heads import (
     LogitLensResponse,
     Position,
 )
+from ..seq2seq_heads_answer import seq2seq_ablation, seq2seq_lens
 from ..settings import Settings
 from ..work_limits import check_target
 from .common import ERRORS, SettingsDep, json_response
 
+if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
+    from attention_core.models.hf.seq2seq import EncoderDecoder
+
 router = APIRouter(prefix="/api/model", tags=["model"])
+
+
+def _reads_target(model: TextModel) -> TypeGuard[EncoderDecoder]:
+    """Whether ``model`` reads a target beside its text (its stacks say so)."""
+    return model.capabilities.reads_target
 
 
 def _grid(tensor: torch.Tensor) -> np.ndarray:
@@ -123,6 +134,9 @@ async def ablate_heads(body: AblateRequest, request: Request, settings: Settings
 
 def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
+    if _reads_target(model):
+        return json_response(seq2seq_ablation(model, entry.name, body, settings))
+    model.capabilities.check_fields(entry.name, body.target, body.stack)
     heads = head_model(model)
     chosen = [(layer - 1, head - 1) for layer, head in body.heads or []]
     if not body.each_head or chosen:
@@ -177,6 +191,9 @@ async def lens(body: LogitLensRequest, request: Request, settings: SettingsDep) 
 
 def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
+    if _reads_target(model):
+        return json_response(seq2seq_lens(model, entry.name, body))
+    model.capabilities.check_fields(entry.name, body.target, body.stack)
     heads = head_model(model)
     result = logit_lens(model, body.text)
     ids = result.top_ids.tolist()

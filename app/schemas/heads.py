@@ -114,7 +114,15 @@ class AblateRequest(Strict):
     each_head: StrictBool = Field(
         False,
         description="also ablate every head on its own (batched), as a layers × heads grid; "
-        "costs layers × heads × T² (limit: ATTENTION_VIZ_MAX_ABLATION_CELLS)",
+        "costs layers × heads × T² (limit: ATTENTION_VIZ_MAX_ABLATION_CELLS; an "
+        "encoder-decoder's T: its source and target tokens together)",
+    )
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the stack whose heads are ablated ('encoder', the "
+        "default, 'decoder' or 'cross'); every stack's ablation is read in the decoder's "
+        "predictions of target (needed)",
     )
 
 
@@ -152,6 +160,13 @@ class AblateResponse(BaseModel):
         "head − loss_before), encoders the embedding cosine without that head"
     )
     each_head_measure: Literal["delta_loss", "embedding_cosine"] | None
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the stack ablated; tokens are then the decoder's "
+        "input and the log-probabilities those of the target's tokens (position i: "
+        "log p(target token i | source, target tokens before i))",
+    )
+    source_tokens: list[str] | None = Field(None, description="encoder-decoders: the source")
 
 
 class LogitLensRequest(Strict):
@@ -159,6 +174,13 @@ class LogitLensRequest(Strict):
 
     model: ModelName | None = None
     text: str = TextField
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: 'decoder' (the default: the LM head reads the "
+        "decoder's states; without target it reads its start token alone); 'encoder' and "
+        "'cross' are refused with the reason",
+    )
 
 
 class LogitLensResponse(BaseModel):
@@ -171,3 +193,7 @@ class LogitLensResponse(BaseModel):
     top_tokens: list[list[list[str]]] = Field(description="(layers, T, k)")
     top_ids: list[list[list[int]]]
     top_probs: CubeOut
+    stack: Stack | None = Field(
+        None, description="encoder-decoders: 'decoder' (tokens: the decoder's input)"
+    )
+    source_tokens: list[str] | None = Field(None, description="encoder-decoders: the source")

@@ -33,10 +33,10 @@ def head_model(model: TextModel) -> HeadModel:
                 cached = EncoderHeadModel(model)
             elif cached is None and model.capabilities.reads_target:
                 raise SpecError(
-                    f"{model.name} is a {model.family} encoder-decoder: ablation, "
-                    "value-weighted maps and the logit lens are for decoder-only and "
-                    "encoder-only models; for this model, ask for the head scores of its "
-                    "'encoder' or 'decoder' stack",
+                    f"{model.name} is a {model.family} encoder-decoder: the decomposition "
+                    "and attribution are for decoder-only and encoder-only models; for this "
+                    "model ask for the head scores, the ablation (with target) or the logit "
+                    "lens of its stacks",
                     field="model",
                 )
             elif cached is None:

@@ -154,16 +154,18 @@ def test_the_api_scores_either_stack_and_refuses_the_rest_by_field(
     assert alone["loc"] == ["body", "target"]
     one_stack = refused(url, {"model": "tiny-gpt2", "text": SOURCE, "target": TARGET})
     assert one_stack["loc"] == ["body", "target"]
-    for path, body in [
-        ("/api/model/ablate", {"heads": [[1, 1]]}),
-        ("/api/model/logit-lens", {}),
-    ]:
-        detail = refused(path, {"model": "tiny-t5", "text": SOURCE, **body})
-        assert detail["loc"] == ["body", "model"] and "encoder-decoder" in detail["msg"]
-        if path == "/api/model/ablate":  # a sentence, naming what the model does answer
-            assert detail["msg"].endswith(
-                "for this model, ask for the head scores of its 'encoder' or 'decoder' stack"
-            )
+    # Ablation reads the decoder's predictions of a target; the lens the decoder's states.
+    untargeted = refused(
+        "/api/model/ablate", {"model": "tiny-t5", "text": SOURCE, "heads": [[1, 1]]}
+    )
+    assert untargeted["loc"] == ["body", "target"] and "give target" in untargeted["msg"]
+    encoder_lens = {"model": "tiny-t5", "text": SOURCE, "stack": "encoder"}
+    detail = refused("/api/model/logit-lens", encoder_lens)
+    assert detail["loc"] == ["body", "stack"] and "never by the LM head" in detail["msg"]
+    cell = {"layer": 1, "head": 1, "row": 1, "col": 0}
+    detail = refused("/api/model/why", {"model": "tiny-t5", "text": SOURCE, **cell})
+    assert detail["loc"] == ["body", "model"] and "encoder-decoder" in detail["msg"]
+    assert detail["msg"].endswith("the ablation (with target) or the logit lens of its stacks")
     weighted = client.post(
         "/api/model/attention",
         json={"model": "tiny-t5", "text": SOURCE, "measure": "value_norm"},

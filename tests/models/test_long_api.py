@@ -329,3 +329,28 @@ def test_an_encoder_decoder_writes_after_a_4000_token_source_and_scores_inductio
         score_model(model, "a", induction_length=1990)
     assert written.new_ids == tuple(answer["generated_ids"])
     assert watched.largest < S * S // 2
+
+
+def test_an_encoder_decoders_ablation_and_lens_after_a_4000_token_source_hold_no_map(
+    marian: TestClient,
+) -> None:
+    """One encoder head ablated and the decoder's lens, past a 3,900-token source: the
+    forwards compute each layer's context block by block (equal to transformers at short
+    lengths: test_stack_matrix.py)."""
+    from attention_core.analysis import seq2seq_heads
+
+    model = marian.app.state.models.load(MARIAN)  # type: ignore[attr-defined]
+    per_sentence = len(model.tokenize(SENTENCE * 10).input_ids) / 10
+    source = SENTENCE * int(4000 / per_sentence)
+    S = len(model.tokenize(source).input_ids)
+    body = {"model": MARIAN, "text": source, "target": "the bank"}
+    ablated = marian.post("/api/model/ablate", json={**body, "heads": [[1, 2]]})
+    assert ablated.status_code == 200, ablated.text[:300]
+    assert ablated.json()["loss_after"] != ablated.json()["loss_before"]
+    lens = marian.post("/api/model/logit-lens", json=body)
+    assert lens.status_code == 200, lens.text[:300]
+    text = seq2seq_heads.read(model, source, "the bank")
+    with torch.inference_mode(), LargestOutput() as watched:
+        seq2seq_heads.ablate_stack(model, text, "encoder", [(0, 1)])
+        seq2seq_heads.seq2seq_lens(model, text)
+    assert watched.largest < S * S // 2

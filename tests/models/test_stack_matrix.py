@@ -8,7 +8,9 @@ input is ``maps_path`` 'long' while staying cheap; each answer is checked agains
 transformers' eager attention (``output_attentions=True``), the same maps pooled or
 cropped, or a direct computation (value-weighted maps from each layer's traced v and
 its heads' slices of the output projection; head scores with ``scores``' definitions).
-The 4,096-token cells are in test_long_api.py.
+The 4,096-token cells are in test_long_api.py.  Marian's ablation (any stack's heads) and
+logit lens (its decoder) are read in the decoder's predictions of the target, against
+transformers with the heads zeroed and its decoder states unembedded.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +120,39 @@ def eager(models_dir: Path) -> dict[tuple[str, str], torch.Tensor]:
     return found
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One (model, stack) of the matrix on one server (short or long), with transformers'
+    eager maps of that stack (L, H, T, S)."""
+
+    length: str
+    client: TestClient
+    name: str
+    stack: str
+    want: torch.Tensor
+
+    @property
+    def key(self) -> str:
+        """The answer's field holding this stack's maps."""
+        return ANSWER_KEY[self.stack] if self.name == "marian" else "attentions"
+
+    @property
+    def stack_body(self) -> dict[str, str]:
+        """The request's ``stack`` (an encoder-decoder's), or nothing."""
+        return {"stack": self.stack} if self.name == "marian" else {}
+
+
+@pytest.fixture(params=STACKS, ids=[f"{name}-{stack}" for name, stack in STACKS])
+def cell(
+    request: pytest.FixtureRequest,
+    served: tuple[str, TestClient],
+    eager: dict[tuple[str, str], torch.Tensor],
+) -> Cell:
+    name, stack = request.param
+    length, client = served
+    return Cell(length, client, name, stack, eager[(name, stack)])
+
+
 def post(client: TestClient, name: str, path: str = "/api/model/attention", **body: Any) -> Any:
     request = {"model": name, "text": TEXT, **body}
     if name == "marian" and path != "/api/model/generate":
@@ -135,18 +172,10 @@ def close(got: Any, want: torch.Tensor) -> None:
     np.testing.assert_allclose(np.array(got, dtype=np.float32), want.numpy(), atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_maps_heads_pool_and_region(
-    served: tuple[str, TestClient],
-    eager: dict[tuple[str, str], torch.Tensor],
-    name: str,
-    stack: str,
-) -> None:
-    length, client = served
-    want = eager[(name, stack)]  # (L, H, T, S)
-    key = ANSWER_KEY[stack] if name == "marian" else "attentions"
+def test_maps_heads_pool_and_region(cell: Cell) -> None:
+    client, name, want, key = cell.client, cell.name, cell.want, cell.key
     whole = post(client, name)
-    assert whole.get("maps_path", "full") == length.replace("short", "full")
+    assert whole.get("maps_path", "full") == cell.length.replace("short", "full")
     for layer, maps in enumerate(whole[key]):
         close(maps, want[layer])
     one = post(client, name, heads=[2])
@@ -157,7 +186,7 @@ def test_maps_heads_pool_and_region(
         T, S = want.shape[-2:]
         block = [-(-T // 4), -(-S // 4)]
         close(maps, max_pool(want[layer], block))
-    if stack in ("encoder", "decoder") and name != "marian" or stack == "encoder":
+    if cell.stack in ("encoder", "decoder") and name != "marian" or cell.stack == "encoder":
         region = post(client, name, rows=[2, 9], cols=[1, 6])
         for layer, maps in enumerate(region["attentions"]):
             close(maps, want[layer, :, 2:9, 1:6])
@@ -174,15 +203,13 @@ def test_stream_is_the_post(served: tuple[str, TestClient], name: str) -> None:
     assert json.loads(result[0].split("\n")[1].removeprefix("data: ")) == post(client, name, pool=4)
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_value_norm(served: tuple[str, TestClient], name: str, stack: str) -> None:
+def test_value_norm(cell: Cell) -> None:
     """Each weight times its key's ‖v_j W_O^h‖, rows re-summed to 1, from each layer's full
     trace (its v and weights) and the model's heads' slices of the output projection."""
-    _, client = served
+    client, name, stack = cell.client, cell.name, cell.stack
     model = loaded(client, name)
-    key = ANSWER_KEY[stack] if name == "marian" else "attentions"
     answer = post(client, name, measure="value_norm")
-    for layer, maps in enumerate(answer[key]):
+    for layer, maps in enumerate(answer[cell.key]):
         if name == "marian":
             _, trace, _ = model.trace_stack(TEXT, TARGET, stack, layer)
         else:
@@ -193,17 +220,9 @@ def test_value_norm(served: tuple[str, TestClient], name: str, stack: str) -> No
         close(maps, want)
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_head_scores(
-    served: tuple[str, TestClient],
-    eager: dict[tuple[str, str], torch.Tensor],
-    name: str,
-    stack: str,
-) -> None:
-    _, client = served
-    body = {"stack": stack} if name == "marian" else {}
-    scores = post(client, name, "/api/model/head-scores", **body)
-    maps = eager[(name, stack)]
+def test_head_scores(cell: Cell) -> None:
+    client, name, stack, maps = cell.client, cell.name, cell.stack, cell.want
+    scores = post(client, name, "/api/model/head-scores", **cell.stack_body)
     model = loaded(client, name)
     if stack == "cross":
         assert scores["not_applicable"] == ["previous_token", "duplicate_token", "induction"]
@@ -219,20 +238,12 @@ def test_head_scores(
     close(scores["entropy"], attention_entropy(maps))
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_head_trace_whole_region_and_pooled(
-    served: tuple[str, TestClient],
-    eager: dict[tuple[str, str], torch.Tensor],
-    name: str,
-    stack: str,
-) -> None:
+def test_head_trace_whole_region_and_pooled(cell: Cell) -> None:
     """One head's steps recomputed from the layer the pass kept: the whole map, a region
     (rows and cols, every stack) and pooled, each equal to transformers' eager map."""
-    _, client = served
-    want = eager[(name, stack)][1, 1]  # layer 2, head 2: (T, S)
-    body: dict[str, Any] = {"layer": 2, "head": 2}
-    if name == "marian":
-        body["stack"] = stack
+    client, name = cell.client, cell.name
+    want = cell.want[1, 1]  # layer 2, head 2: (T, S)
+    body: dict[str, Any] = {"layer": 2, "head": 2, **cell.stack_body}
     whole = post(client, name, "/api/model/head", **body)
     assert whole["region"] is None and whole["pooled"] is None
     close(whole["heads"][0]["attn_weights"], want)
@@ -283,12 +294,12 @@ def analysed_text(length: str, client: TestClient, name: str) -> str:
     return text
 
 
-def ablated_run(
-    module: torch.nn.Module, name: str, ids: list[int], heads: list[tuple[int, int]]
-) -> Any:
-    """transformers' forward with each (layer, head) (0-based)'s slice of the output
-    projection's input zeroed: the oracle of ablation."""
-    H = int(module.config.num_attention_heads)
+@contextmanager
+def heads_zeroed(
+    module: torch.nn.Module, path: str, H: int, heads: list[tuple[int, int]]
+) -> Iterator[None]:
+    """Each (layer, head) (0-based)'s slice of the input of ``path.format(layer)`` (an output
+    projection of ``H`` heads) zeroed while inside."""
     hooks = []
     for layer in sorted({layer for layer, _ in heads}):
         chosen = [h for l_, h in heads if l_ == layer]
@@ -300,14 +311,23 @@ def ablated_run(
                 x[..., h * D : (h + 1) * D] = 0
             return (x, *args[1:])
 
-        target = module.get_submodule(OUT_PROJECTIONS[name].format(layer))
+        target = module.get_submodule(path.format(layer))
         hooks.append(target.register_forward_pre_hook(zero))
     try:
-        with torch.inference_mode():
-            return module(torch.tensor([ids]), output_hidden_states=True)
+        yield
     finally:
         for hook in hooks:
             hook.remove()
+
+
+def ablated_run(
+    module: torch.nn.Module, name: str, ids: list[int], heads: list[tuple[int, int]]
+) -> Any:
+    """transformers' forward with each (layer, head) (0-based)'s slice of the output
+    projection's input zeroed: the oracle of ablation."""
+    H = int(module.config.num_attention_heads)
+    with heads_zeroed(module, OUT_PROJECTIONS[name], H, heads), torch.inference_mode():
+        return module(torch.tensor([ids]), output_hidden_states=True)
 
 
 def next_logprobs(out: Any, ids: list[int]) -> torch.Tensor:
@@ -542,3 +562,81 @@ def test_marian_induction_equals_transformers_maps_of_the_repeated_block(
     scores = post(client, "marian", "/api/model/head-scores", stack=stack, induction_length=20)
     model = loaded(client, "marian")
     close(scores["induction"], eager_induction(marian_eager, model, stack, TEXT, scores))
+
+
+MARIAN_OUT = {
+    "encoder": "model.encoder.layers.{}.self_attn.out_proj",
+    "decoder": "model.decoder.layers.{}.self_attn.out_proj",
+    "cross": "model.decoder.layers.{}.encoder_attn.out_proj",
+}
+
+
+def marian_ablated(
+    hf: torch.nn.Module, source: list[int], decoder_input: list[int], stack: str, heads: Any
+) -> Any:
+    """transformers' Marian with each (layer, head) of ``stack`` (0-based) zeroed just before
+    its output projection: the oracle of an encoder-decoder's ablation."""
+    H = int(hf.config.encoder_attention_heads)
+    with heads_zeroed(hf, MARIAN_OUT[stack], H, heads), torch.inference_mode():
+        return hf(
+            input_ids=torch.tensor([source]),
+            decoder_input_ids=torch.tensor([decoder_input]),
+            output_hidden_states=True,
+        )
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_marian_ablation_equals_transformers_with_the_heads_zeroed(
+    served: tuple[str, TestClient], marian_eager: torch.nn.Module, stack: str
+) -> None:
+    """One head, two heads together and each head alone of any stack, read in the decoder's
+    log-probabilities of the target's tokens (the forward holds no map)."""
+    _, client = served
+    model = loaded(client, "marian")
+    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
+    labels = torch.tensor(target.labels)
+
+    def logprobs(heads: list[tuple[int, int]]) -> torch.Tensor:
+        out = marian_ablated(marian_eager, source, list(target.input_ids), stack, heads)
+        return torch.log_softmax(out.logits[0].float(), -1).gather(-1, labels[:, None])[:, 0]
+
+    clean = logprobs([])
+    for heads in ([(0, 1)], [(0, 0), (1, 2)]):
+        pairs = [[a + 1, b + 1] for a, b in heads]
+        answer = post(client, "marian", "/api/model/ablate", heads=pairs, stack=stack)
+        assert answer["stack"] == stack and answer["tokens"] == list(target.tokens)
+        close(answer["logprobs_before"], clean)
+        close(answer["logprobs_after"], logprobs(heads))
+        assert answer["loss_after"] == pytest.approx(float(-logprobs(heads).mean()), abs=1e-5)
+    grid = post(client, "marian", "/api/model/ablate", each_head=True, stack=stack)["each_head"]
+    for layer, head in [(0, 0), (1, 3)]:
+        want = clean.mean() - logprobs([(layer, head)]).mean()
+        assert grid[layer][head] == pytest.approx(float(want), abs=1e-5)
+
+
+def test_marian_logit_lens_equals_transformers_decoder_states_unembedded(
+    served: tuple[str, TestClient], marian_eager: torch.nn.Module
+) -> None:
+    """After each decoder layer, transformers' decoder hidden state through the LM head
+    (and Marian's final_logits_bias: its decoder has no final norm); the last layer's is the
+    model's own logits.  The encoder's lens says why it has none."""
+    _, client = served
+    model = loaded(client, "marian")
+    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
+    out = marian_ablated(marian_eager, source, list(target.input_ids), "decoder", [])
+    lens = post(client, "marian", "/api/model/logit-lens")
+    hidden = out.decoder_hidden_states
+    assert lens["layers"] == len(hidden) - 1 and lens["stack"] == "decoder"
+    for layer in range(1, len(hidden)):
+        with torch.inference_mode():
+            logits = marian_eager.lm_head(hidden[layer][0]) + marian_eager.final_logits_bias
+        top = torch.softmax(logits.float(), dim=-1).topk(5, dim=-1)
+        close(lens["top_probs"][layer - 1], top.values)
+        assert lens["top_ids"][layer - 1] == top.indices.tolist()
+    own = torch.softmax(out.logits[0].float(), dim=-1).topk(5, dim=-1)
+    close(lens["top_probs"][-1], own.values)
+    response = client.post(
+        "/api/model/logit-lens",
+        json={"model": "marian", "text": TEXT, "target": TARGET, "stack": "encoder"},
+    )
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "stack"

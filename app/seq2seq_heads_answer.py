@@ -1,0 +1,116 @@
+"""``/api/model/ablate`` and ``/api/model/logit-lens`` of an encoder-decoder (its decoder's
+predictions of the target; ``attention_core.analysis.seq2seq_heads``), in the answers'
+shapes: ``tokens`` the decoder's input, ``source_tokens`` the source, ``stack`` named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from attention_core.analysis import Predictions
+
+from .limits import over_limit
+from .schemas.heads import (
+    AblateRequest,
+    AblateResponse,
+    LogitLensRequest,
+    LogitLensResponse,
+    Position,
+)
+from .settings import Settings
+
+if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
+    from attention_core.models.hf.seq2seq import EncoderDecoder
+
+
+def _grid(tensor: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
+
+
+def _positions(
+    pieces: Callable[[Sequence[int]], list[str]], predictions: Predictions | None
+) -> list[Position] | None:
+    if predictions is None:
+        return None
+    return [
+        Position(top_tokens=pieces(ids), top_ids=ids, top_probs=probs)
+        for ids, probs in zip(
+            predictions.top_ids.tolist(), predictions.top_probs.tolist(), strict=True
+        )
+    ]
+
+
+def seq2seq_ablation(
+    model: EncoderDecoder, name: str, body: AblateRequest, settings: Settings
+) -> AblateResponse:
+    """Some heads of one stack ablated together (and each head alone): the decoder's
+    predictions of the target before and after."""
+    from attention_core.analysis import seq2seq_heads as heads
+
+    stack = model.capabilities.stack(body.stack)
+    chosen = [(layer - 1, head - 1) for layer, head in body.heads or []]
+    if not body.each_head or chosen:
+        heads.check_stack_heads(model, stack, chosen)
+    text = heads.read(model, body.text, body.target, "ablation")
+    if body.each_head:
+        cost, limit = heads.each_head_cost(model, stack, text), settings.max_ablation_cells
+        if cost > limit:
+            raise over_limit(
+                ["body", "each_head"],
+                f"each_head costs the {stack} stack's layers × heads × (source + target "
+                f"tokens)² = {cost}; the limit is {limit} (ATTENTION_VIZ_MAX_ABLATION_CELLS): "
+                "use a shorter text or target",
+                limit=limit,
+                found=cost,
+                setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
+            )
+    with torch.inference_mode():
+        result = heads.ablate_stack(model, text, stack, chosen, body.mode) if chosen else None
+        grid = heads.each_head_effects(model, text, stack, body.mode) if body.each_head else None
+    before = result.before if result else None
+    after = result.after if result else None
+    pieces = model.tokenizer.pieces
+    return AblateResponse(
+        model=name,
+        family=model.family,
+        causal=False,
+        tokens=list(text.target.tokens),
+        heads=[[layer + 1, head + 1] for layer, head in chosen],
+        mode=body.mode,
+        loss_before=before.loss if before else None,
+        loss_after=after.loss if after else None,
+        logprobs_before=_grid(before.next_logprobs) if before else None,
+        logprobs_after=_grid(after.next_logprobs) if after else None,
+        predictions_before=_positions(pieces, before),
+        predictions_after=_positions(pieces, after),
+        embedding_cosine=None,
+        each_head=_grid(grid) if grid is not None else None,
+        each_head_measure=None if grid is None else "delta_loss",
+        stack=stack,
+        source_tokens=list(model.tokenize(body.text).tokens),
+    )
+
+
+def seq2seq_lens(model: EncoderDecoder, name: str, body: LogitLensRequest) -> LogitLensResponse:
+    """The decoder's logit lens over the target (or its start token alone)."""
+    from attention_core.analysis import seq2seq_heads as heads
+
+    heads.lens_stack(model, body.stack)
+    text = heads.read(model, body.text, body.target)
+    result = heads.seq2seq_lens(model, text)
+    ids = result.top_ids.tolist()
+    pieces = model.tokenizer.pieces
+    return LogitLensResponse(
+        model=name,
+        family=model.family,
+        tokens=list(result.tokens),
+        layers=len(ids),
+        top_tokens=[[pieces(row) for row in layer] for layer in ids],
+        top_ids=ids,
+        top_probs=_grid(result.top_probs),
+        stack="decoder",
+        source_tokens=list(model.tokenize(body.text).tokens),
+    )

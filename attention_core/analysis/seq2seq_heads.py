@@ -1,0 +1,274 @@
+"""Head ablation and the logit lens of an encoder-decoder (T5, BART, Marian), on its decoder.
+
+What an encoder-decoder predicts is the target: decoder position i (its input is
+the start token, then the target's tokens, shifted right) predicts the target's
+token i (``labels``).  So both analyses read the decoder's predictions:
+
+- ablation: any stack's heads (the encoder's, the decoder's self-attention or the
+  cross-attention) have their context vectors zeroed (or set to their mean over
+  positions) just before their output projection, and the decoder's predictions
+  of the target are compared before and after (``ablation.Predictions``: the
+  log-probability of each target token, the top tokens; the loss their negative
+  mean).  ``each_head`` ablates every head of one stack on its own, the
+  ablations as the batch of a few forward passes.
+- the logit lens: the decoder's residual stream after each layer through its final
+  norm (T5's, mBART's; BART's and Marian's decoders have none) and the LM head
+  (with Marian's and BART's ``final_logits_bias``, T5's rescaling of tied
+  embeddings).  The encoder's states are never read by the LM head (only by the
+  cross-attention): its lens has no meaning, and is refused with the reason.
+
+Every forward holds no map (a ``ContextPass``: each attention's context block by
+block).  The edits are forward pre-hooks on the output projections, installed for
+one forward and acting on the calling thread's calls only (``access.editing``: other
+requests may run the same model at the same time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import SpecError
+from ..models.base.capabilities import StackName
+from ..models.hf.capture import AttentionRun, handing
+from ..models.hf.seq2seq import EncoderDecoder, TargetText
+from ..models.maps.context_pass import ContextPass
+from .ablation import (
+    BATCH_CELLS,
+    TOP_K,
+    Ablation,
+    Predictions,
+    ablation_cost,
+    check_heads,
+    masked_edit,
+)
+from .access import editing
+from .logit_lens import LENS_TOP_K, LogitLens
+
+FINAL_NORMS = ("model.decoder.layer_norm", "decoder.final_layer_norm")
+LOGITS_CELLS = 1 << 23  # logits (positions × vocabulary) unembedded at once
+
+HeadMasks = Mapping[tuple[StackName, int], torch.Tensor]
+"""(stack, layer) -> (B, H): the heads ablated in each batch row."""
+
+
+@dataclass(frozen=True)
+class Seq2SeqText:
+    """A source and a target as the model reads them: the source's ids, the decoder's
+    input (start token, then the target's tokens but the last) and the labels."""
+
+    source: tuple[int, ...]
+    target: TargetText
+
+    @property
+    def labels(self) -> torch.Tensor:
+        """(T,) the target's ids, what each decoder position predicts (none without one)."""
+        return torch.tensor(self.target.labels, dtype=torch.long)
+
+
+def read(
+    model: EncoderDecoder, text: str, target: str | None, what: str | None = None
+) -> Seq2SeqText:
+    """``text`` (the source) and ``target``, tokenized; ``what``, when named, needs a target
+    (without one the decoder reads its start token alone)."""
+    if target is None and what is not None:
+        raise SpecError(
+            f"{what} of an encoder-decoder scores its predictions of the target: give "
+            "target (the decoder's text), e.g. a translation of text",
+            field="target",
+        )
+    return Seq2SeqText(model.tokenize(text).input_ids, model.target_text(target))
+
+
+def check_stack_heads(
+    model: EncoderDecoder, stack: StackName, heads: Sequence[Sequence[int]]
+) -> None:
+    """0-based (layer, head) pairs of ``stack``: a ``SpecError`` on ``heads`` naming the first
+    that does not exist."""
+    check_heads(heads, model.layers_of(stack), model.info().heads)
+
+
+# --- the forward --------------------------------------------------------------------------
+
+
+def _out_projection(model: EncoderDecoder, stack: StackName, layer: int) -> torch.nn.Module:
+    _, module = model.layer_modules[(stack, layer)]
+    found: torch.nn.Module = next(
+        getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
+    )
+    return found
+
+
+def _ablating(model: EncoderDecoder, masks: HeadMasks, mode: str) -> AbstractContextManager[None]:
+    """Within the block, this thread's forwards replace the flagged heads' contexts
+    (``access.editing``'s pre-hooks on their output projections)."""
+    keys = list(masks)
+    heads = model.info().heads
+    edits = [masked_edit({0: masks[key]}, heads, mode) for key in keys]
+
+    def edit(index: int, context: torch.Tensor) -> torch.Tensor:
+        return edits[index](0, context)
+
+    projections = [_out_projection(model, stack, layer) for stack, layer in keys]
+    return editing(projections, [], edit if keys else None)
+
+
+def decoder_states(
+    model: EncoderDecoder,
+    text: Seq2SeqText,
+    rows: int = 1,
+    masks: HeadMasks | None = None,
+    mode: str = "zero",
+) -> tuple[torch.Tensor, ...]:
+    """The decoder's hidden states (L + 1 of them, each (rows, T, C), the last after the final
+    norm where the family has one) of ``rows`` copies of ``text``, ``masks``' heads ablated;
+    no map held."""
+    source = torch.tensor([text.source]).expand(rows, -1)
+    decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
+    base = model.model.base_model  # no LM head: the logits are read in blocks
+    run = AttentionRun(blocked=ContextPass())  # no map: each context block by block
+    with _ablating(model, masks or {}, mode), handing(run, model.adapted) as keywords:
+        out = base(
+            input_ids=source,
+            decoder_input_ids=decoder_input,
+            output_hidden_states=True,
+            use_cache=False,
+            **keywords,
+        )
+    return tuple(out.decoder_hidden_states)
+
+
+def final_norm(model: EncoderDecoder) -> torch.nn.Module | None:
+    for name in FINAL_NORMS:
+        try:
+            found: torch.nn.Module = model.model.get_submodule(name)
+            return found
+        except AttributeError:
+            continue
+    return None
+
+
+def unembed(model: EncoderDecoder, states: torch.Tensor) -> torch.Tensor:
+    """(..., C) final-normed decoder states -> (..., vocab) logits, as the model's head."""
+    hf = model.model
+    if getattr(hf.config, "model_type", None) == "t5" and hf.config.tie_word_embeddings:
+        states = states * hf.model_dim**-0.5
+    logits: torch.Tensor = hf.lm_head(states).float()
+    bias = getattr(hf, "final_logits_bias", None)
+    return logits if bias is None else logits + bias.float()
+
+
+def _log_prob_blocks(
+    model: EncoderDecoder, states: torch.Tensor
+) -> Iterator[tuple[int, torch.Tensor]]:
+    vocabulary = int(model.model.config.vocab_size)
+    step = max(1, LOGITS_CELLS // vocabulary)
+    for first in range(0, states.shape[0], step):
+        yield first, F.log_softmax(unembed(model, states[first : first + step]), dim=-1)
+
+
+def predictions(model: EncoderDecoder, final: torch.Tensor, labels: torch.Tensor) -> Predictions:
+    """final (T, C) decoder states -> each target token's log-probability and the top tokens."""
+    nexts, top_ids, top_probs = [], [], []
+    for first, logprobs in _log_prob_blocks(model, final):
+        picked = labels[first : first + logprobs.shape[0]]  # none without a target
+        nexts.append(logprobs[: len(picked)].gather(-1, picked[:, None])[:, 0])
+        top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
+        top_ids.append(top.indices)
+        top_probs.append(top.values.exp())
+    return Predictions(torch.cat(nexts), torch.cat(top_ids), torch.cat(top_probs))
+
+
+# --- the analyses ---------------------------------------------------------------------------
+
+
+def ablate_stack(
+    model: EncoderDecoder,
+    text: Seq2SeqText,
+    stack: StackName,
+    chosen: Sequence[Sequence[int]],
+    mode: str = "zero",
+) -> Ablation:
+    """``chosen`` (layer, head) pairs (0-based) of ``stack`` ablated together: the decoder's
+    predictions of the target before and after (row 0 clean, row 1 ablated)."""
+    check_stack_heads(model, stack, chosen)
+    pairs = tuple((int(layer), int(head)) for layer, head in chosen)
+    H = model.info().heads
+    masks: dict[tuple[StackName, int], torch.Tensor] = {}
+    for layer, head in pairs:
+        mask = masks.setdefault((stack, layer), torch.zeros(2, H, dtype=torch.bool))
+        mask[1, head] = True
+    final = decoder_states(model, text, 2, masks, mode)[-1]
+    labels = text.labels
+    before, after = (predictions(model, final[row], labels) for row in (0, 1))
+    return Ablation(pairs, mode, before, after, None)
+
+
+def each_head_cost(model: EncoderDecoder, stack: StackName, text: Seq2SeqText) -> int:
+    """What ``each_head_effects`` costs (its limit bounds it): the stack's layers × heads ×
+    (source + target tokens)², every row a forward of both stacks."""
+    tokens = len(text.source) + len(text.target)
+    return ablation_cost(model.layers_of(stack), model.info().heads, tokens)
+
+
+def each_head_effects(
+    model: EncoderDecoder, text: Seq2SeqText, stack: StackName, mode: str = "zero"
+) -> torch.Tensor:
+    """(L, H) of ``stack``: the target's loss without that head − the loss with all."""
+    L, H = model.layers_of(stack), model.info().heads
+    tokens = len(text.source) + len(text.target)
+    per_pass = max(1, BATCH_CELLS // (H * tokens * tokens))
+    rows = 1 + L * H
+    labels = text.labels
+    losses: list[torch.Tensor] = []
+    for first in range(0, rows, per_pass):
+        count = min(per_pass, rows - first)
+        masks: dict[tuple[StackName, int], torch.Tensor] = {}
+        for b, row in enumerate(range(first, first + count)):
+            if row:
+                layer, head = divmod(row - 1, H)
+                mask = masks.setdefault((stack, layer), torch.zeros(count, H, dtype=torch.bool))
+                mask[b, head] = True
+        final = decoder_states(model, text, count, masks, mode)[-1]
+        losses += [
+            predictions(model, final[b], labels).next_logprobs.mean().neg() for b in range(count)
+        ]
+    found = torch.stack(losses)
+    return (found[1:] - found[0]).view(L, H)
+
+
+def lens_stack(model: EncoderDecoder, stack: str | None) -> None:
+    """The lens reads the decoder: its stack ('decoder', or none); the others say why not."""
+    if stack in (None, "decoder"):
+        return
+    why = {
+        "encoder": "the encoder's states are read by the decoder's cross-attention, never by "
+        "the LM head",
+        "cross": "cross-attention is a part of each decoder layer: its writes are in the "
+        "decoder's residual stream, which stack 'decoder' reads",
+    }.get(stack, f"{model.name} has stacks encoder, decoder and cross")
+    raise SpecError(
+        f"the logit lens of an encoder-decoder reads its decoder (stack 'decoder'): {why}",
+        field="stack",
+    )
+
+
+def seq2seq_lens(model: EncoderDecoder, text: Seq2SeqText, k: int = LENS_TOP_K) -> LogitLens:
+    """After each decoder layer, each target position's top ``k`` tokens (the last layer's:
+    the model's own predictions)."""
+    with torch.inference_mode():
+        hidden = decoder_states(model, text)
+        norm = final_norm(model)
+        ids, probs = [], []
+        for layer in range(1, len(hidden)):
+            state = hidden[layer][0]
+            if norm is not None and layer < len(hidden) - 1:
+                state = norm(state)
+            top = predictions(model, state, text.labels)
+            ids.append(top.top_ids[:, :k])
+            probs.append(top.top_probs[:, :k])
+    return LogitLens(text.target.tokens, torch.stack(ids), torch.stack(probs))
