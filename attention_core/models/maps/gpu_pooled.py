@@ -107,26 +107,27 @@ def attention_dtype(call: AttentionCall) -> torch.dtype:
     if call.query.device.type == "cpu":
         return torch.float32
     tensors = (call.query, call.key, call.value)
-    largest = max(float(t.abs().amax()) for t in tensors)
+    largest = float(torch.stack([t.abs().amax() for t in tensors]).amax())  # one sync
     return torch.float16 if largest < FLOAT16_RANGE else torch.bfloat16
 
 
-def flash_context(call: AttentionCall, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def flash_context(
+    call: AttentionCall, q: torch.Tensor, k: torch.Tensor, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The context (1, H, T, D) float32 and the log-sum-exp (H, T) float32 (natural log
-    of each row's Σ exp(scale·q·k)) of ``call`` by the flash attention op of its device.
-    Shapes: query (1, H, T, D), key and value (1, H_kv, S, D)."""
-    H, H_kv = int(call.query.shape[1]), int(call.key.shape[1])
-    q = call.query.to(dtype)
-    k = call.key.to(dtype).repeat_interleave(H // H_kv, dim=1)
-    v = call.value.to(dtype).repeat_interleave(H // H_kv, dim=1)
+    of each row's Σ exp(scale·q·k)) of ``call`` by the flash attention op of its device,
+    from q (1, H, T, D) and k (1, H_kv, S, D) already in ``dtype``."""
+    H, H_kv = int(q.shape[1]), int(k.shape[1])
+    keys = k.repeat_interleave(H // H_kv, dim=1)
+    values = call.value.to(dtype).repeat_interleave(H // H_kv, dim=1)
     scale = call.scale_factor
     if q.device.type == "cuda":
         out = torch.ops.aten._scaled_dot_product_flash_attention(
-            q, k, v, 0.0, call.is_causal, False, scale=scale
+            q, keys, values, 0.0, call.is_causal, False, scale=scale
         )
     else:
         out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, call.is_causal, scale=scale
+            q, keys, values, 0.0, call.is_causal, scale=scale
         )
     context, lse = out[0], out[1]
     T = int(q.shape[2])
@@ -248,7 +249,7 @@ def pooled_attend(call: AttentionCall, grid: MapGrid) -> torch.Tensor:
     """The context (1, H, T, D) float32 of ``call`` (a ``fits`` one), its maps pooled into
     ``grid``: flash attention's context and log-sum-exp, then ``pool_layer``."""
     dtype = attention_dtype(call)
-    context, lse = flash_context(call, dtype)
-    q, k = call.query[0].to(dtype), call.key[0].to(dtype)
-    pool_layer(q, k, lse, call.scale_factor, call.is_causal, grid)
+    q, k = call.query.to(dtype), call.key.to(dtype)
+    context, lse = flash_context(call, q, k, dtype)
+    pool_layer(q[0], k[0], lse, call.scale_factor, call.is_causal, grid)
     return context
