@@ -20,6 +20,7 @@ from typing import Any
 
 from attention_core.models import TextModel
 from attention_core.models.base.contract import ModelPass, PassOptions
+from attention_core.models.base.writing import Written
 
 from .attention_answer import MapsPlan, model_sizes, stacks_answer
 from .map_view import select_layers
@@ -42,3 +43,16 @@ def generated_maps(
     plan = MapsPlan(request, settings, num_layers, select_layers(body.layers, deepest), heads)
     options = PassOptions(view=plan.view, averages_up_to=plan.rollout_up_to())
     return stacks_answer(model, run(options), plan)
+
+
+def written_fields(written: Written, positions: list[int]) -> dict[str, Any]:
+    """``GenerateResponse``'s fields of what was written; ``positions``: the rows shown."""
+    return {
+        "prompt_tokens": written.read,
+        "generated": [written.rows_written[i] for i in positions],
+        "generated_ids": list(written.new_ids),
+        "generated_tokens": list(written.new_tokens),
+        "generated_text": written.text,
+        "stop_reason": written.stop_reason,
+        "seed": written.seed,
+    }

@@ -66,10 +66,14 @@ def head_answer(
             )
         T, S = len(kept.tokens), len(kept.key_tokens.tokens)
         view = _view(body, T, S, settings)
-        with context_only():
-            traced = model.stack_trace(
-                body.text, body.layer - 1, text_b=body.text_b, target=target, stack=kept.name
-            )
+        traced = model.stack_trace(
+            body.text,
+            body.layer - 1,
+            text_b=body.text_b,
+            target=target,
+            stack=kept.name,
+            blocked=context_only(),  # no map held: the head's steps come from what was kept
+        )
         trace = region_head_trace(
             traced.layer, kept.layers[body.layer - 1], body.head - 1, traced.causal, view
         )

@@ -27,13 +27,24 @@ BlockSink = Callable[[int, int, torch.Tensor], None]
 
 # Scores per block, over every head: ~16 MB a step tensor, ~80 MB for all of a block's steps.
 DEFAULT_BLOCK_CELLS = 1 << 22
+# On a GPU: ~512 MB a step tensor.  Launches, not memory, bound a GPU's blocks: at
+# T = 32,768 with 32 heads, DEFAULT_BLOCK_CELLS is 4 rows a block, 8,192 blocks a layer,
+# each a few dozen kernel launches.
+GPU_BLOCK_CELLS = 1 << 27
 
 
 def rows_per_block(
-    heads: int, keys: int, cells: int = DEFAULT_BLOCK_CELLS, multiple: int = 1
+    heads: int,
+    keys: int,
+    cells: int = DEFAULT_BLOCK_CELLS,
+    multiple: int = 1,
+    device: torch.device | None = None,
 ) -> int:
     """Query rows whose ``heads`` × rows × ``keys`` scores fit in ``cells`` (at least
-    ``multiple``), rounded down to a multiple of ``multiple``."""
+    ``GPU_BLOCK_CELLS`` on a GPU ``device``; at least ``multiple`` rows), rounded down to
+    a multiple of ``multiple``."""
+    if device is not None and device.type != "cpu":
+        cells = max(cells, GPU_BLOCK_CELLS)
     rows = max(1, cells // max(1, heads * keys))
     return max(multiple, rows - rows % multiple)
 
@@ -140,7 +151,7 @@ def blocked_attention(
     contiguous = replace(call, query=q, key=k, value=v)
     T, S = call.query.shape[-2], call.key.shape[-2]
     heads = call.query.shape[-3] if call.query.dim() >= 3 else 1
-    step = block_rows or rows_per_block(heads, S)
+    step = block_rows or rows_per_block(heads, S, device=call.query.device)
     parts = []
     start, stop = rows if rows is not None else (0, T)
     for r0 in range(start, stop, step):

@@ -10,6 +10,18 @@ Outside ``reporting`` a report costs one ContextVar lookup.
 The reporter lives in a ``ContextVar``: a thread pool that copies the context
 (anyio's ``to_thread``, ``contextvars.copy_context().run``) carries it into
 the worker thread; a bare ``threading.Thread`` does not.
+
+Why a context variable here, when every other option of a forward pass is an
+argument (``ForwardOptions.blocked``, the transformers backend's
+``AttentionRun``, the head edits' hooks held for one run): a request's reporter
+spans all its work (loading a checkpoint, each forward pass, each token of a
+generation), and part of that work runs in code this package does not call:
+transformers' own loading loop (``from_pretrained`` walking the tensors in its
+``tqdm``, wrapped once for every load by ``hf.load_progress``) reports each
+layer it reads, and no argument of ours reaches it.  Several requests load and
+run models at once, each reporting to (and cancelled by) its own caller, so
+that loop can only find its caller's reporter in the context of the thread it
+runs on.  It is the package's one context variable.
 """
 
 from __future__ import annotations

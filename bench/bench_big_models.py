@@ -60,7 +60,22 @@ def peak_kb() -> int:
     raise RuntimeError("no VmHWM")
 
 
-def ours(directory: Path, tokens: int) -> dict[str, Any]:
+def profiled(call: Any, profile: int) -> Any:
+    """``call()`` under torch.profiler, its ``profile`` costliest ops (self CPU time) printed
+    to stderr; just ``call()`` when ``profile`` is 0."""
+    if not profile:
+        return call()
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    with profiler(activities=[ProfilerActivity.CPU]) as prof:
+        result = call()
+    table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=profile)
+    print(table, file=sys.stderr)
+    return result
+
+
+def ours(directory: Path, tokens: int, profile: int = 0) -> dict[str, Any]:
     from fastapi.testclient import TestClient
 
     from app.main import create_app
@@ -86,6 +101,13 @@ def ours(directory: Path, tokens: int) -> dict[str, Any]:
         assert response.status_code == 200, response.text
         answer = response.json()
         assert len(answer["tokens"]) == tokens
+        if profile:  # the same answer again, in this thread (the profiler's): no HTTP
+            from app.attention_answer import attention_answer
+            from app.schemas.model import ModelAttentionRequest
+
+            other = "w1 " + text_of(tokens).split(" ", 1)[1]  # not the cached pass's text
+            request = ModelAttentionRequest(**body, text=other)
+            profiled(lambda: attention_answer(request, client.app.state.models, settings), profile)
     return {
         "seconds": seconds,
         "cpu_seconds": cpu,
@@ -97,7 +119,9 @@ def ours(directory: Path, tokens: int) -> dict[str, Any]:
     }
 
 
-def transformers_side(directory: Path, tokens: int, attention: str) -> dict[str, Any]:
+def transformers_side(
+    directory: Path, tokens: int, attention: str, profile: int = 0
+) -> dict[str, Any]:
     import torch
     import transformers
 
@@ -109,20 +133,20 @@ def transformers_side(directory: Path, tokens: int, attention: str) -> dict[str,
     with torch.inference_mode():
         model(ids[:, :WARM_TOKENS], output_attentions=wanted, logits_to_keep=1)
         start, cpu = time.perf_counter(), time.process_time()
-        out = model(ids, output_attentions=wanted, logits_to_keep=1)
+        out = profiled(lambda: model(ids, output_attentions=wanted, logits_to_keep=1), profile)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if wanted:
         assert out.attentions[0].shape[-1] == tokens
     return {"seconds": seconds, "cpu_seconds": cpu, "peak_gb": peak_kb() * 1024 / 1e9}
 
 
-def child(side: str, directory: Path, tokens: int) -> dict[str, Any]:
+def child(side: str, directory: Path, tokens: int, profile: int = 0) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
     if side == "ours":
-        return ours(directory, tokens)
-    return transformers_side(directory, tokens, side)
+        return ours(directory, tokens, profile)
+    return transformers_side(directory, tokens, side, profile)
 
 
 def run_child(side: str, directory: Path, tokens: int) -> dict[str, Any]:
@@ -151,9 +175,16 @@ def main() -> None:
     parser.add_argument("--record", action="store_true")
     parser.add_argument("--child", choices=["ours", "eager", "sdpa"])
     parser.add_argument("--dir", type=Path)
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        help="with --child: the timed call again under torch.profiler (ours: the answer "
+        "without HTTP, in the profiler's thread), its N costliest ops to stderr",
+    )
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.dir, args.tokens)))
+        print(json.dumps(child(args.child, args.dir, args.tokens, args.profile)))
         return
     load = os.getloadavg()[0]
     rows = []

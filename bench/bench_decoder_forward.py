@@ -43,7 +43,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from attention_core.models import GPT2, GPT2Config, Llama, LlamaConfig  # noqa: E402
-from attention_core.models.maps.blocked_pass import FullMapsPass, blocked_pass  # noqa: E402
+from attention_core.models.maps.blocked_pass import FullMapsPass  # noqa: E402
 
 MODELS = ("gpt2-small", "llama-100m")
 M_MMAP_MAX = -4  # glibc mallopt parameter (malloc.h)
@@ -161,8 +161,12 @@ def main() -> None:
             model(ids, output_attentions=True, output_hidden_states=args.hidden)
 
         def run_blocked(ids: torch.Tensor, model: nn.Module = ours) -> None:
-            with blocked_pass(FullMapsPass()):
-                model(ids, output_attentions=True, output_hidden_states=args.hidden)
+            model(
+                ids,
+                output_attentions=True,
+                output_hidden_states=args.hidden,
+                blocked=FullMapsPass(),
+            )
 
         check = torch.randint(0, vocab, (1, 128), generator=torch.Generator().manual_seed(2))
         print(f"{name}: {same_outputs(ours, theirs, check)}")

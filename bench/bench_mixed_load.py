@@ -5,6 +5,9 @@
     .venv/bin/python bench/bench_mixed_load.py --part long [--rounds 2] [--duration 20]
     .venv/bin/python bench/bench_mixed_load.py --part cancel [--rounds 6]
 
+Each with ``--record``: its figures go to bench/results/bench_mixed_load.json
+(``scripts/bench_table.py`` then rewrites the tables), replacing that part's rows.
+
 ``latency``: ``--rounds`` rounds; in each, for each server configuration
 (``--servers``: ``after``, the app as shipped; ``before``, the model work on as
 many threads as CPUs, as it was), in alternating order, a fresh server and two
@@ -68,6 +71,7 @@ from bench_load import TOY, check_alone, has_model, loadavg, rss_mb, run_wrk, wr
 from devtools.server import start_server, stop_server  # noqa: E402
 
 CPUS = len(os.sched_getaffinity(0))
+Row = dict[str, object]
 SERVERS = {
     "after": {},
     "before": {"ATTENTION_VIZ_MODEL_THREADS": str(CPUS)},
@@ -206,7 +210,7 @@ def fmt(p: dict[str, float]) -> str:
     )
 
 
-def part_latency(args: argparse.Namespace) -> int:
+def part_latency(args: argparse.Namespace) -> list[Row]:
     results: dict[tuple[str, str], list[dict[str, object]]] = {}
     names = args.servers.split(",")
     with tempfile.TemporaryDirectory() as tmp:
@@ -229,8 +233,10 @@ def part_latency(args: argparse.Namespace) -> int:
         f"\n{args.rounds} round(s), {args.duration} s per phase, {args.connections} wrk "
         f"connections, {CPUS} CPUs; medians over rounds"
     )
+    medians: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    rates: dict[str, float] = {}
     for (name, phase), runs in results.items():
-        med = {
+        med = medians[name, phase] = {
             probe: {
                 key: statistics.median(r[probe][key] for r in runs)  # type: ignore[index]
                 for key in ("p50", "p99", "max")
@@ -243,11 +249,54 @@ def part_latency(args: argparse.Namespace) -> int:
             f"p99 {med['healthz']['p99']:6.1f} ms"
         )
         if phase == "loaded":
-            rps = statistics.median(float(r["wrk_rps"]) for r in runs)  # type: ignore[arg-type]
+            rps = rates[name] = statistics.median(float(r["wrk_rps"]) for r in runs)  # type: ignore[arg-type]
             events = [r["training"]["events"] for r in runs]  # type: ignore[index]
             line += f"; wrk {rps:.1f} req/s; training events per phase {events}"
         print(line)
-    return 0
+    return latency_rows(args, medians, rates)
+
+
+def ms(value: float) -> str:
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
+
+
+def span(values: list[float]) -> str:
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return low if low == high else f"{low}-{high}"
+
+
+def rounds(args: argparse.Namespace) -> str:
+    return f"medians of {args.rounds} round(s) of {args.duration} s a phase"
+
+
+def latency_rows(
+    args: argparse.Namespace,
+    medians: dict[tuple[str, str], dict[str, dict[str, float]]],
+    rates: dict[str, float],
+) -> list[Row]:
+    """The loaded probes' p99 as shipped (``after``), beside ``before`` where it ran."""
+    if ("after", "loaded") not in medians:
+        return []
+    after, idle = medians["after", "loaded"], medians.get(("after", "idle"))
+    row: Row = {
+        "figure": f"p99 of /api/attention / /healthz probes while wrk -c{args.connections} "
+        "sends the whole mix and a run trains, as shipped",
+        "value": f"{ms(after['attention']['p99'])} / {ms(after['healthz']['p99'])}",
+        "unit": "ms",
+        "goal": "<= 250 / <= 50 ms",
+    }
+    note = f"{rounds(args)}; wrk {rates['after']:.0f}"
+    if ("before", "loaded") in medians:
+        before = medians["before", "loaded"]
+        row["baseline"] = "the model work on as many threads as CPUs, same run"
+        row["baseline_value"] = (
+            f"{ms(before['attention']['p99'])} / {ms(before['healthz']['p99'])} ms"
+        )
+        note += f" vs {rates['before']:.0f}"
+    note += " req/s"
+    if idle is not None:
+        note += f"; idle {ms(idle['attention']['p99'])} / {ms(idle['healthz']['p99'])} ms"
+    return [{**row, "note": note}]
 
 
 def summary(r: dict[str, object]) -> str:
@@ -265,7 +314,7 @@ def summary(r: dict[str, object]) -> str:
     return text
 
 
-def part_soak(args: argparse.Namespace) -> int:
+def part_soak(args: argparse.Namespace) -> list[Row]:
     names = args.servers.split(",")
     servers = {n: start_server(SERVERS[n]) for n in names}
     rss: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
@@ -303,7 +352,28 @@ def part_soak(args: argparse.Namespace) -> int:
             f"  {name:8} RSS after each round: {series} MiB; last two differ by "
             f"{100 * (last[-1] - last[0]) / last[0]:+.1f} %"
         )
-    return 0
+    return soak_rows(args, rss)
+
+
+def series_of(values: list[float]) -> str:
+    return " -> ".join(f"{v:.0f}" for v in values)
+
+
+def soak_rows(args: argparse.Namespace, rss: dict[str, list[tuple[float, float]]]) -> list[Row]:
+    """RSS after each round as shipped (``tuned``), beside glibc's defaults where they ran."""
+    if "tuned" not in rss:
+        return []
+    row: Row = {
+        "figure": "RSS after each round of wrk's whole mix (no training), bounded allocator",
+        "value": series_of([a for a, _ in rss["tuned"]]),
+        "unit": "MiB",
+        "note": f"{args.rounds} round(s) of {args.duration} s, {args.connections} connections, "
+        "the servers alternating",
+    }
+    if "untuned" in rss:
+        row["baseline"] = "glibc's defaults, same run"
+        row["baseline_value"] = series_of([a for a, _ in rss["untuned"]]) + " MiB"
+    return [row]
 
 
 LONG_PROBES = {"page": "/", "listing": "/api/models", "healthz": "/healthz"}
@@ -359,12 +429,13 @@ def served_model() -> Path:
     return served_dir(Path(tempfile.gettempdir()) / "attention-viz-bench" / "mixed" / "gpt2")
 
 
-def part_long(args: argparse.Namespace) -> int:
+def part_long(args: argparse.Namespace) -> list[Row]:
     from bench_long import text_of
 
     checkpoint = served_model()
     text = text_of(900, checkpoint)
     results: dict[str, list[dict[str, dict[str, float]]]] = {}
+    seconds: list[float] = []  # each long phase's median request
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             "ATTENTION_VIZ_MODELS": str(checkpoint.parent),
@@ -387,7 +458,11 @@ def part_long(args: argparse.Namespace) -> int:
                     time.sleep(args.duration)
                     measured = {k: probe.stop() for k, probe in running.items()}
                     results.setdefault(phase, []).append(measured)
-                    extra = f"; long requests {long.stop()}" if long is not None else ""
+                    extra = ""
+                    if long is not None:
+                        stopped = long.stop()
+                        seconds.append(float(stopped["median_s"]))  # type: ignore[arg-type]
+                        extra = f"; long requests {stopped}"
                     print(f"round {round_ + 1} {phase:5} (load {loadavg()}){extra}")
                     for k, m in measured.items():
                         print(f"   {LONG_PROBES[k]:12} {fmt(m)}", flush=True)
@@ -403,7 +478,34 @@ def part_long(args: argparse.Namespace) -> int:
             for k in LONG_PROBES
         ]
         print(f"{phase:5} " + "; ".join(cells))
-    return 0
+    return long_rows(args, results, seconds)
+
+
+def long_rows(
+    args: argparse.Namespace,
+    results: dict[str, list[dict[str, dict[str, float]]]],
+    seconds: list[float],
+) -> list[Row]:
+    """The probes' p99 while long requests hold the model thread, beside idle."""
+
+    def medians(phase: str, key: str) -> str:
+        runs = results[phase]
+        return " / ".join(ms(statistics.median(r[k][key] for r in runs)) for k in LONG_PROBES)
+
+    return [
+        {
+            "figure": "p99 of GET / / GET /api/models / GET /healthz while one long model "
+            "request after another (GPT-2 small, 900 tokens) holds the one model thread",
+            "value": medians("long", "p99"),
+            "unit": "ms",
+            "baseline": "the same probes, idle, same server and run",
+            "baseline_value": medians("idle", "p99") + " ms",
+            "goal": "<= 250 / <= 250 / <= 50 ms",
+            "note": f"{rounds(args)}; p50 {medians('long', 'p50')} ms (idle "
+            f"{medians('idle', 'p50')}); a long request took {span(seconds)} s (each "
+            "phase's median)",
+        }
+    ]
 
 
 def cancel_generation(url: str, model: str, n: int) -> None:
@@ -421,7 +523,7 @@ def cancel_generation(url: str, model: str, n: int) -> None:
     connection.close()
 
 
-def part_cancel(args: argparse.Namespace) -> int:
+def part_cancel(args: argparse.Namespace) -> list[Row]:
     checkpoint = served_model()
     with tempfile.TemporaryDirectory() as tmp:
         env = {
@@ -432,7 +534,8 @@ def part_cancel(args: argparse.Namespace) -> int:
         url, process = start_server(env)
         try:
             cancel_generation(url, checkpoint.name, -1)  # loads the model
-            print(f"start: {rss_mb(process.pid):.0f} MiB")
+            start = rss_mb(process.pid)
+            print(f"start: {start:.0f} MiB")
             series = []
             for round_ in range(args.rounds):
                 for n in range(10):
@@ -444,27 +547,60 @@ def part_cancel(args: argparse.Namespace) -> int:
                 )
         finally:
             stop_server(process)
-    print("RSS after each round: " + " -> ".join(f"{v:.0f}" for v in series) + " MiB")
-    return 0
+    print("RSS after each round: " + series_of(series) + " MiB")
+    return [
+        {
+            "figure": "server RSS after each round of 10 generation streams closed mid-way "
+            "(GPT-2 small, maps kept), 5 s idle after each",
+            "value": series_of(series),
+            "unit": "MiB",
+            "baseline": "after the model's first generation",
+            "baseline_value": f"{start:.0f} MiB",
+            "note": f"{args.rounds} round(s)",
+        }
+    ]
+
+
+PARTS = {"latency": part_latency, "soak": part_soak, "long": part_long, "cancel": part_cancel}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=["latency", "soak", "long", "cancel"], default="latency")
+    parser.add_argument("--part", choices=list(PARTS), default="latency")
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rounds", type=int, help="default: 2 (latency), 4 (soak)")
     parser.add_argument(
         "--servers", help="comma-separated: after,before (latency), tuned,untuned (soak)"
     )
+    parser.add_argument("--record", action="store_true", help="write bench/results")
     args = parser.parse_args()
     args.rounds = args.rounds or {"latency": 2, "long": 2, "cancel": 6}.get(args.part, 4)
     args.servers = args.servers or ("after,before" if args.part == "latency" else "tuned,untuned")
-    if args.part == "long":
-        return part_long(args)
-    if args.part == "cancel":
-        return part_cancel(args)
-    return part_latency(args) if args.part == "latency" else part_soak(args)
+    load_before = os.getloadavg()[0]
+    rows = PARTS[args.part](args)
+    if args.record:
+        recorded(rows, f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+def recorded(rows: list[Row], load: str) -> None:
+    """Write the part's rows (the same figures replaced) to bench/results."""
+    from record import machine, record
+
+    command = " ".join([".venv/bin/python bench/bench_mixed_load.py", *sys.argv[1:]])
+    path = record(
+        "bench/bench_mixed_load.py",
+        "Cheap requests under expensive load, and memory over repeated load (issues 20, 32).",
+        ".venv/bin/python bench/bench_mixed_load.py --part latency [--rounds 3] [--duration 15]; "
+        "... --part soak [--rounds 4] [--duration 30]; ... --part long [--rounds 2] "
+        "[--duration 20]; ... --part cancel [--rounds 6]; each [--record]",
+        [
+            {**row, "note": f"{row['note']}; {load}", "machine": machine(), "command": command}
+            for row in rows
+        ],
+    )
+    print(f"recorded {len(rows)} figure(s) in {path}; now: .venv/bin/python scripts/bench_table.py")
 
 
 if __name__ == "__main__":

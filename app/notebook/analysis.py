@@ -48,7 +48,8 @@ def why(
     tokens = heads.tokenize(text)
     result = why_cell(heads, tokens.ids, layer - 1, head - 1, row, col)
     cell = (layer, head, row, col)
-    data = why_payload(loaded.name, loaded.family, list(tokens.tokens), cell, result, top)
+    answer = why_payload(loaded.name, loaded.family, list(tokens.tokens), cell, result, top)
+    data = answer.model_dump()
     title = f"{loaded.name}: why layer {layer}, head {head} looks from {row} at {col}"
     return Analysis(data, NotebookView({"view": "why", "title": title, "answer": data}))
 
@@ -70,6 +71,7 @@ def attribute(
     heads = decoder_heads(head_model(loaded), loaded.name)
     tokens = heads.tokenize(text)
     result = attribute_heads(heads, tokens.ids, method, ablation, target, loaded.name, confirm_top)
-    data = attribute_payload(loaded.name, loaded.family, list(tokens.tokens), heads, result)
+    answer = attribute_payload(loaded.name, loaded.family, list(tokens.tokens), heads, result)
+    data = answer.model_dump()
     title = f"{loaded.name}: which heads matter for {_quoted(text)}"
     return Analysis(data, NotebookView({"view": "attribute", "title": title, "answer": data}))

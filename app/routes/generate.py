@@ -3,15 +3,13 @@ tokens and the attention of the whole sequence, in /api/model/attention's format
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeGuard
-
 import torch
 from fastapi import APIRouter, Request, Response
 
-from attention_core.models import Decoder, ModelRegistry, ModelUnsupported, TextModel
-from attention_core.models.text.generation import Sampling
+from attention_core.models import ModelRegistry, ModelUnsupported
+from attention_core.models.base.writing import Sampling
 
-from ..generated_maps import generated_maps
+from ..generated_maps import generated_maps, written_fields
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
@@ -19,19 +17,7 @@ from ..schemas.model import GenerateRequest, GenerateResponse
 from ..settings import Settings
 from .common import ERRORS, SettingsDep, json_response
 
-if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
-    from attention_core.models.hf.seq2seq import EncoderDecoder
-
 router = APIRouter(prefix="/api/model", tags=["model"])
-
-
-def _writes_target(model: TextModel) -> TypeGuard[EncoderDecoder]:
-    """Whether ``model`` writes a target beside its source (its stacks say so)."""
-    return model.capabilities.reads_target
-
-
-def _sampling(body: GenerateRequest) -> Sampling:
-    return Sampling(temperature=float(body.temperature), top_k=body.top_k, seed=body.seed)
 
 
 @router.post("/generate", response_model=GenerateResponse, responses=ERRORS)
@@ -56,7 +42,9 @@ def _generate(body: GenerateRequest, registry: ModelRegistry, settings: Settings
     return json_response(generation_answer(body, registry, settings))
 
 
-def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: Settings) -> object:
+def generation_answer(
+    body: GenerateRequest, registry: ModelRegistry, settings: Settings
+) -> GenerateResponse:
     """The body of ``POST /api/model/generate`` (and of its stream's ``result``)."""
     limit = settings.max_new_tokens
     if body.max_new_tokens > limit:
@@ -76,65 +64,18 @@ def generation_answer(body: GenerateRequest, registry: ModelRegistry, settings: 
             "once and cannot write one; choose a decoder (GET /api/models lists causal ones)",
             field="model",
         )
-    if _writes_target(model):  # prompt: the source; the maps: the three stacks
-        return _seq2seq_answer(model, entry.name, body, settings)
-    assert isinstance(model, Decoder)  # the one-stack model that writes
-    result = model.generate(
-        body.prompt, body.max_new_tokens, capture_attentions=False, **_sampling(body)
-    )
+    sampling = Sampling(temperature=float(body.temperature), top_k=body.top_k, seed=body.seed)
+    written = model.write(body.prompt, body.max_new_tokens, **sampling)
     with torch.inference_mode():
-        maps = generated_maps(
-            model, body, settings, lambda options: model.pass_of(result.sequence, options)
-        )
-    payload = {"model": entry.name, "family": model.family, "causal": True, **maps}
-    shown = payload["positions"]
-    generated = result.generated
-    payload.update(
+        maps = generated_maps(model, body, settings, written.reread)
+    return GenerateResponse.model_validate(
         {
-            "prompt_tokens": len(result.prompt),
-            "generated": [generated[i] for i in shown],
-            "generated_ids": list(result.new_ids),
-            "generated_tokens": list(result.new_tokens),
-            "generated_text": result.text,
-            "stop_reason": result.stop_reason,
-            "seed": result.seed,
+            "model": entry.name,
+            "family": model.family,
+            "causal": model.causal,
+            **maps,
+            **written_fields(written, maps["positions"]),
             "temperature": float(body.temperature),
             "top_k": body.top_k,
         }
     )
-    return payload
-
-
-def _seq2seq_answer(
-    model: EncoderDecoder, name: str, body: GenerateRequest, settings: Settings
-) -> dict[str, object]:
-    """An encoder-decoder's generation: the target it wrote for the source (the prompt),
-    keeping no map, then its three stacks from one pass over the source and the target
-    (``generated_maps``), at any length."""
-    written = model.generate(
-        body.prompt, body.max_new_tokens, capture_attentions=False, **_sampling(body)
-    )
-    with torch.inference_mode():
-        maps = generated_maps(
-            model,
-            body,
-            settings,
-            lambda options: model.forward_stacks(
-                body.prompt, target=written.new_ids, options=options
-            ),
-        )
-    return {
-        "model": name,
-        "family": model.family,
-        "causal": False,
-        **maps,
-        "prompt_tokens": len(written.source),
-        "generated": [False] * len(maps["positions"]),  # the source: nothing written there
-        "generated_ids": list(written.new_ids),
-        "generated_tokens": list(written.new_tokens),
-        "generated_text": written.text,
-        "stop_reason": written.stop_reason,
-        "seed": written.seed,
-        "temperature": float(body.temperature),
-        "top_k": body.top_k,
-    }

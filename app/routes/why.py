@@ -4,8 +4,6 @@ and ``attribution``; layers and heads from 1 here, from 0 in the core."""
 
 from __future__ import annotations
 
-import numpy as np
-import torch
 from fastapi import APIRouter, Request, Response
 
 from attention_core import SpecError
@@ -25,10 +23,6 @@ from ..why_payloads import attribute_payload, why_payload
 from .common import ERRORS, SettingsDep, json_response
 
 router = APIRouter(prefix="/api/model", tags=["model"])
-
-
-def _grid(tensor: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
 
 
 @router.post("/why", response_model=WhyResponse, responses=ERRORS)

@@ -14,18 +14,18 @@ any loaded ``TextModel``:
   transformers' names too;
 - BERT encoders by the ``edit_context`` argument of their forward pass.
 
-The hooks are installed once per model and do nothing unless the calling
-thread has set an edit (a context variable), so other requests running the
-same model at the same time are not affected.  A model of transformers'
+The hooks are registered for one ``run`` (``editing``) and removed after it;
+they act on the calling thread's forward pass only, so other requests running
+the same model at the same time are not affected.  A model of transformers'
 (issue 19's backend) needs only a ``HeadModel`` whose ``run`` calls it: the
 names above, ``head_slices`` and the hooks apply to it unchanged.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -36,6 +36,7 @@ from ..errors import SpecError
 from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import DecoderConfig
 from ..models.families.bert import Encoder
+from ..models.maps.blocked_pass import BlockedPass
 from ..models.maps.context_pass import context_only
 from ..models.maps.text_maps import TokenizedLike
 from ..models.text.decoder import Decoder
@@ -90,11 +91,17 @@ class HeadModel(Protocol):
         ...
 
     def run(
-        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
         """``ids`` (B, T) through the model (inference mode is the caller's).  Without
         ``attentions`` no map is held: each layer's context is computed block by block
-        (``context_pass``), at any length."""
+        (``context_pass``), at any length; ``blocked``: the pass every attention call goes
+        to instead (``context_pass.WatchedPass``: a sum read block by block)."""
         ...
 
     def out_weights(self, layer: int) -> torch.Tensor:
@@ -172,7 +179,6 @@ class DecoderHeadModel(TextModelTokens):
         self.blocks = layer_blocks(self.module, self.num_layers)
         self.final_norm: nn.Module = _submodule(self.module, FINAL_NORM_NAMES, "final norm")
         self.lm_head: nn.Module = self._lm_head()
-        install_edit_hooks(self.projections, self.blocks)
 
     def _lm_head(self) -> nn.Module:
         return self.module.get_submodule("lm_head")
@@ -184,13 +190,24 @@ class DecoderHeadModel(TextModelTokens):
         attentions: bool = False,
         edit: ContextEdit | None = None,
         grow: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
         """``grow(layer, x (B, T, C))`` may replace each block's input (e.g. a bigger batch)."""
-        with editing(edit, grow), context_only(attentions):
+        with self.editing(edit, grow):
             out = self.decoder.model(
-                ids, num_logits=0, output_attentions=attentions, output_hidden_states=True
+                ids,
+                num_logits=0,
+                output_attentions=attentions,
+                output_hidden_states=True,
+                blocked=context_only(attentions, blocked),
             )
         return RunOutput(out.attentions, out.hidden_states)
+
+    def editing(
+        self, edit: ContextEdit | None, grow: ContextEdit | None = None
+    ) -> AbstractContextManager[None]:
+        """``editing`` over this model's output projections and blocks."""
+        return editing(self.projections, self.blocks, edit, grow)
 
     def out_weights(self, layer: int) -> torch.Tensor:
         return head_slices(self.projections[layer], self.num_heads, self.head_dim)
@@ -217,12 +234,19 @@ class EncoderHeadModel(HeadModelBase):
         return self.encoder.tokenizer.id_pieces(list(ids))
 
     def run(
-        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
-        with context_only(attentions):
-            maps, hidden, _ = self.encoder.forward_layers(
-                ids, torch.zeros_like(ids), edit_context=edit
-            )
+        maps, hidden, _ = self.encoder.forward_layers(
+            ids,
+            torch.zeros_like(ids),
+            edit_context=edit,
+            blocked=context_only(attentions, blocked),
+        )
         return RunOutput(maps if attentions else (), hidden)
 
     def out_weights(self, layer: int) -> torch.Tensor:
@@ -272,37 +296,36 @@ def _without(count: int, special: frozenset[int]) -> torch.Tensor:
 
 # --- edits through forward pre-hooks -------------------------------------------------------
 
-_current_edit: ContextVar[ContextEdit | None] = ContextVar("attention_viz_edit", default=None)
-_current_grow: ContextVar[ContextEdit | None] = ContextVar("attention_viz_grow", default=None)
-
 
 @contextmanager
-def editing(edit: ContextEdit | None, grow: ContextEdit | None = None) -> Iterator[None]:
+def editing(
+    projections: Sequence[nn.Module],
+    blocks: Sequence[nn.Module],
+    edit: ContextEdit | None,
+    grow: ContextEdit | None = None,
+) -> Iterator[None]:
     """Within the block, this thread's forward passes apply ``edit`` to each output
-    projection's input and ``grow`` to each block's input (None: no change)."""
-    tokens = (_current_edit.set(edit), _current_grow.set(grow))
+    projection's input and ``grow`` to each block's input (None: no change), by pre-hooks
+    registered for the block and removed at its end.  The modules are shared: a hook
+    leaves another thread's forward through them alone."""
+    owner = threading.get_ident()
+    handles = [
+        module.register_forward_pre_hook(_hook(owner, change, layer))
+        for change, modules in ((edit, projections), (grow, blocks))
+        if change is not None
+        for layer, module in enumerate(modules)
+    ]
     try:
         yield
     finally:
-        _current_edit.reset(tokens[0])
-        _current_grow.reset(tokens[1])
+        for handle in handles:
+            handle.remove()
 
 
-def _hook(current: ContextVar[ContextEdit | None], layer: int) -> Callable[..., object]:
+def _hook(owner: int, change: ContextEdit, layer: int) -> Callable[..., object]:
     def hook(_module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
-        change = current.get()
-        if change is None:
+        if threading.get_ident() != owner:
             return None
         return (change(layer, args[0]), *args[1:])
 
     return hook
-
-
-def install_edit_hooks(projections: Sequence[nn.Module], blocks: Sequence[nn.Module]) -> None:
-    """Pre-hooks that apply the current thread's edits (once per module): on each output
-    projection (``editing``'s ``edit``) and on each block (its ``grow``)."""
-    for current, modules in ((_current_edit, projections), (_current_grow, blocks)):
-        for layer, module in enumerate(modules):
-            if not getattr(module, "_attention_viz_hooked", False):
-                module.register_forward_pre_hook(_hook(current, layer))
-                module._attention_viz_hooked = True  # type: ignore[assignment]

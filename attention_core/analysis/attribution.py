@@ -50,10 +50,9 @@ import torch.nn.functional as F
 
 from ..attention import attention_with_steps
 from ..errors import SpecError
-from ..models.maps.blocked_pass import blocked_pass
 from ..models.maps.context_pass import ContextPass
 from .ablation import ABLATION_MODES, check_heads, check_length, each_head_effects, masked_edit
-from .access import DecoderHeadModel, HeadModel, editing
+from .access import DecoderHeadModel, HeadModel
 from .frozen_norm import frozen
 from .qk_decomposition import layer_paths
 from .residual_parts import output_bias, post_norm
@@ -224,12 +223,13 @@ def gradient_pass(
             live[n] = x
             return x
 
-        with (
-            editing(edit, keep),
-            _final_input(heads) as final_input,
-            blocked_pass(ContextPass(GRADIENT_BLOCK_CELLS)),  # no map: the context in blocks
-        ):
-            final = heads.decoder.model(tensor, num_logits=0, output_hidden_states=True)
+        with heads.editing(edit, keep), _final_input(heads) as final_input:
+            final = heads.decoder.model(
+                tensor,
+                num_logits=0,
+                output_hidden_states=True,
+                blocked=ContextPass(GRADIENT_BLOCK_CELLS),  # no map: the context in blocks
+            )
         states = final.hidden_states[-1]
         loss, at_final = loss_and_gradient(heads, ids, target, states.detach())
         ends = [live[n] for n in range(1, L)] + [final_input.live] if graddrop else []

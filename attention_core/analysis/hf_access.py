@@ -6,7 +6,7 @@ transformers module (the output projections, blocks and final norm are found
 by transformers' own names, see ``access``), with the unembedding from
 ``get_output_embeddings()`` and Gemma's final logit soft-capping.  An encoder
 (``TransformersEncoder``: RoBERTa and kin) is run by transformers inside
-``editing``, with the same hooks on its output projections.
+``editing``, with the same hooks on its output projections, held for the run.
 
 Imported only when a model of the backend is loaded (it imports transformers).
 """
@@ -23,6 +23,7 @@ from ..models.base.out_projections import head_slices, output_projections
 from ..models.base.protocols import TextModel
 from ..models.hf.language_model import TransformersLM
 from ..models.hf.text_models import TransformersEncoder
+from ..models.maps.blocked_pass import BlockedPass
 from ..models.maps.context_pass import context_only
 from ..models.text.decoder import Decoder
 from .access import (
@@ -31,7 +32,6 @@ from .access import (
     RunOutput,
     TextModelTokens,
     editing,
-    install_edit_hooks,
 )
 
 
@@ -69,13 +69,22 @@ class TransformersEncoderHeadModel(TextModelTokens):
         self.encoder = encoder
         module = encoder.model.model
         self.projections = output_projections(module, self.num_layers)
-        install_edit_hooks(self.projections, [])
 
     def run(
-        self, ids: torch.Tensor, *, attentions: bool = False, edit: ContextEdit | None = None
+        self,
+        ids: torch.Tensor,
+        *,
+        attentions: bool = False,
+        edit: ContextEdit | None = None,
+        blocked: BlockedPass | None = None,
     ) -> RunOutput:
-        with editing(edit), context_only(attentions):
-            out = self.encoder.model(ids, output_attentions=attentions, output_hidden_states=True)
+        with editing(self.projections, (), edit):
+            out = self.encoder.model(
+                ids,
+                output_attentions=attentions,
+                output_hidden_states=True,
+                blocked=context_only(attentions, blocked),
+            )
         return RunOutput(out.attentions, out.hidden_states)
 
     def out_weights(self, layer: int) -> torch.Tensor:

@@ -33,7 +33,7 @@ from torch import nn
 from ..models.families.bert import Encoder
 from ..models.maps.context_pass import context_only
 from ..progress import StopForward
-from .access import DecoderHeadModel, editing
+from .access import DecoderHeadModel
 from .frozen_norm import frozen
 
 
@@ -98,9 +98,9 @@ def decoder_parts(
             raise _Stop
         return x
 
-    with torch.no_grad(), editing(keep_context, keep_input), context_only():
+    with torch.no_grad(), heads.editing(keep_context, keep_input):
         try:
-            heads.decoder.model(torch.tensor([list(ids)]), num_logits=0)
+            heads.decoder.model(torch.tensor([list(ids)]), num_logits=0, blocked=context_only())
         except _Stop:
             pass
     names = ["embedding"]
@@ -145,10 +145,12 @@ def encoder_parts(
 
     tensor = torch.tensor(list(ids))
     with torch.no_grad():
-        with context_only():  # no map: each layer's context block by block
-            _, hidden, _ = encoder.forward_layers(
-                tensor, torch.zeros_like(tensor), edit_context=keep_context
-            )
+        _, hidden, _ = encoder.forward_layers(
+            tensor,
+            torch.zeros_like(tensor),
+            edit_context=keep_context,
+            blocked=context_only(),  # no map: each layer's context block by block
+        )
         c = encoder.config
         H, D, eps = c.num_attention_heads, c.head_dim, c.layer_norm_eps
         names = ["embedding"]

@@ -21,7 +21,7 @@ import torch
 from ..errors import SpecError
 from ..models.base.contract import PassOptions
 from ..models.base.protocols import TextModel
-from ..models.maps.context_pass import watching
+from ..models.maps.context_pass import WatchedPass
 from .access import HeadModel
 from .head_models import head_model
 from .scores import HeadScores
@@ -123,8 +123,7 @@ class InductionSums:
 
 def blocked_induction(heads: HeadModel, ids: Sequence[int], start: int, R: int) -> torch.Tensor:
     """``scores.induction_score`` of every head, (L, H), summed block by block from a forward
-    over ``ids`` that holds no map (``watching``): any ``induction_length`` the model takes."""
+    over ``ids`` that holds no map (``WatchedPass``): any ``induction_length`` the model takes."""
     sums = InductionSums(heads.num_layers, heads.num_heads, start, R)
-    with watching(sums.add):
-        heads.run(torch.tensor([list(ids)]))
+    heads.run(torch.tensor([list(ids)]), blocked=WatchedPass(sums.add))
     return sums.scores()

@@ -17,27 +17,26 @@ token i (``labels``).  So both analyses read the decoder's predictions:
   embeddings).  The encoder's states are never read by the LM head (only by the
   cross-attention): its lens has no meaning, and is refused with the reason.
 
-Every forward holds no map (``context_only``: each attention's context block by
+Every forward holds no map (a ``ContextPass``: each attention's context block by
 block).  The edits are forward pre-hooks on the output projections, installed for
-one forward and acting on the calling thread's calls only (other requests may run
-the same model at the same time).
+one forward and acting on the calling thread's calls only (``access.editing``: other
+requests may run the same model at the same time).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from ..errors import SpecError
 from ..models.base.capabilities import StackName
+from ..models.hf.capture import AttentionRun, handing
 from ..models.hf.seq2seq import EncoderDecoder, TargetText
-from ..models.maps.context_pass import context_only
+from ..models.maps.context_pass import ContextPass
 from .ablation import (
     BATCH_CELLS,
     TOP_K,
@@ -47,6 +46,7 @@ from .ablation import (
     check_heads,
     masked_edit,
 )
+from .access import editing
 from .logit_lens import LENS_TOP_K, LogitLens
 
 FINAL_NORMS = ("model.decoder.layer_norm", "decoder.final_layer_norm")
@@ -103,26 +103,18 @@ def _out_projection(model: EncoderDecoder, stack: StackName, layer: int) -> torc
     return found
 
 
-@contextmanager
-def _ablating(model: EncoderDecoder, masks: HeadMasks, mode: str) -> Iterator[None]:
-    """Within the block, this thread's forwards replace the flagged heads' contexts."""
+def _ablating(model: EncoderDecoder, masks: HeadMasks, mode: str) -> AbstractContextManager[None]:
+    """Within the block, this thread's forwards replace the flagged heads' contexts
+    (``access.editing``'s pre-hooks on their output projections)."""
+    keys = list(masks)
     heads = model.info().heads
-    thread = threading.get_ident()
-    handles = []
-    for (stack, layer), mask in masks.items():
-        edit = masked_edit({0: mask}, heads, mode)
+    edits = [masked_edit({0: masks[key]}, heads, mode) for key in keys]
 
-        def hook(_m: object, args: tuple[torch.Tensor, ...], edit: Any = edit) -> Any:
-            if threading.get_ident() != thread:
-                return None
-            return (edit(0, args[0]), *args[1:])
+    def edit(index: int, context: torch.Tensor) -> torch.Tensor:
+        return edits[index](0, context)
 
-        handles.append(_out_projection(model, stack, layer).register_forward_pre_hook(hook))
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+    projections = [_out_projection(model, stack, layer) for stack, layer in keys]
+    return editing(projections, [], edit if keys else None)
 
 
 def decoder_states(
@@ -138,12 +130,14 @@ def decoder_states(
     source = torch.tensor([text.source]).expand(rows, -1)
     decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
     base = model.model.base_model  # no LM head: the logits are read in blocks
-    with _ablating(model, masks or {}, mode), context_only():
+    run = AttentionRun(blocked=ContextPass())  # no map: each context block by block
+    with _ablating(model, masks or {}, mode), handing(run, model.adapted) as keywords:
         out = base(
             input_ids=source,
             decoder_input_ids=decoder_input,
             output_hidden_states=True,
             use_cache=False,
+            **keywords,
         )
     return tuple(out.decoder_hidden_states)
 

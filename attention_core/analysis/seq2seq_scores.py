@@ -23,9 +23,8 @@ import torch
 from ..attention import AttentionSteps
 from ..blocked_attention import AttentionCall
 from ..errors import SpecError
-from ..models.hf.capture import STACKS, Stack
+from ..models.hf.capture import STACKS, AttentionRun, Stack
 from ..models.hf.seq2seq import EncoderDecoder
-from ..models.maps.blocked_pass import blocked_pass
 from ..models.maps.context_pass import ContextPass, LayerBlockSink, WatchedPass
 from .access import Tokens, _framing, _without
 from .scores import HeadScores
@@ -108,8 +107,9 @@ def _induction(
         source, decoder_input = list(model.tokenize(text).input_ids), ids
     info = model.info()
     sums = InductionSums(model.layers_of(chosen), info.heads, start, R)
-    with torch.inference_mode(), blocked_pass(_StackWatch(model, chosen, sums.add)):
-        model.model(
+    with torch.inference_mode():
+        model.forward_with(
+            AttentionRun(blocked=_StackWatch(model, chosen, sums.add)),
             input_ids=torch.tensor([source]),
             decoder_input_ids=torch.tensor([decoder_input]),
             use_cache=False,

@@ -20,6 +20,12 @@ export const DIVERGING = [
   [0.65, "#fddbc7"], [0.8, "#f4a582"], [0.9, "#d6604d"], [1, "#b2182b"],
 ];
 
+// Signed values in the Plotly heatmaps (heatmap.js): ColorBrewer's RdBu in five classes
+// (colour-blind safe), negative = blue, positive = red, white at 0.
+export const SIGNED = [
+  [0, "#0571b0"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4a582"], [1, "#ca0020"],
+];
+
 // The log scale spans this many powers of ten below the colour range's top.
 export const LOG_DECADES = 4;
 
@@ -51,6 +57,30 @@ const luts = new WeakMap();
 export function lutOf(stops = VIRIDIS) {
   if (!luts.has(stops)) luts.set(stops, Uint32Array.from({ length: 256 }, (_, i) => pack(rgbAt(i / 255, stops))));
   return luts.get(stops);
+}
+
+const scaleLuts = new Map();
+
+/** The 256 packed colours of a Plotly colour scale: a stop list, or a name (Plotly's "Viridis"). */
+export function scaleLut(colorscale) {
+  if (typeof colorscale === "string") return lutOf(VIRIDIS);
+  const key = JSON.stringify(colorscale);
+  if (!scaleLuts.has(key)) scaleLuts.set(key, lutOf(colorscale));
+  return scaleLuts.get(key);
+}
+
+/** A value's place (0..255) on a linear scale from zmin to zmax (a Plotly heatmap's). */
+export function rangeIndex(v, zmin, zmax) {
+  const t = zmax > zmin ? ((v - zmin) / (zmax - zmin)) * 255 : 0;
+  return t >= 255 ? 255 : t <= 0 ? 0 : t | 0;
+}
+
+/** Whether a packed colour is light enough to want dark text on it (its luma above 140). */
+export function lightColour(packed) {
+  const r = packed & 255;
+  const g = (packed >>> 8) & 255;
+  const b = (packed >>> 16) & 255;
+  return 0.299 * r + 0.587 * g + 0.114 * b > 140;
 }
 
 export const LUT = lutOf(VIRIDIS);

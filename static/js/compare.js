@@ -7,6 +7,7 @@ import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./
 import { drawHeatmap } from "./heatmap.js";
 import { dimLabels, tokenLabels } from "./labels.js";
 import { renderEmbeddingNotice } from "./explorer-notices.js";
+import { seededLike } from "./explorer-spec.js";
 import { LIMITS, MODEL_VECTORS } from "./limits.js";
 import { modelDim, modelVectors } from "./model-vectors.js";
 import { readCompareState, writeCompareState } from "./state.js";
@@ -206,12 +207,46 @@ async function run() {
   const form = readForm();
   writeCompareState(form);
   clearFieldErrors(root);
+  chooseVectors(form, [...tokensA, ...tokensB]);
   const problems = [];
   if (!tokensA.length) problems.push(["tokens_a", "Type at least one word."]);
   if (!tokensB.length) problems.push(["tokens_b", "Type at least one word."]);
-  // Words outside the toy vocabulary: every word gets MiniLM's vectors (hashed ones without
-  // a MiniLM checkpoint), as the explorer does, and the notice says so.
-  const unknown = [...new Set([...tokensA, ...tokensB].filter((t) => !(t in VOCAB)))];
+  if (problems.length) {
+    seq++; // an answer still on its way is out of date
+    for (const [field, msg] of problems) showFieldError(root, field, msg);
+    stale(problems.map(([, msg]) => msg).join(" "));
+    $("status").textContent = "";
+    return;
+  }
+  const mine = ++seq;
+  $("status").textContent = "Computing…";
+  try {
+    const body = await compareBody(form, tokensA, tokensB);
+    if (mine !== seq) return;
+    const result = await api.compare(body);
+    if (mine !== seq) return;
+    last = { request: body, response: result };
+    stale(null);
+    const ranked = rankShared(result.shared, result.a, result.b);
+    renderShared(ranked, result.a, result.b);
+    await draw(result, ranked);
+    $("status").textContent = "";
+    root.dataset.ready = String(mine);
+  } catch (err) {
+    if (mine !== seq) return;
+    const shown = showFieldErrors(root, err, errorPlace);
+    stale(shown.join(" "));
+    $("status").textContent = "";
+  }
+}
+
+/**
+ * Words outside the toy vocabulary: every word gets MiniLM's vectors (hashed ones without
+ * a MiniLM checkpoint), as the explorer does, and the notice says so; back to the toy
+ * vocabulary once every word is in it again.
+ */
+function chooseVectors(form, words) {
+  const unknown = [...new Set(words.filter((t) => !(t in VOCAB)))];
   if (auto && !unknown.length && form.embedding === auto.kind) {
     form.embedding = "vocabulary"; // every word is the toy vocabulary's again
     $("cmp-embedding").value = form.embedding;
@@ -232,54 +267,31 @@ async function run() {
     },
     dim: modelDim(MAX_DIM),
   });
-  if (problems.length) {
-    seq++; // an answer still on its way is out of date
-    for (const [field, msg] of problems) showFieldError(root, field, msg);
-    stale(problems.map(([, msg]) => msg).join(" "));
-    $("status").textContent = "";
-    return;
+}
+
+/** POST /api/compare's body: the preset's layer with the form's vectors and mask. */
+async function compareBody(form, tokensA, tokensB) {
+  const spec = presetSpec(form.preset);
+  let embedding = form.embedding === "hashed" ? { kind: "hashed", dim: 4, seed: 0 } : spec.embedding;
+  let projection = spec.projection;
+  if (form.embedding === "model") {
+    // One vector per distinct word, as vocabulary words: a word shared by A and B gets the same one.
+    // The toy words are replaced too, since a vocabulary's vectors must all be as wide.
+    const words = [...new Set([...tokensA, ...tokensB, ...Object.keys(VOCAB)])];
+    const vectors = await modelVectors(words, modelDim(MAX_DIM));
+    embedding = { kind: "vocabulary", extra: Object.fromEntries(words.map((w, i) => [w, vectors[i]])) };
+    if (projection.kind === "explicit") projection = seededLike(projection);
   }
-  const mine = ++seq;
-  $("status").textContent = "Computing…";
-  try {
-    const spec = presetSpec(form.preset);
-    let embedding = form.embedding === "hashed" ? { kind: "hashed", dim: 4, seed: 0 } : spec.embedding;
-    let projection = spec.projection;
-    if (form.embedding === "model") {
-      // One vector per distinct word, as vocabulary words: a word shared by A and B gets the same one.
-      // The toy words are replaced too, since a vocabulary's vectors must all be as wide.
-      const words = [...new Set([...tokensA, ...tokensB, ...Object.keys(VOCAB)])];
-      const vectors = await modelVectors(words, modelDim(MAX_DIM));
-      embedding = { kind: "vocabulary", extra: Object.fromEntries(words.map((w, i) => [w, vectors[i]])) };
-      // Hand-set W matrices fit 4-d toy vectors: keep their width, from nn.Linear's init.
-      if (projection.kind === "explicit") projection = { kind: "seeded_linear", d_out: projection.W_query[0].length, seed: 789 };
-    }
-    if (mine !== seq) return;
-    const body = {
-      tokens_a: tokensA,
-      tokens_b: tokensB,
-      embedding,
-      projection,
-      num_heads: spec.num_heads,
-      causal: form.causal,
-      scale: spec.scale,
-      mode: spec.mode,
-    };
-    const result = await api.compare(body);
-    if (mine !== seq) return;
-    last = { request: body, response: result };
-    stale(null);
-    const ranked = rankShared(result.shared, result.a, result.b);
-    renderShared(ranked, result.a, result.b);
-    await draw(result, ranked);
-    $("status").textContent = "";
-    root.dataset.ready = String(mine);
-  } catch (err) {
-    if (mine !== seq) return;
-    const shown = showFieldErrors(root, err, errorPlace);
-    stale(shown.join(" "));
-    $("status").textContent = "";
-  }
+  return {
+    tokens_a: tokensA,
+    tokens_b: tokensB,
+    embedding,
+    projection,
+    num_heads: spec.num_heads,
+    causal: form.causal,
+    scale: spec.scale,
+    mode: spec.mode,
+  };
 }
 
 function boot() {

@@ -44,3 +44,13 @@ export function downloadJson(filename, payload) {
 export function fmt(value, digits = 3) {
   return value === null || value === undefined ? "−∞" : Number(value).toFixed(digits);
 }
+
+/** Copy the page's address to the clipboard, and say so (or where the link is) with say(text). */
+export async function copyPageLink(say) {
+  try {
+    await navigator.clipboard.writeText(window.location.href);
+    say("Link copied.");
+  } catch {
+    say("The link is in the address bar.");
+  }
+}

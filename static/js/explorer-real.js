@@ -6,7 +6,7 @@
 // one), and nothing is editable.  An encoder-decoder's head names its `stack` (encoder,
 // decoder, cross) and the `target` text; a cross head's keys and values are the source's.
 
-import { byTestId, downloadJson, el, initialData } from "./dom.js";
+import { byTestId, copyPageLink, downloadJson, el, initialData } from "./dom.js";
 import { showFieldError, showFieldErrors } from "./feedback.js";
 import { drawHeatmap } from "./heatmap.js";
 import { dimLabels, tokenLabels } from "./labels.js";
@@ -196,13 +196,8 @@ function linkProblems(asked) {
 export async function bootRealHead(root) {
   const $ = (id) => byTestId(id, root);
   const asked = readRealHead();
-  const pipeline = $("pipeline");
-  $("real-back").href = modelPageLink(asked);
-  pipeline.querySelector('[data-step="output"]').hidden = true; // one head has no output projection
-  $("head-tabs").replaceChildren(
-    el("button", { type: "button", role: "tab", "aria-selected": "true", "data-testid": "head-tab-0", text: `layer ${asked.rawLayer}, head ${asked.rawHead}` }),
-  );
   const status = $("status");
+  prepareRealPage(root, asked);
   const problems = linkProblems(asked);
   if (problems.length) {
     for (const text of problems) showFieldError(root, "general", text);
@@ -210,12 +205,7 @@ export async function bootRealHead(root) {
     return;
   }
   status.textContent = "Running the model…";
-  const request = { model: asked.model, text: asked.text, layer: asked.layer, head: asked.head };
-  if (asked.textB) request.text_b = asked.textB;
-  // The ids a generation answered, when the link has them: the map's own rows.
-  if (asked.targetIds) request.target_ids = asked.targetIds;
-  else if (asked.target) request.target = asked.target;
-  if (asked.stack) request.stack = asked.stack;
+  const request = realHeadRequest(asked);
   let trace;
   try {
     trace = await modelApi.head(request);
@@ -225,28 +215,52 @@ export async function bootRealHead(root) {
     status.textContent = "";
     return;
   }
-  $("real-head-facts").textContent = facts(trace);
-  root.dataset.model = trace.model;
-  captionPipeline(pipeline, trace.cross);
-  for (const [key, caption] of Object.entries(captions(trace))) setCaption(pipeline.querySelector(`[data-step="${key}"]`), caption);
-  const done = drawPipeline(pipeline, shownTrace(trace), "0");
-  for (const [key, before, title, text, plot] of extraSteps(trace)) {
-    const div = extraPanel(pipeline.querySelector(`[data-step="${before}"]`), key, title, text);
-    await drawHeatmap(div, { ...plot, kind: "signed", filename: `attention-${key}` });
-  }
+  const done = drawRealPipeline(root, trace);
+  await drawExtraSteps($("pipeline"), trace);
   $("download-trace").addEventListener("click", () => downloadJson("real-head-trace.json", { request, response: trace }));
-  $("copy-link").addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText(window.location.href);
-      status.textContent = "Link copied.";
-    } catch {
-      status.textContent = "The link is in the address bar.";
-    }
-  });
+  $("copy-link").addEventListener("click", () => copyPageLink((text) => (status.textContent = text)));
   mountWhy(root, request, trace);
   if (await done) {
     status.textContent = "";
     root.dataset.ready = "real";
+  }
+}
+
+/** The page as one head of the linked model: the way back, no output step, one tab naming the head. */
+function prepareRealPage(root, asked) {
+  byTestId("real-back", root).href = modelPageLink(asked);
+  byTestId("pipeline", root).querySelector('[data-step="output"]').hidden = true; // one head has no output projection
+  byTestId("head-tabs", root).replaceChildren(
+    el("button", { type: "button", role: "tab", "aria-selected": "true", "data-testid": "head-tab-0", text: `layer ${asked.rawLayer}, head ${asked.rawHead}` }),
+  );
+}
+
+/** POST /api/model/head's body for the link. */
+function realHeadRequest(asked) {
+  const request = { model: asked.model, text: asked.text, layer: asked.layer, head: asked.head };
+  if (asked.textB) request.text_b = asked.textB;
+  // The ids a generation answered, when the link has them: the map's own rows.
+  if (asked.targetIds) request.target_ids = asked.targetIds;
+  else if (asked.target) request.target = asked.target;
+  if (asked.stack) request.stack = asked.stack;
+  return request;
+}
+
+/** The head's facts and its captioned pipeline; a promise of whether the pipeline was drawn to the end. */
+function drawRealPipeline(root, trace) {
+  const pipeline = byTestId("pipeline", root);
+  byTestId("real-head-facts", root).textContent = facts(trace);
+  root.dataset.model = trace.model;
+  captionPipeline(pipeline, trace.cross);
+  for (const [key, caption] of Object.entries(captions(trace))) setCaption(pipeline.querySelector(`[data-step="${key}"]`), caption);
+  return drawPipeline(pipeline, shownTrace(trace), "0");
+}
+
+/** The steps a real model adds (the unrotated q and k, a score bias, ...), each in a panel before the step it feeds. */
+async function drawExtraSteps(pipeline, trace) {
+  for (const [key, before, title, text, plot] of extraSteps(trace)) {
+    const div = extraPanel(pipeline.querySelector(`[data-step="${before}"]`), key, title, text);
+    await drawHeatmap(div, { ...plot, kind: "signed", filename: `attention-${key}` });
   }
 }
 

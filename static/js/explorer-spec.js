@@ -18,6 +18,12 @@ export function normalize(spec) {
   };
 }
 
+/** For vectors other than the toy ones (hand-set W matrices are as tall as those): a seeded
+ * projection as wide as the hand-set one, from nn.Linear's init. */
+export function seededLike(projection) {
+  return { kind: "seeded_linear", d_out: projection.W_query[0].length, seed: 789 };
+}
+
 /** The width of the input vectors (x), from the spec alone. */
 export function specInputDim(spec) {
   const e = spec.embedding;

@@ -2,7 +2,7 @@
 // head view (what one token reads in every head).
 
 import { ApiError, api } from "./api.js";
-import { byTestId, downloadJson, el, fillDatalist, initialData } from "./dom.js";
+import { byTestId, copyPageLink, downloadJson, el, fillDatalist, initialData } from "./dom.js";
 import { clearFieldErrors, markStale, showFieldError, showFieldErrors } from "./feedback.js";
 import { clone, eyeLike, identity, matrixGrid, refreshGrids } from "./grid.js";
 import { renderEmbeddingNotice, renderUnknownPieces } from "./explorer-notices.js";
@@ -11,6 +11,7 @@ import {
   localProblems,
   normalize,
   resizeExplicit,
+  seededLike,
   specInputDim,
   unknownWords as unknownIn,
 } from "./explorer-spec.js";
@@ -133,7 +134,7 @@ function switchEmbedding(kind, words, why) {
   delete s.source_embedding; // sources get the same kind of vectors
   // Hand-set W matrices are as tall as the old vectors: keep their width, from nn.Linear's init.
   if (s.projection.kind === "explicit" && s.projection.W_query.length !== dim) {
-    s.projection = { kind: "seeded_linear", d_out: s.projection.W_query[0].length, seed: 789 };
+    s.projection = seededLike(s.projection);
   }
   state.auto = { kind, words, before, why };
 }
@@ -192,16 +193,38 @@ function renderNotes(key, testid) {
   $(testid).textContent = state.notes[key].join(" ");
 }
 
+const UNKNOWN_MARK = "MiniLM does not know this word: [UNK]";
+const unknownMarks = (tokens, unk) => tokens.map((t) => (unk.has(t) ? UNKNOWN_MARK : ""));
+
 function renderControls() {
-  const s = state.spec;
   const unk = renderNotices();
-  const marks = s.tokens.map((t) => (unk.has(t) ? "MiniLM does not know this word: [UNK]" : ""));
+  renderTokenControls(unk);
+  renderCrossControls(unk);
+  renderEmbeddingControls();
+  renderProjectionControls();
+  renderOptionControls();
+  renderUnknownWords();
+  renderEditHistory();
+  const chosen = currentPreset();
+  for (const b of root.querySelectorAll(".preset")) {
+    b.setAttribute("aria-pressed", String(b.dataset.testid === `preset-${chosen}`));
+  }
+}
+
+/** The token chips (words MiniLM does not know marked) and what capping them cut. */
+function renderTokenControls(unk) {
+  const s = state.spec;
   renderChips($("token-chips"), s.tokens, (i) => setTokens(s.tokens.filter((_, j) => j !== i)), {
     onChoose: (i) => chooseToken(i),
     chosen: state.focus,
-    marks,
+    marks: unknownMarks(s.tokens, unk),
   });
   renderNotes("tokens", "tokens-note");
+}
+
+/** Cross-attention on or off: the source editor and its chips, the title, the causal mask's place. */
+function renderCrossControls(unk) {
+  const s = state.spec;
   const cross = Boolean(s.source_tokens);
   $("opt-cross").checked = cross;
   $("source-editor").hidden = !cross;
@@ -209,31 +232,39 @@ function renderControls() {
   $("opt-causal").disabled = cross;
   $("causal-help").hidden = !cross;
   captionPipeline($("pipeline"), cross);
-  if (cross) {
-    renderChips($("source-chips"), s.source_tokens, (i) => setTokens(s.source_tokens.filter((_, j) => j !== i), "source_tokens"), {
-      what: "source token",
-      marks: s.source_tokens.map((t) => (unk.has(t) ? "MiniLM does not know this word: [UNK]" : "")),
-    });
-    renderNotes("source_tokens", "source-note");
-  }
-  const e = s.embedding;
+  if (!cross) return;
+  renderChips($("source-chips"), s.source_tokens, (i) => setTokens(s.source_tokens.filter((_, j) => j !== i), "source_tokens"), {
+    what: "source token",
+    marks: unknownMarks(s.source_tokens, unk),
+  });
+  renderNotes("source_tokens", "source-note");
+}
+
+/** The embedding's kind, width and seed, and what MiniLM's vectors are when chosen. */
+function renderEmbeddingControls() {
+  const e = state.spec.embedding;
   $("opt-embedding").value = e.kind;
   $("opt-emb-dim").value = e.dim ?? inputDim() ?? "";
   $("opt-emb-dim").disabled = !("dim" in e);
   $("opt-emb-dim").max = String(isModel(e) ? modelDim(MAX_DIM) : MAX_DIM);
   const note = $("model-note");
   note.hidden = !isModel(e);
-  if (isModel(e)) {
-    note.textContent =
-      e.dim < MODEL_WIDTH
-        ? `MiniLM's word vectors (its embedding table: one fixed vector per word, no context) are 384 numbers wide; ` +
-          `this server takes at most ${MAX_DIM} (ATTENTION_VIZ_MAX_DIM), so each is multiplied by one fixed random ` +
-          `384 × ${e.dim} matrix, which keeps lengths and angles roughly. Any word works.`
-        : "MiniLM's word vectors, all 384 numbers: its embedding table, one fixed vector per word, no context. Any word works.";
-  }
+  if (isModel(e)) note.textContent = modelNote(e.dim);
   $("opt-emb-seed").value = e.seed ?? "";
   $("opt-emb-seed").disabled = !("seed" in e);
-  const p = s.projection;
+}
+
+function modelNote(dim) {
+  return dim < MODEL_WIDTH
+    ? `MiniLM's word vectors (its embedding table: one fixed vector per word, no context) are 384 numbers wide; ` +
+        `this server takes at most ${MAX_DIM} (ATTENTION_VIZ_MAX_DIM), so each is multiplied by one fixed random ` +
+        `384 × ${dim} matrix, which keeps lengths and angles roughly. Any word works.`
+    : "MiniLM's word vectors, all 384 numbers: its embedding table, one fixed vector per word, no context. Any word works.";
+}
+
+/** The projection's kind, output width and seed (the last two only for seeded ones). */
+function renderProjectionControls() {
+  const p = state.spec.projection;
   $("opt-projection").value = p.kind;
   const seeded = p.kind === "seeded_rand" || p.kind === "seeded_linear";
   $("opt-dout").value = seeded ? p.d_out : p.kind === "explicit" ? p.W_query[0].length : inputDim();
@@ -241,15 +272,24 @@ function renderControls() {
   $("opt-dout").max = String(MAX_DIM);
   $("opt-seed").value = seeded && p.seed !== null && p.seed !== undefined ? p.seed : "";
   $("opt-seed").disabled = !seeded;
+}
+
+/** Heads, the causal mask, the scale and the mode. */
+function renderOptionControls() {
+  const s = state.spec;
   $("opt-heads").value = s.num_heads;
   $("opt-heads").max = String(LIMITS.max_heads);
-  $("opt-causal").checked = s.causal && !cross;
+  $("opt-causal").checked = s.causal && !s.source_tokens;
   const numeric = typeof s.scale === "number";
   $("opt-scale").value = numeric ? "number" : s.scale;
   $("opt-scale-number").value = numeric ? s.scale : "";
   $("opt-scale-number").disabled = !numeric;
   $("opt-mode").value = s.mode;
-  renderUnknown($("unknown-words"), unknownWords(), specInputDim(s), {
+}
+
+/** Words without a vector: a vector to type for each, or hashed vectors for all. */
+function renderUnknownWords() {
+  renderUnknown($("unknown-words"), unknownWords(), specInputDim(state.spec), {
     onAdd: (word, vector) => {
       state.spec.embedding = { kind: "vocabulary", extra: { ...(state.spec.embedding.extra || {}), [word]: vector } };
       update();
@@ -259,11 +299,6 @@ function renderControls() {
       update();
     },
   });
-  renderEditHistory();
-  const chosen = currentPreset();
-  for (const b of root.querySelectorAll(".preset")) {
-    b.setAttribute("aria-pressed", String(b.dataset.testid === `preset-${chosen}`));
-  }
 }
 
 function renderTabs() {
@@ -516,6 +551,26 @@ function addWord(word, which) {
 }
 
 function bindControls() {
+  bindTokenEditors();
+  bindEmbeddingOptions();
+  bindProjectionOptions();
+  bindSpecOptions();
+  $("grid-undo").addEventListener("click", () => takeBackEdits(false));
+  $("grid-reset").addEventListener("click", () => takeBackEdits(true));
+  $("download-trace").addEventListener("click", () => {
+    if (state.trace) downloadJson("attention-trace.json", { request: state.request, response: state.trace });
+  });
+  $("copy-link").addEventListener("click", () => copyPageLink(setStatus));
+  $("pipeline").addEventListener("click", onRowLabelClick);
+  $("headview-panel").addEventListener("toggle", () => {
+    if ($("headview-panel").open && state.focus === null && state.trace) state.focus = 0;
+    save();
+    drawHeads();
+  });
+}
+
+/** The word and sentence editors of the tokens and of the source tokens. */
+function bindTokenEditors() {
   for (const [ids, which] of [
     [["token-input", "token-add", "sentence-input", "sentence-use", "sentence-count"], "tokens"],
     [["source-input", "source-add", "source-sentence", "source-use", "source-sentence-count"], "source_tokens"],
@@ -531,87 +586,90 @@ function bindControls() {
       },
     });
   }
-  const on = (id, fn) =>
-    $(id).addEventListener("change", async (ev) => {
-      await fn(ev.target);
-      update();
-    });
-  on("opt-embedding", (t) => {
-    const dim = inputDim() || 4;
-    const kinds = {
-      vocabulary: { kind: "vocabulary", extra: {} },
-      hashed: { kind: "hashed", dim, seed: 0 },
-      seeded_random: { kind: "seeded_random", dim, seed: 1337, batch: 1, batch_index: 0 },
-      explicit: { kind: "explicit", vectors: state.trace && state.trace.x ? clone(state.trace.x) : [] },
-      model: { kind: "model", dim: modelDim(MAX_DIM) },
-    };
-    state.spec.embedding = kinds[t.value];
-    state.auto = null;
-    state.ownVectors = t.value === "vocabulary";
-    if (t.value === "model") {
-      delete state.spec.source_embedding; // sources get model vectors too
-      const p = state.spec.projection;
-      // Hand-set W matrices are as tall as the old vectors: keep their width, from nn.Linear's init.
-      if (p.kind === "explicit") state.spec.projection = { kind: "seeded_linear", d_out: p.W_query[0].length, seed: 789 };
-    }
+}
+
+/** A change of the control `id` runs fn(the control), then recomputes the view. */
+function onChange(id, fn) {
+  $(id).addEventListener("change", async (ev) => {
+    await fn(ev.target);
+    update();
   });
-  on("opt-emb-dim", (t) => {
+}
+
+function bindEmbeddingOptions() {
+  onChange("opt-embedding", (t) => chooseEmbedding(t.value));
+  onChange("opt-emb-dim", (t) => {
     const e = state.spec.embedding;
     e.dim = intOr(t.value, e.dim);
     if (isModel(e)) e.dim = Math.max(1, Math.min(e.dim, MODEL_WIDTH)); // narrowed, never widened
   });
-  on("opt-emb-seed", (t) => (state.spec.embedding.seed = intOr(t.value, state.spec.embedding.seed)));
-  on("opt-projection", async (t) => {
-    const dIn = inputDim() || 4;
-    const prev = state.spec.projection;
-    const dOut = prev.d_out || (prev.W_query ? prev.W_query[0].length : Math.min(dIn, 3));
-    if (t.value === "identity") state.spec.projection = { kind: "identity" };
-    else if (t.value === "explicit") {
-      // The matrices shown (seeded ones written out by the API), or a neutral start.
-      const W = (await currentMatrices().catch(() => null)) || { W_query: eyeLike(dIn, dOut), W_key: eyeLike(dIn, dOut), W_value: eyeLike(dIn, dOut) };
-      state.spec.projection = { kind: "explicit", W_query: clone(W.W_query), W_key: clone(W.W_key), W_value: clone(W.W_value) };
-    } else state.spec.projection = { kind: t.value, d_out: dOut, seed: prev.seed === undefined ? 0 : prev.seed };
-  });
-  on("opt-dout", (t) => (state.spec.projection.d_out = intOr(t.value, state.spec.projection.d_out)));
-  on("opt-seed", (t) => (state.spec.projection.seed = t.value === "" ? null : intOr(t.value, 0)));
-  on("opt-heads", (t) => (state.spec.num_heads = intOr(t.value, NaN)));
-  on("opt-causal", (t) => (state.spec.causal = t.checked));
-  on("opt-cross", (t) => {
-    if (t.checked) {
-      state.spec.source_tokens = state.spec.tokens.slice();
-      state.spec.causal = false; // a mask is for a token's own sequence
-      if (state.spec.mode === "causal_average") state.spec.mode = "attention";
-    } else {
-      delete state.spec.source_tokens;
-      delete state.spec.source_embedding;
-    }
-    adaptEmbedding();
-  });
-  on("opt-scale", (t) => (state.spec.scale = t.value === "number" ? Number($("opt-scale-number").value) || 1 : t.value));
-  on("opt-scale-number", (t) => (state.spec.scale = t.value === "" ? NaN : Number(t.value)));
-  on("opt-mode", (t) => {
+  onChange("opt-emb-seed", (t) => (state.spec.embedding.seed = intOr(t.value, state.spec.embedding.seed)));
+}
+
+/** The reader picked an embedding kind: its default settings, and (MiniLM) a projection that fits. */
+function chooseEmbedding(kind) {
+  const dim = inputDim() || 4;
+  const kinds = {
+    vocabulary: { kind: "vocabulary", extra: {} },
+    hashed: { kind: "hashed", dim, seed: 0 },
+    seeded_random: { kind: "seeded_random", dim, seed: 1337, batch: 1, batch_index: 0 },
+    explicit: { kind: "explicit", vectors: state.trace && state.trace.x ? clone(state.trace.x) : [] },
+    model: { kind: "model", dim: modelDim(MAX_DIM) },
+  };
+  state.spec.embedding = kinds[kind];
+  state.auto = null;
+  state.ownVectors = kind === "vocabulary";
+  if (kind === "model") {
+    delete state.spec.source_embedding; // sources get model vectors too
+    const p = state.spec.projection;
+    // Hand-set W matrices are as tall as the old vectors: keep their width, from nn.Linear's init.
+    if (p.kind === "explicit") state.spec.projection = seededLike(p);
+  }
+}
+
+function bindProjectionOptions() {
+  onChange("opt-projection", (t) => chooseProjection(t.value));
+  onChange("opt-dout", (t) => (state.spec.projection.d_out = intOr(t.value, state.spec.projection.d_out)));
+  onChange("opt-seed", (t) => (state.spec.projection.seed = t.value === "" ? null : intOr(t.value, 0)));
+}
+
+/** The reader picked a projection kind; explicit starts from the matrices shown (or identities). */
+async function chooseProjection(kind) {
+  const dIn = inputDim() || 4;
+  const prev = state.spec.projection;
+  const dOut = prev.d_out || (prev.W_query ? prev.W_query[0].length : Math.min(dIn, 3));
+  if (kind === "identity") state.spec.projection = { kind: "identity" };
+  else if (kind === "explicit") {
+    // The matrices shown (seeded ones written out by the API), or a neutral start.
+    const W = (await currentMatrices().catch(() => null)) || { W_query: eyeLike(dIn, dOut), W_key: eyeLike(dIn, dOut), W_value: eyeLike(dIn, dOut) };
+    state.spec.projection = { kind: "explicit", W_query: clone(W.W_query), W_key: clone(W.W_key), W_value: clone(W.W_value) };
+  } else state.spec.projection = { kind, d_out: dOut, seed: prev.seed === undefined ? 0 : prev.seed };
+}
+
+/** Heads, the causal mask, cross-attention, the scale and the mode. */
+function bindSpecOptions() {
+  onChange("opt-heads", (t) => (state.spec.num_heads = intOr(t.value, NaN)));
+  onChange("opt-causal", (t) => (state.spec.causal = t.checked));
+  onChange("opt-cross", (t) => setCrossAttention(t.checked));
+  onChange("opt-scale", (t) => (state.spec.scale = t.value === "number" ? Number($("opt-scale-number").value) || 1 : t.value));
+  onChange("opt-scale-number", (t) => (state.spec.scale = t.value === "" ? NaN : Number(t.value)));
+  onChange("opt-mode", (t) => {
     state.spec.mode = t.value;
     if (t.value === "causal_average") state.spec.causal = true;
   });
-  $("grid-undo").addEventListener("click", () => takeBackEdits(false));
-  $("grid-reset").addEventListener("click", () => takeBackEdits(true));
-  $("download-trace").addEventListener("click", () => {
-    if (state.trace) downloadJson("attention-trace.json", { request: state.request, response: state.trace });
-  });
-  $("copy-link").addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText(window.location.href);
-      setStatus("Link copied.");
-    } catch {
-      setStatus("The link is in the address bar.");
-    }
-  });
-  $("pipeline").addEventListener("click", onRowLabelClick);
-  $("headview-panel").addEventListener("toggle", () => {
-    if ($("headview-panel").open && state.focus === null && state.trace) state.focus = 0;
-    save();
-    drawHeads();
-  });
+}
+
+/** Cross-attention on: the tokens attend to a copy of themselves as the source, unmasked. */
+function setCrossAttention(on) {
+  if (on) {
+    state.spec.source_tokens = state.spec.tokens.slice();
+    state.spec.causal = false; // a mask is for a token's own sequence
+    if (state.spec.mode === "causal_average") state.spec.mode = "attention";
+  } else {
+    delete state.spec.source_tokens;
+    delete state.spec.source_embedding;
+  }
+  adaptEmbedding();
 }
 
 function intOr(raw, fallback) {
@@ -679,42 +737,18 @@ async function update() {
   renderControls();
   clearFieldErrors(root);
   const seq = ++requestSeq;
-  if (unknownWords().length) {
-    showFieldError(root, "tokens", "Add a vector for each new word, or switch to hashed embeddings.");
-    staleBecause("Some words have no vector yet.");
-    setStatus("");
-    return;
-  }
-  const problems = localProblems(state.spec);
-  if (problems.length) {
-    for (const [key, text] of problems) showFieldError(root, key, text);
-    staleBecause(problems.map(([, text]) => text).join(" "));
+  if (showSpecProblems()) {
     setStatus("");
     return;
   }
   setStatus("Computing…");
   try {
-    let request;
-    try {
-      request = await resolve(state.spec);
-    } catch (err) {
-      // MiniLM chosen for the reader, but the server cannot give its vectors: hashed ones.
-      if (!(err instanceof ApiError) || !state.auto || state.auto.kind !== "model") throw err;
-      switchEmbedding("hashed", state.auto.words, "MiniLM's vectors are not available on this server");
-      return update();
-    }
+    const request = await requestFor(state.spec);
+    if (request === null) return update();
     if (seq !== requestSeq) return;
     const trace = await api.attention(request);
     if (seq !== requestSeq) return;
-    state.request = request;
-    state.expanded = null;
-    state.trace = trace;
-    staleBecause(null);
-    renderControls();
-    renderTabs();
-    const grids = renderGrids();
-    drawHeads();
-    const complete = (await Promise.all([drawPipeline($("pipeline"), trace, state.view), grids]))[0];
+    const complete = await showTrace(request, trace);
     if (!complete || seq !== requestSeq) return;
     bindPlotClicks();
     setStatus("");
@@ -724,6 +758,44 @@ async function update() {
     showErrors(err);
     setStatus("");
   }
+}
+
+/** Words without vectors, or numbers the server would refuse: said beside their controls (true), before any request. */
+function showSpecProblems() {
+  if (unknownWords().length) {
+    showFieldError(root, "tokens", "Add a vector for each new word, or switch to hashed embeddings.");
+    staleBecause("Some words have no vector yet.");
+    return true;
+  }
+  const problems = localProblems(state.spec);
+  if (!problems.length) return false;
+  for (const [key, text] of problems) showFieldError(root, key, text);
+  staleBecause(problems.map(([, text]) => text).join(" "));
+  return true;
+}
+
+/** The request for a spec; null when MiniLM, chosen for the reader, could not give its vectors (the page switched to hashed ones). */
+async function requestFor(spec) {
+  try {
+    return await resolve(spec);
+  } catch (err) {
+    if (!(err instanceof ApiError) || !state.auto || state.auto.kind !== "model") throw err;
+    switchEmbedding("hashed", state.auto.words, "MiniLM's vectors are not available on this server");
+    return null;
+  }
+}
+
+/** A new trace on the page: controls, tabs, grids, head view and pipeline; whether the pipeline was drawn to the end. */
+async function showTrace(request, trace) {
+  state.request = request;
+  state.expanded = null;
+  state.trace = trace;
+  staleBecause(null);
+  renderControls();
+  renderTabs();
+  const grids = renderGrids();
+  drawHeads();
+  return (await Promise.all([drawPipeline($("pipeline"), trace, state.view), grids]))[0];
 }
 
 async function boot() {

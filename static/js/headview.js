@@ -13,8 +13,7 @@
 // textContent, never parsed as markup.
 
 import { el } from "./dom.js";
-
-const SVG_NS = "http://www.w3.org/2000/svg";
+import { svgEl as svg } from "./quick-svg.js";
 
 // Okabe & Ito's palette, the usual choice for colour-vision deficiencies, strongest
 // colours first; heads past the eighth reuse it with dashed lines (bars: striped).
@@ -30,13 +29,6 @@ const MODES = [
   ["bars", "bars"],
 ];
 const MAX_WIDTH = 640;
-
-function svg(tag, attrs = {}, text) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 const weightOf = (v) => (v === null || v === undefined || !Number.isFinite(v) ? 0 : v);
 
@@ -104,24 +96,33 @@ function syncLegend(legend, heads) {
 }
 
 function linesFigure({ queries, keys, query, rows }, visible, onSelect, { fitted, room }) {
-  const height = Math.max(queries.length, keys.length) * ROW_PX + 8;
-  const longest = Math.max(...[...queries, ...keys].map((t) => Math.min(Array.from(t).length, 18)), 3);
-  const labelW = 12 + longest * 7.2;
-  const width = Math.max(2 * labelW + 120, Math.min(room || 0, MAX_WIDTH), 360);
-  const x0 = labelW;
-  const x1 = width - labelW;
-  const yOf = (i) => 4 + i * ROW_PX + ROW_PX / 2;
+  const g = linesGeometry(queries, keys, room);
   const root = svg("svg", {
-    viewBox: `0 0 ${width} ${height}`,
-    width,
-    height,
+    viewBox: `0 0 ${g.width} ${g.height}`,
+    width: g.width,
+    height: g.height,
     role: "img",
     class: "hv-lines",
     "data-testid": "headview-lines",
   });
   root.append(svg("title", {}, `Attention from ${queries[query]} to every token, one line colour per head`));
   const shown = rows.map((_, h) => h).filter((h) => visible[h]);
-  // Opacity = weight; or, fitted, weight / the largest weight shown (stated in the title).
+  root.append(headLines(g, { queries, keys, query, rows }, shown, fitted));
+  root.append(...queryLabels(g, queries, query, onSelect), ...keys.map((token, j) => svg("text", { x: g.x1 + 6, y: g.yOf(j), "dominant-baseline": "middle", class: "hv-token hv-key" }, token)));
+  return root;
+}
+
+/** The figure's size, the x of the query and key columns, and each row's y. */
+function linesGeometry(queries, keys, room) {
+  const height = Math.max(queries.length, keys.length) * ROW_PX + 8;
+  const longest = Math.max(...[...queries, ...keys].map((t) => Math.min(Array.from(t).length, 18)), 3);
+  const labelW = 12 + longest * 7.2;
+  const width = Math.max(2 * labelW + 120, Math.min(room || 0, MAX_WIDTH), 360);
+  return { width, height, x0: labelW, x1: width - labelW, yOf: (i) => 4 + i * ROW_PX + ROW_PX / 2 };
+}
+
+/** One line per shown head and key, from the chosen query; opacity = weight, or, fitted, weight / the largest weight shown. */
+function headLines(g, { queries, keys, query, rows }, shown, fitted) {
   const top = fitted ? Math.max(...shown.flatMap((h) => rows[h].map(weightOf)), 1e-12) : 1;
   // Each head's line ends a little apart, so overlapping heads stay visible.
   const spread = Math.min(2.5, (ROW_PX - 6) / Math.max(shown.length, 1));
@@ -131,10 +132,10 @@ function linesFigure({ queries, keys, query, rows }, visible, onSelect, { fitted
     rows[h].forEach((v, j) => {
       const w = weightOf(v);
       const line = svg("line", {
-        x1: x0 + 4,
-        y1: yOf(query) + dy,
-        x2: x1 - 4,
-        y2: yOf(j) + dy,
+        x1: g.x0 + 4,
+        y1: g.yOf(query) + dy,
+        x2: g.x1 - 4,
+        y2: g.yOf(j) + dy,
         stroke: headColour(h),
         "stroke-width": 2.5,
         "stroke-opacity": (w / top).toFixed(4),
@@ -147,23 +148,23 @@ function linesFigure({ queries, keys, query, rows }, visible, onSelect, { fitted
       lines.append(line);
     });
   });
-  root.append(lines);
-  queries.forEach((token, i) => {
+  return lines;
+}
+
+/** The query tokens on the left, the chosen one marked; a click chooses another. */
+function queryLabels(g, queries, query, onSelect) {
+  return queries.map((token, i) => {
     const label = svg("text", {
-      x: x0 - 6,
-      y: yOf(i),
+      x: g.x0 - 6,
+      y: g.yOf(i),
       "text-anchor": "end",
       "dominant-baseline": "middle",
       class: `hv-token hv-query${i === query ? " chosen" : ""}`,
       "data-index": i,
     }, token);
     label.addEventListener("click", () => onSelect(i));
-    root.append(label);
+    return label;
   });
-  keys.forEach((token, j) => {
-    root.append(svg("text", { x: x1 + 6, y: yOf(j), "dominant-baseline": "middle", class: "hv-token hv-key" }, token));
-  });
-  return root;
 }
 
 function barsFigure({ keys, rows }, visible) {

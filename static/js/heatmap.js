@@ -7,6 +7,7 @@
 // Marks for bench/: "first-heatmap" (first figure on screen), "plot-drawn"
 // (after every draw, detail = the plot's test id), "plotly-ready", "first-plotly".
 
+import { SIGNED } from "./colour.js";
 import { escapePlotly, tickLabel } from "./labels.js";
 import { plotlyReady } from "./plotly-loader.js";
 import { drawQuickChart } from "./quick-chart.js";
@@ -14,15 +15,7 @@ import { drawQuickHeatmap } from "./quick-heatmap.js";
 
 export { plotlyReady };
 
-// ColorBrewer RdBu (colour-blind safe), negative = blue, positive = red, white at 0.
-export const DIVERGING = [
-  [0, "#0571b0"],
-  [0.25, "#92c5de"],
-  [0.5, "#f7f7f7"],
-  [0.75, "#f4a582"],
-  [1, "#ca0020"],
-];
-export const SEQUENTIAL = "Viridis";
+const SEQUENTIAL = "Viridis"; // Plotly's name for colour.js's VIRIDIS
 
 const FONT = { family: "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", size: 12 };
 const SVG_ICON = {
@@ -247,110 +240,135 @@ const labelPx = (label, size) => Array.from(label).length * size * 0.6;
  * columns are labelled: the plot always fits its panel.
  */
 export function heatmapFigure(opts, width, range = weightRange) {
-  const { z, rows, cols, kind = "signed", rowTitle = "", colTitle = "" } = opts;
-  const n = rows.length;
-  const m = cols.length;
+  const { z, rows, cols, rowTitle = "", colTitle = "" } = opts;
+  const names = { row: escapePlotly(rowTitle || "row"), col: escapePlotly(colTitle || "column") };
+  const y = rowLabels(rows);
+  const plotW = Math.max(40, width - (30 + y.labelW + 80)); // axis title, y labels, colour bar
+  const x = columnLabels(cols, plotW, Boolean(opts.thinCols));
+  const trace = heatmapTrace(z, hoverText(z, rows, cols, names), [rows.length, cols.length], plotW);
+  Object.assign(trace, opts.kind === "weights" ? weightScale(opts, z, range) : signedScale(opts, z));
+  const layout = {
+    height: heatmapHeight(rows.length, y.font, x),
+    uirevision: opts.uirevision ?? "keep",
+    shapes: (opts.highlightRows || []).map(rowOutline),
+    xaxis: {
+      ...labelledAxis(x, names.col),
+      tickangle: x.vertical ? -90 : 0,
+      side: "bottom",
+    },
+    yaxis: { ...labelledAxis(y, names.row), autorange: "reversed" },
+  };
+  return { data: [trace], layout };
+}
+
+/** Each cell's hover text: its row, its column (whole labels) and its value. */
+function hoverText(z, rows, cols, names) {
   const rowsEsc = rows.map(escapePlotly);
   const colsEsc = cols.map(escapePlotly);
-  const rowName = escapePlotly(rowTitle || "row");
-  const colName = escapePlotly(colTitle || "column");
-  const text = z.map((row, i) =>
-    row.map((v, j) => `${rowName}: ${rowsEsc[i]}<br>${colName}: ${colsEsc[j]}<br>value: ${format(v)}`),
-  );
-  const yTicks = tickIndices(n, false);
-  const yText = yTicks.map((i) => tickLabel(rows[i]));
-  const yFont = labelFont(yTicks.length);
-  const yLabelW = Math.max(0, ...yText.map((t) => labelPx(t, yFont)));
-  const chrome = 30 + yLabelW + 80; // axis title, y labels, colour bar
-  const plotW = Math.max(40, width - chrome);
+  return z.map((row, i) => row.map((v, j) => `${names.row}: ${rowsEsc[i]}<br>${names.col}: ${colsEsc[j]}<br>value: ${format(v)}`));
+}
+
+/** The rows' ticks: every row up to 64, else about 16; their labels, font size and widest label. */
+function rowLabels(rows) {
+  const ticks = tickIndices(rows.length, false);
+  const text = ticks.map((i) => tickLabel(rows[i]));
+  const font = labelFont(ticks.length);
+  return { ticks, text, font, labelW: Math.max(0, ...text.map((t) => labelPx(t, font))) };
+}
+
+/**
+ * The columns' ticks for a plot plotW wide. The map always fits its panel: when the
+ * columns are too narrow for a label each, only every few columns are labelled (the
+ * hover text names every one); labels wider than their columns turn vertical.
+ */
+function columnLabels(cols, plotW, thin) {
+  const m = cols.length;
   const cellW = plotW / Math.max(m, 1);
-  // The map always fits its panel: when the columns are too narrow for a label each,
-  // only every few columns are labelled (the hover text names every one).
-  const first = tickIndices(m, Boolean(opts.thinCols));
+  const first = tickIndices(m, thin);
   let step = first.length > 1 ? first[1] - first[0] : 1;
   while (step < m && cellW * step < labelFont(Math.ceil(m / step)) + 3) step++;
-  const xTicks = Array.from({ length: Math.ceil(m / step) }, (_, i) => i * step);
-  const xFont = labelFont(xTicks.length);
-  const xText = xTicks.map((j) => tickLabel(cols[j]));
-  const xLabelW = Math.max(0, ...xText.map((t) => labelPx(t, xFont)));
-  const vertical = xLabelW + 4 > cellW * step;
+  const ticks = Array.from({ length: Math.ceil(m / step) }, (_, i) => i * step);
+  const font = labelFont(ticks.length);
+  const text = ticks.map((j) => tickLabel(cols[j]));
+  const labelW = Math.max(0, ...text.map((t) => labelPx(t, font)));
+  return { ticks, text, font, labelW, vertical: labelW + 4 > cellW * step };
+}
 
+/** The heatmap trace (n rows, m columns) without its colour scale: cells, hover, gaps, and numbers where they fit. */
+function heatmapTrace(z, text, [n, m], plotW) {
   const trace = {
     type: "heatmap",
     z,
-    x: cols.map((_, j) => j),
-    y: rows.map((_, i) => i),
+    x: Array.from({ length: m }, (_, j) => j),
+    y: Array.from({ length: n }, (_, i) => i),
     text,
     hovertemplate: "%{text}<extra></extra>",
     hoverongaps: false,
     // Gaps separate a few cells; on a 256-wide row they would leave no colour at all.
     xgap: m <= 40 ? 1 : 0,
     ygap: n <= 40 ? 1 : 0,
-    colorbar: { thickness: 10, len: 0.9, outlinewidth: 0, tickfont: { size: 10 } },
+    colorbar: colourBar(),
   };
   // Numbers in the cells only when a cell is wide and tall enough to hold "-0.00".
   if (n <= 12 && plotW / Math.max(m, 1) >= 36) {
     trace.texttemplate = "%{z:.2f}";
     trace.textfont = { size: m > 8 ? 9 : 11 };
   }
-  if (kind === "weights") {
-    let [lo, hi] = [opts.zmin ?? 0, opts.zmax ?? 1];
-    let title = opts.scaleTitle ?? "0–1 fixed";
-    if (range === "fitted" && opts.zmin === undefined && opts.zmax === undefined) {
-      [lo, hi] = dataRange(z);
-      if (hi - lo < 1e-12) [lo, hi] = [lo - 1e-6, hi + 1e-6];
-      title = `fitted: ${rangeText(lo)}–${rangeText(hi)}`;
-    }
-    Object.assign(trace, { colorscale: SEQUENTIAL, zmin: lo, zmax: hi });
-    trace.colorbar.title = { text: title, side: "right", font: { size: 10 } };
-  } else {
-    const [lo, hi] = dataRange(z);
-    const mabs = opts.zrange || Math.max(Math.abs(lo), Math.abs(hi)) || 1;
-    Object.assign(trace, { colorscale: DIVERGING, zmid: 0, zmin: -mabs, zmax: mabs });
-    if (opts.scaleTitle) trace.colorbar.title = { text: opts.scaleTitle, side: "right", font: { size: 10 } };
+  return trace;
+}
+
+/** The colour bar's style, and its title when there is one. */
+function colourBar(title = null) {
+  const bar = { thickness: 10, len: 0.9, outlinewidth: 0, tickfont: { size: 10 } };
+  if (title !== null) bar.title = { text: title, side: "right", font: { size: 10 } };
+  return bar;
+}
+
+/** Weights in Viridis: 0–1 (or the caller's zmin/zmax), or the data's own range when fitted. */
+function weightScale(opts, z, range) {
+  let [lo, hi] = [opts.zmin ?? 0, opts.zmax ?? 1];
+  let title = opts.scaleTitle ?? "0–1 fixed";
+  if (range === "fitted" && opts.zmin === undefined && opts.zmax === undefined) {
+    [lo, hi] = dataRange(z);
+    if (hi - lo < 1e-12) [lo, hi] = [lo - 1e-6, hi + 1e-6];
+    title = `fitted: ${rangeText(lo)}–${rangeText(hi)}`;
   }
-  const rowPx = Math.max(yFont + 2, Math.min(40, 300 / Math.max(n, 1)));
-  const extra = vertical ? Math.max(0, xLabelW - 14) : 0;
-  const height = Math.round(Math.max(260, 90 + n * rowPx + extra));
-  const shapes = (opts.highlightRows || []).map((i) => ({
-    type: "rect",
-    xref: "paper",
-    x0: 0,
-    x1: 1,
-    yref: "y",
-    y0: i - 0.5,
-    y1: i + 0.5,
-    line: { color: "#111", width: 2 },
-  }));
-  const layout = {
-    height,
-    uirevision: opts.uirevision ?? "keep",
-    shapes,
-    xaxis: {
-      tickmode: "array",
-      tickvals: xTicks,
-      ticktext: xText.map(escapePlotly),
-      tickangle: vertical ? -90 : 0,
-      tickfont: { size: xFont },
-      title: { text: colName, standoff: 6, font: { size: 11 } },
-      automargin: true,
-      showgrid: false,
-      zeroline: false,
-      side: "bottom",
-    },
-    yaxis: {
-      tickmode: "array",
-      tickvals: yTicks,
-      ticktext: yText.map(escapePlotly),
-      tickfont: { size: yFont },
-      title: { text: rowName, standoff: 6, font: { size: 11 } },
-      autorange: "reversed",
-      automargin: true,
-      showgrid: false,
-      zeroline: false,
-    },
+  return { colorscale: SEQUENTIAL, zmin: lo, zmax: hi, colorbar: colourBar(title) };
+}
+
+/** Signed values on the diverging scale, symmetric about 0 (the caller's zrange, or the largest |value|). */
+function signedScale(opts, z) {
+  const [lo, hi] = dataRange(z);
+  const mabs = opts.zrange || Math.max(Math.abs(lo), Math.abs(hi)) || 1;
+  const scale = { colorscale: SIGNED, zmid: 0, zmin: -mabs, zmax: mabs };
+  if (opts.scaleTitle) scale.colorbar = colourBar(opts.scaleTitle);
+  return scale;
+}
+
+/** Tall enough for each row's label, and for vertical column labels. */
+function heatmapHeight(n, rowFont, x) {
+  const rowPx = Math.max(rowFont + 2, Math.min(40, 300 / Math.max(n, 1)));
+  const extra = x.vertical ? Math.max(0, x.labelW - 14) : 0;
+  return Math.round(Math.max(260, 90 + n * rowPx + extra));
+}
+
+/** A black outline around row i, across the plot. */
+function rowOutline(i) {
+  return { type: "rect", xref: "paper", x0: 0, x1: 1, yref: "y", y0: i - 0.5, y1: i + 0.5, line: { color: "#111", width: 2 } };
+}
+
+/** An axis labelled at the given ticks, with a title. */
+function labelledAxis(labels, title) {
+  return {
+    tickmode: "array",
+    tickvals: labels.ticks,
+    ticktext: labels.text.map(escapePlotly),
+    tickfont: { size: labels.font },
+    title: { text: title, standoff: 6, font: { size: 11 } },
+    automargin: true,
+    showgrid: false,
+    zeroline: false,
   };
-  return { data: [trace], layout };
 }
 
 const lastKey = new WeakMap();
@@ -424,7 +442,9 @@ export function plotInView(div) {
   return visible.get(div) ?? true;
 }
 
-// A new width redraws the quick figures (Plotly's own are responsive) and re-fits every heatmap's labels.
+// A new width redraws the quick figures and re-fits every heatmap's labels; a Plotly figure
+// is resized to its div (Plotly's `responsive` follows the window only, not a card that
+// narrows with it or without it).
 function redrawResized() {
   const divs = [...resized].filter((d) => d.isConnected && !d.hidden && figures.has(d));
   resized.clear();
@@ -432,6 +452,7 @@ function redrawResized() {
     const width = widths.get(div);
     if (heatmaps.has(div)) drawHeatmap(div, { ...heatmaps.get(div), width });
     else if (div.dataset.renderer === "quick") drawQuick(div, figures.get(div), width);
+    else if (div.dataset.renderer === "plotly" && window.Plotly) window.Plotly.Plots.resize(div);
   }
 }
 

@@ -42,6 +42,7 @@ export function defaultState(init) {
     tokens: [], // several chosen tokens (model-multi-token.js), or none
     combine: "mean", // their rows: "mean" or "sum"
     cw: { ...(init.compare || {}) },
+    twoTexts: null, // the two-texts card's last comparison {a, b, model, layer, head}, or null
   };
 }
 
@@ -74,7 +75,24 @@ export function readModelState(defaults, search = window.location.search) {
   if (p.has("ca")) s.cw.text_a = p.get("ca");
   if (p.has("cb")) s.cw.text_b = p.get("cb");
   if (p.has("w")) s.cw.word = p.get("w");
+  if (p.get("tt") === "1") s.twoTexts = readTwoTexts(p, s.text);
   return s;
+}
+
+/** The two-texts card's comparison from `tt=1&tta=…&ttb=…&ttm=…&ttl=…&tth=…` (text A
+ * left out: the page's text). */
+function readTwoTexts(p, text) {
+  return { a: p.has("tta") ? p.get("tta") : text, b: p.get("ttb") || "", model: p.get("ttm") || "", layer: int(p.get("ttl"), 1) ?? 1, head: int(p.get("tth"), 1) ?? 1 };
+}
+
+/** [key, value] pairs of the two-texts card's comparison (see readTwoTexts). */
+function twoTextsPairs(t, text) {
+  if (!t) return [];
+  const pairs = [["tt", "1"]];
+  if (t.a !== text) pairs.push(["tta", t.a]);
+  if (t.b) pairs.push(["ttb", t.b]);
+  if (t.model) pairs.push(["ttm", t.model]);
+  return [...pairs, ["ttl", String(t.layer)], ["tth", String(t.head)]];
 }
 
 /** [key, value] pairs of what differs from the defaults, in a fixed order. */
@@ -112,6 +130,7 @@ export function modelStatePairs(s, d) {
   add("ca", s.cw.text_a, d.cw.text_a);
   add("cb", s.cw.text_b, d.cw.text_b);
   add("w", s.cw.word, d.cw.word);
+  pairs.push(...twoTextsPairs(s.twoTexts, s.task === "generate" ? null : s.text));
   return pairs;
 }
 

@@ -107,6 +107,20 @@ function startFromPage(parts, now) {
   parts.head.value = /^\d+$/.test(String(now.head)) ? String(now.head) : "1";
 }
 
+/** The form's inputs as the URL keeps them ({a, b, model, layer, head}: model-state.js). */
+function inputsOf(parts) {
+  return { a: parts.textA.value, b: parts.textB.value, model: parts.modelB.value, layer: Number(parts.layer.value), head: Number(parts.head.value) };
+}
+
+/** A comparison the URL kept, back in the form. */
+function fillFrom(parts, saved) {
+  parts.textA.value = saved.a;
+  parts.textB.value = saved.b;
+  parts.modelB.value = saved.model;
+  parts.layer.value = String(saved.layer);
+  parts.head.value = String(saved.head);
+}
+
 /** One head's map of `text` from `model` (empty: the server's default), pooled as the page's long maps. */
 function askMap(parts, model, text) {
   return post("/api/model/attention", { ...(model ? { model } : {}), text, layers: [Number(parts.layer.value)], heads: [Number(parts.head.value)], pool: POOL, head_average: false });
@@ -196,14 +210,23 @@ async function draw(t, [a, b]) {
 
 /**
  * The card, made into `card` (a section of /model).  page(): {model, text, layer, head}
- * of the page's large map (its model: null for the server's default).
+ * of the page's large map (its model: null for the server's default); saved: the
+ * comparison the URL kept (or null); onCompare(inputs): a comparison was asked for (the
+ * page keeps its inputs in the URL).  Returns {restore()}: the saved comparison run
+ * again (when the card is shown: not for an encoder-decoder).
  */
-export function mountTwoTexts(card, { models, defaultModel, page }) {
+export function mountTwoTexts(card, { models, defaultModel, page, saved = null, onCompare = () => {} }) {
   const t = { card, page, parts: twoTextsParts(card, models, defaultModel), seq: 0 };
-  startFromPage(t.parts, page()); // the page's text, layer and head to start from
+  if (saved) fillFrom(t.parts, saved);
+  else startFromPage(t.parts, page()); // the page's text, layer and head to start from
   t.parts.form.addEventListener("submit", (ev) => {
     ev.preventDefault();
+    onCompare(inputsOf(t.parts));
     compare(t);
   });
-  return card;
+  return {
+    restore() {
+      if (saved && !card.hidden) compare(t);
+    },
+  };
 }

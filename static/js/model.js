@@ -62,7 +62,16 @@ cards.attribution = lazy(() => import("./model-attribution.js").then((m) => m.se
 cards.stacks = stacksCard();
 cards.compareWord = mountCompareWord(page);
 // Two texts (or two checkpoints), one head, and their difference (model-two-texts.js).
-cards.twoTexts = mountTwoTexts($("two-texts"), { models: page.models, defaultModel: page.defaultModel, page: () => ({ model: state.model, text: state.text, layer: state.layer, head: state.head }) });
+cards.twoTexts = mountTwoTexts($("two-texts"), {
+  models: page.models,
+  defaultModel: page.defaultModel,
+  page: () => ({ model: state.model, text: state.text, layer: state.layer, head: state.head }),
+  saved: state.twoTexts, // a comparison the URL kept (tt=1&ttb=…)
+  onCompare: (inputs) => {
+    state.twoTexts = inputs;
+    page.writeUrl();
+  },
+});
 
 /** Encoder-decoders: the three stacks and the alignment view (model-stacks.js), loaded
  * for the first such model; until then the card stays hidden and the URL keeps no hash
@@ -99,6 +108,7 @@ checkUrlModel(page);
 fillForm(page);
 applyKind(page);
 cards.stacks.update();
+cards.twoTexts.restore();
 run().then(() => {
   if (isPlainEncoder(page.current()) && state.cw.text_a && state.cw.text_b && state.cw.word) cards.compareWord.run();
 });

@@ -17,9 +17,8 @@ import { attributionNodes } from "./model-attribution.js";
 import { drawMap, mapMax } from "./colour.js";
 import { decodeCompact, mapView } from "./model-data.js";
 import { drawZoom } from "./model-plots.js";
-import { drawTokenView, rowsOfLayers } from "./model-token-view.js";
-import { renderTokenList } from "./model-tokens.js";
 import { whyNodes } from "./model-why.js";
+import { tokenViewParts } from "./notebook-token-view.js";
 
 const data = JSON.parse(document.getElementById("view-data").textContent);
 const root = document.querySelector("main");
@@ -44,88 +43,119 @@ function matrix(decoded, index) {
 // ---------- the map grid, the large map and the token view ----------
 
 function mapsSection(section) {
+  const s = sectionMaps(section);
+  const zoom = {
+    plot: el("div", { class: "plot zoom-plot", "data-testid": "zoom-plot" }),
+    title: el("h2", { "data-testid": "zoom-title" }),
+    readout: el("p", { class: "readout", "data-testid": "zoom-readout", "aria-live": "polite" }),
+  };
+  const buttons = [];
+  const select = (l, head) => {
+    for (const b of buttons) b.setAttribute("aria-pressed", String(b._l === l && b._head === head));
+    drawLarge(s, zoom, l, head);
+  };
+  const grid = mapGrid(s, buttons, select);
+  const parts = [
+    data.sections.length > 1 ? el("h2", { class: "section-title", text: section.title }) : null,
+    pooledNote(section),
+    el("div", { class: "model-layout" }, [
+      gridCard("Every layer × every head", el("p", { class: "hint", text: "Click a map to open it large. Row = the token that attends, column = the token attended to." }), grid),
+      el("section", { class: "card zoom-card", "data-testid": "zoom-card" }, [zoom.title, zoom.plot, zoom.readout]),
+    ]),
+  ];
+  if (s.square && section.pooled === 1) parts.push(...tokenViewParts(section, s.maps, s.H));
+  root.append(el("div", { class: "nb-section", "data-testid": `section-${section.name}` }, parts));
+  select(0, 0);
+}
+
+/** A maps section decoded: its maps (and mean and rollout, when sent), and each map's cells and name. */
+function sectionMaps(section) {
   const maps = decodeCompact(section.maps);
   const mean = section.mean ? decodeCompact(section.mean) : null;
   const rollout = section.rollout ? decodeCompact(section.rollout) : null;
-  const L = section.layers.length;
   const H = section.heads.length;
-  const square = section.queries.length === section.keys.length && section.square;
-  const qLabels = tokenLabels(section.queries);
-  const kLabels = tokenLabels(section.keys);
-  const extras = [mean && "mean", rollout && "rollout"].filter(Boolean);
+  return {
+    section,
+    maps,
+    H,
+    square: section.queries.length === section.keys.length && section.square,
+    extras: [mean && "mean", rollout && "rollout"].filter(Boolean),
+    qLabels: tokenLabels(section.queries),
+    kLabels: tokenLabels(section.keys),
+    flatOf(l, head) {
+      if (head === "mean") return matrix(mean, l);
+      if (head === "rollout") return matrix(rollout, l);
+      return matrix(maps, l * H + head);
+    },
+    nameOf(l, head) {
+      const layer = section.layers[l];
+      if (head === "mean") return `Layer ${layer}, mean of heads`;
+      if (head === "rollout") return `Rollout through layer ${layer}`;
+      return `Layer ${layer}, head ${section.heads[head]}`;
+    },
+  };
+}
+
+/** The chosen map large: the /model page's large map when square, a labelled heatmap when not. */
+function drawLarge(s, zoom, l, head) {
+  zoom.title.textContent = s.nameOf(l, head);
+  const flat = s.flatOf(l, head);
+  if (s.square) {
+    drawZoom(zoom.plot, { flat, tokens: s.section.queries, zmax: mapMax(flat) || 1, filename: "attention", readout: zoom.readout, causal: s.section.causal });
+    return;
+  }
+  const [Tq, Tk] = s.maps.shape.slice(-2);
+  const z = Array.from({ length: Tq }, (_, i) => Array.from(flat.subarray(i * Tk, (i + 1) * Tk)));
+  drawHeatmap(zoom.plot, { z, rows: s.qLabels, cols: s.kLabels, kind: "weights", rowTitle: "attending (query)", colTitle: "attended to (key)", filename: "attention" });
+}
+
+/** Every layer × every head (and the mean and rollout) as small maps; buttons collects them, a click selects one. */
+function mapGrid(s, buttons, select) {
+  const { section, extras } = s;
   const grid = el("div", { class: "head-grid", "data-testid": "head-grid", role: "group", "aria-label": "Attention maps by layer and head" });
-  const zoom = el("div", { class: "plot zoom-plot", "data-testid": "zoom-plot" });
-  const zoomTitle = el("h2", { "data-testid": "zoom-title" });
-  const readout = el("p", { class: "readout", "data-testid": "zoom-readout", "aria-live": "polite" });
-  const buttons = [];
-
-  function flatOf(l, head) {
-    if (head === "mean") return matrix(mean, l);
-    if (head === "rollout") return matrix(rollout, l);
-    return matrix(maps, l * H + head);
-  }
-  function nameOf(l, head) {
-    const layer = section.layers[l];
-    if (head === "mean") return `Layer ${layer}, mean of heads`;
-    if (head === "rollout") return `Rollout through layer ${layer}`;
-    return `Layer ${layer}, head ${section.heads[head]}`;
-  }
-  function select(l, head) {
-    for (const b of buttons) b.setAttribute("aria-pressed", String(b._l === l && b._head === head));
-    zoomTitle.textContent = nameOf(l, head);
-    const flat = flatOf(l, head);
-    if (square) {
-      drawZoom(zoom, { flat, tokens: section.queries, zmax: mapMax(flat) || 1, filename: "attention", readout, causal: section.causal });
-    } else {
-      const [Tq, Tk] = maps.shape.slice(-2);
-      const z = Array.from({ length: Tq }, (_, i) => Array.from(flat.subarray(i * Tk, (i + 1) * Tk)));
-      drawHeatmap(zoom, { z, rows: qLabels, cols: kLabels, kind: "weights", rowTitle: "attending (query)", colTitle: "attended to (key)", filename: "attention" });
-    }
-  }
-
   const cells = [el("span", { class: "col-label", "aria-hidden": "true" })];
   for (const h of section.heads) cells.push(el("span", { class: "col-label", text: `H${h}` }));
   for (const x of extras) cells.push(el("span", { class: "col-label extra", text: x }));
-  for (let l = 0; l < L; l++) {
+  for (let l = 0; l < section.layers.length; l++) {
     cells.push(el("span", { class: "row-label", text: `Layer ${section.layers[l]}` }));
     for (const head of [...section.heads.keys(), ...extras]) {
-      const canvas = el("canvas", { width: 1, height: 1, "aria-hidden": "true" });
-      const extra = typeof head === "string";
-      const button = el("button", {
-        type: "button",
-        class: `map-btn${extra ? " extra" : ""}`,
-        "data-testid": extra ? `map-L${section.layers[l]}-${head}` : `map-L${section.layers[l]}-H${section.heads[head]}`,
-        "aria-label": nameOf(l, head),
-        title: nameOf(l, head),
-        "aria-pressed": "false",
-        onclick: () => select(l, head),
-      }, [canvas]);
-      button._l = l;
-      button._head = head;
+      const button = mapButton(s, l, head, select);
       buttons.push(button);
       cells.push(button);
-      const flat = flatOf(l, head);
-      if (square) drawMap(canvas, flat, section.queries.length, mapMax(flat) || 1, { causal: section.causal });
-      else drawRect(canvas, flat, maps.shape.slice(-2));
     }
   }
-  grid.style.gridTemplateColumns = `3.4rem repeat(${H + extras.length}, 42px)`;
+  grid.style.gridTemplateColumns = `3.4rem repeat(${s.H + extras.length}, 42px)`;
   grid.replaceChildren(...cells);
+  return grid;
+}
 
-  const pooledNote = section.pooled > 1
-    ? el("p", { class: "notice", "data-testid": "pooled-note", text: `${section.tokens_total} tokens: each cell is the largest weight of a block of ${section.pooled} × ${section.pooled} tokens (pool_above=${data.pool_above}).` })
-    : null;
-  const parts = [
-    data.sections.length > 1 ? el("h2", { class: "section-title", text: section.title }) : null,
-    pooledNote,
-    el("div", { class: "model-layout" }, [
-      gridCard("Every layer × every head", el("p", { class: "hint", text: "Click a map to open it large. Row = the token that attends, column = the token attended to." }), grid),
-      el("section", { class: "card zoom-card", "data-testid": "zoom-card" }, [zoomTitle, zoom, readout]),
-    ]),
-  ];
-  if (square && section.pooled === 1) parts.push(...tokenViewParts(section, maps, H));
-  root.append(el("div", { class: "nb-section", "data-testid": `section-${section.name}` }, parts));
-  select(0, 0);
+/** One small map (layer index l, head index or "mean"/"rollout") as a button. */
+function mapButton(s, l, head, select) {
+  const canvas = el("canvas", { width: 1, height: 1, "aria-hidden": "true" });
+  const extra = typeof head === "string";
+  const layer = s.section.layers[l];
+  const button = el("button", {
+    type: "button",
+    class: `map-btn${extra ? " extra" : ""}`,
+    "data-testid": extra ? `map-L${layer}-${head}` : `map-L${layer}-H${s.section.heads[head]}`,
+    "aria-label": s.nameOf(l, head),
+    title: s.nameOf(l, head),
+    "aria-pressed": "false",
+    onclick: () => select(l, head),
+  }, [canvas]);
+  button._l = l;
+  button._head = head;
+  const flat = s.flatOf(l, head);
+  if (s.square) drawMap(canvas, flat, s.section.queries.length, mapMax(flat) || 1, { causal: s.section.causal });
+  else drawRect(canvas, flat, s.maps.shape.slice(-2));
+  return button;
+}
+
+/** What a pooled section's cells are (none when every token has its own). */
+function pooledNote(section) {
+  if (section.pooled <= 1) return null;
+  const text = `${section.tokens_total} tokens: each cell is the largest weight of a block of ${section.pooled} × ${section.pooled} tokens (pool_above=${data.pool_above}).`;
+  return el("p", { class: "notice", "data-testid": "pooled-note", text });
 }
 
 /** A Tq × Tk map onto canvas (cross-attention: not square, never causal). */
@@ -137,59 +167,6 @@ function drawRect(canvas, flat, [Tq, Tk]) {
   drawMap(canvas, padded, side, zmax);
 }
 
-/** The token chips and the token view (one token's row in every head), as on /model. */
-function tokenViewParts(section, maps, H) {
-  const tokens = section.queries;
-  const labels = tokenLabels(tokens);
-  const layers = new Map();
-  const [T] = maps.shape.slice(-1);
-  for (let l = 0; l < section.layers.length; l++) {
-    const values = maps.values.subarray(l * H * T * T, (l + 1) * H * T * T);
-    layers.set(l + 1, { heads: { shape: [H, T, T], values } });
-  }
-  const list = el("ol", { class: "wp-tokens", "data-testid": "wp-tokens" });
-  const meta = {
-    tokens,
-    positions: tokens.map((_, i) => i),
-    special: section.special || tokens.map(() => false),
-    token_type_ids: section.token_type_ids || tokens.map(() => 0),
-    generated: null,
-  };
-  const tv = el("section", { class: "card token-view", "data-testid": "token-view" }, [
-    el("h2", { text: "From a token to what it reads" }),
-    el("p", { class: "tv-what", "data-testid": "tv-what" }),
-    el("div", { class: "tv-controls", "data-testid": "tv-controls", hidden: true }, [
-      el("div", { class: "field" }, [el("label", { for: "tv-layer", text: "Layer" }), el("select", { id: "tv-layer", "data-testid": "tv-layer" })]),
-      el("fieldset", { class: "tv-when", "data-testid": "tv-when", hidden: true }, [el("legend", { text: "This generated token" })]),
-    ]),
-    el("div", { class: "tv-body", "data-testid": "tv-body", hidden: true }, [
-      el("h3", { "data-testid": "tv-layer-title" }),
-      el("div", { id: "tv-headview", "data-testid": "headview" }),
-      el("h3", { text: "Every layer × every head" }),
-      el("div", { class: "plot tv-strip", "data-testid": "tv-strip" }),
-      el("div", { class: "tv-strip-canvas", "data-testid": "tv-strip-canvas", hidden: true }),
-    ]),
-  ]);
-  let chosen = null;
-  let layer = 1;
-  let mode = "lines";
-  const draw = () => {
-    renderTokenList(list, meta, { chosen, onChoose: choose });
-    drawTokenView(tv, { labels, tokens, generated: null, positions: meta.positions, causal: section.causal, row: rowsOfLayers(layers), L: section.layers.length, H, chosen, layer, when: "input" }, { onChoose: choose, onMode: (m) => (mode = m), headViewMode: mode });
-  };
-  function choose(i) {
-    chosen = i;
-    draw();
-  }
-  tv.querySelector("[data-testid='tv-layer']").addEventListener("change", (ev) => {
-    layer = Number(ev.target.value);
-    draw();
-  });
-  chosen = tokens.length - 1; // the last token: in a decoder, the one that reads every other
-  draw();
-  return [card("Tokens", el("p", { class: "hint", text: "Choose a token to see what it reads in every head." }), list), tv];
-}
-
 // ---------- bertviz's head view: one layer, every head, lines from a token ----------
 
 function headSection(section) {
@@ -198,17 +175,8 @@ function headSection(section) {
   const [Tq, Tk] = maps.shape.slice(-2);
   const qLabels = tokenLabels(section.queries);
   const kLabels = tokenLabels(section.keys);
-  const split = data.sentence_b_start;
-  const ranges = { all: [[0, Tq], [0, Tk]] };
-  if (split !== null && split !== undefined && section.square) {
-    Object.assign(ranges, { "A → A": [[0, split], [0, split]], "A → B": [[0, split], [split, Tk]], "B → A": [[split, Tq], [0, split]], "B → B": [[split, Tq], [split, Tk]] });
-  }
-  const layerSelect = el("select", { "data-testid": "hv-layer", "aria-label": "Layer" },
-    section.layers.map((n, i) => el("option", { value: i, text: `Layer ${n}` })));
-  layerSelect.value = String(Math.min(data.layer || 0, section.layers.length - 1));
-  const pairSelect = el("select", { "data-testid": "hv-pair", "aria-label": "Sentences" },
-    Object.keys(ranges).map((k) => el("option", { value: k, text: k === "all" ? "all tokens" : `sentence ${k}` })));
-  pairSelect.hidden = Object.keys(ranges).length === 1;
+  const ranges = sentenceRanges(section, Tq, Tk);
+  const { layerSelect, pairSelect } = headControls(section, ranges);
   const view = el("div", { id: `hv-${section.name}`, "data-testid": "headview" });
   const thumbs = el("div", { class: "head-grid", "data-testid": "head-grid" });
   let query = Tq - 1; // the last token: in a decoder, the one that reads every other
@@ -216,27 +184,15 @@ function headSection(section) {
     const l = Number(layerSelect.value);
     const [[q0, q1], [k0, k1]] = ranges[pairSelect.value];
     query = Math.min(query, q1 - q0 - 1);
-    const rows = Array.from({ length: H }, (_, h) => {
-      const flat = matrix(maps, l * H + h);
-      const start = (q0 + query) * Tk;
-      return Array.from(flat.subarray(start + k0, start + k1));
-    });
+    const start = (q0 + query) * Tk;
+    const rows = Array.from({ length: H }, (_, h) => Array.from(matrix(maps, l * H + h).subarray(start + k0, start + k1)));
     drawHeadView(view, { queries: qLabels.slice(q0, q1), keys: kLabels.slice(k0, k1), query, rows }, {
       onSelect: (i) => {
         query = i;
         draw();
       },
     });
-    const cells = [];
-    section.heads.forEach((h, i) => {
-      const canvas = el("canvas", { width: 1, height: 1, "aria-hidden": "true" });
-      cells.push(el("span", { class: "map-btn", title: `head ${h}` }, [canvas]));
-      const flat = matrix(maps, l * H + i);
-      if (Tq === Tk) drawMap(canvas, flat, Tq, mapMax(flat) || 1, { causal: section.causal });
-      else drawRect(canvas, flat, [Tq, Tk]);
-    });
-    thumbs.style.gridTemplateColumns = `repeat(${H}, 42px)`;
-    thumbs.replaceChildren(...cells);
+    drawLayerThumbs(thumbs, section, maps, l);
   };
   layerSelect.addEventListener("change", draw);
   pairSelect.addEventListener("change", () => {
@@ -252,6 +208,42 @@ function headSection(section) {
     });
     view._hvRedraw();
   }
+}
+
+/** The query and key ranges to show: all tokens, and with a second sentence (bertviz's sentence_b_start) each pair of sentences. */
+function sentenceRanges(section, Tq, Tk) {
+  const split = data.sentence_b_start;
+  const ranges = { all: [[0, Tq], [0, Tk]] };
+  if (split !== null && split !== undefined && section.square) {
+    Object.assign(ranges, { "A → A": [[0, split], [0, split]], "A → B": [[0, split], [split, Tk]], "B → A": [[split, Tq], [0, split]], "B → B": [[split, Tq], [split, Tk]] });
+  }
+  return ranges;
+}
+
+/** The layer's select (the view's layer first) and the sentences' (hidden with one sentence). */
+function headControls(section, ranges) {
+  const layerSelect = el("select", { "data-testid": "hv-layer", "aria-label": "Layer" },
+    section.layers.map((n, i) => el("option", { value: i, text: `Layer ${n}` })));
+  layerSelect.value = String(Math.min(data.layer || 0, section.layers.length - 1));
+  const pairSelect = el("select", { "data-testid": "hv-pair", "aria-label": "Sentences" },
+    Object.keys(ranges).map((k) => el("option", { value: k, text: k === "all" ? "all tokens" : `sentence ${k}` })));
+  pairSelect.hidden = Object.keys(ranges).length === 1;
+  return { layerSelect, pairSelect };
+}
+
+/** Layer index l's heads as small maps. */
+function drawLayerThumbs(thumbs, section, maps, l) {
+  const H = section.heads.length;
+  const [Tq, Tk] = maps.shape.slice(-2);
+  const cells = section.heads.map((h, i) => {
+    const canvas = el("canvas", { width: 1, height: 1, "aria-hidden": "true" });
+    const flat = matrix(maps, l * H + i);
+    if (Tq === Tk) drawMap(canvas, flat, Tq, mapMax(flat) || 1, { causal: section.causal });
+    else drawRect(canvas, flat, [Tq, Tk]);
+    return el("span", { class: "map-btn", title: `head ${h}` }, [canvas]);
+  });
+  thumbs.style.gridTemplateColumns = `repeat(${H}, 42px)`;
+  thumbs.replaceChildren(...cells);
 }
 
 // ---------- the explorer's pipeline, step by step ----------

@@ -2,7 +2,7 @@
 // the first paint before Plotly is loaded. Supports what the pages use: linear,
 // log and category x axes; linear and log y axes; grouped bars; a legend.
 
-import { FONT_FAMILY, INK, MUTED, niceTicks, quickRoot, svgEl, textWidth, tick, tickText, unescapePlotly } from "./quick-svg.js";
+import { INK, MUTED, niceTicks, quickRoot, quickSvg, svgEl, textWidth, tick, tickText, titleText, unescapePlotly } from "./quick-svg.js";
 
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
 const log10 = Math.log10;
@@ -42,6 +42,16 @@ function extent(values, pad = 0.05) {
 export function drawQuickChart(div, data, layout, width) {
   const W = Math.max(160, Math.round(layout.width || width || 320));
   const H = Math.round(layout.height || 300);
+  const f = chartBox(chartAxes(data, layout), layout, W, H);
+  const root = quickRoot(div, W, H);
+  const svg = quickSvg(W, H);
+  svg.append(...plotBackground(f), ...traceMarks(f, data), ...axisLayers(f), ...titles(f, layout));
+  if (f.showLegend) svg.append(legend(f, data));
+  root.append(svg);
+}
+
+/** The axes' types, ranges, ticks and titles, and the transforms from data to axis units. */
+function chartAxes(data, layout) {
   const xa = layout.xaxis || {};
   const ya = layout.yaxis || {};
   const bars = data.filter((t) => t.type === "bar");
@@ -52,96 +62,130 @@ export function drawQuickChart(div, data, layout, width) {
   const ty = (v) => (yType === "log" ? log10(v) : v);
   const [x0, x1] = categories ? [-0.5, categories.length - 0.5] : xa.range || extent(data.flatMap((t) => t.x.map(tx)));
   const [y0, y1] = ya.range || (bars.length ? [0, extent(data.flatMap((t) => t.y))[1]] : extent(data.flatMap((t) => t.y.map(ty))));
-  const xTicks = categories ? categories.map((c, k) => ({ pos: k, text: unescapePlotly(c) })) : axisTicks(xa, x0, x1, xType);
-  const yTicks = axisTicks(ya, y0, y1, yType).filter((t) => t.pos >= y0 - 1e-9 && t.pos <= y1 + 1e-9);
-  const xTitle = xa.title && xa.title.text ? unescapePlotly(xa.title.text) : "";
-  const yTitle = ya.title && ya.title.text ? unescapePlotly(ya.title.text) : "";
-  const showLegend = layout.showlegend !== false && data.length > 1;
+  return {
+    bars,
+    categories,
+    tx,
+    ty,
+    x0,
+    x1,
+    y0,
+    y1,
+    xTicks: categories ? categories.map((c, k) => ({ pos: k, text: unescapePlotly(c) })) : axisTicks(xa, x0, x1, xType),
+    yTicks: axisTicks(ya, y0, y1, yType).filter((t) => t.pos >= y0 - 1e-9 && t.pos <= y1 + 1e-9),
+    xTitle: titleText(xa),
+    yTitle: titleText(ya),
+    showLegend: layout.showlegend !== false && data.length > 1,
+  };
+}
 
-  const yLabelW = Math.max(0, ...yTicks.map((t) => textWidth(t.text, 11)));
-  const xLabelW = Math.max(0, ...xTicks.map((t) => textWidth(t.text, 11)));
-  const left = 6 + (yTitle ? 18 : 0) + yLabelW + 6;
+/** The plot's box inside W × H (margins from the labels' measured widths) and the maps from axis units to pixels. */
+function chartBox(f, layout, W, H) {
+  const yLabelW = Math.max(0, ...f.yTicks.map((t) => textWidth(t.text, 11)));
+  const xLabelW = Math.max(0, ...f.xTicks.map((t) => textWidth(t.text, 11)));
+  const left = 6 + (f.yTitle ? 18 : 0) + yLabelW + 6;
   const plotGuess = W - left - 12;
-  const rotate = categories && xLabelW > plotGuess / Math.max(categories.length, 1) - 4;
+  const rotate = Boolean(f.categories) && xLabelW > plotGuess / Math.max(f.categories.length, 1) - 4;
   const xLabelH = rotate ? xLabelW * 0.71 + 11 : 15;
-  const top = (showLegend ? 24 : 8) + (layout.title ? 20 : 0);
-  const bottom = 4 + xLabelH + (xTitle ? 18 : 0) + 4;
+  const top = (f.showLegend ? 24 : 8) + (layout.title ? 20 : 0);
+  const bottom = 4 + xLabelH + (f.xTitle ? 18 : 0) + 4;
   const right = 12;
   const PW = Math.max(20, W - left - right);
   const PH = Math.max(20, H - top - bottom);
-  const px = (pos) => left + ((pos - x0) / (x1 - x0 || 1)) * PW;
-  const py = (pos) => top + PH - ((pos - y0) / (y1 - y0 || 1)) * PH;
+  const px = (pos) => left + ((pos - f.x0) / (f.x1 - f.x0 || 1)) * PW;
+  const py = (pos) => top + PH - ((pos - f.y0) / (f.y1 - f.y0 || 1)) * PH;
+  return { ...f, W, H, left, top, PW, PH, rotate, px, py };
+}
 
-  const root = quickRoot(div, W, H);
-  const svg = svgEl("svg", { class: "quick-svg", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "font-family": FONT_FAMILY, "aria-hidden": "true" });
-  svg.append(svgEl("rect", { x: left, y: top, width: PW, height: PH, fill: "#ffffff" }));
+/** The plot's white box and the horizontal grid lines. */
+function plotBackground(f) {
   const grid = svgEl("g", { class: "gridlayer" });
-  for (const t of yTicks) grid.append(svgEl("line", { x1: left, x2: left + PW, y1: py(t.pos), y2: py(t.pos), stroke: "#eaeef2" }));
-  svg.append(grid);
+  for (const t of f.yTicks) grid.append(svgEl("line", { x1: f.left, x2: f.left + f.PW, y1: f.py(t.pos), y2: f.py(t.pos), stroke: "#eaeef2" }));
+  return [svgEl("rect", { x: f.left, y: f.top, width: f.PW, height: f.PH, fill: "#ffffff" }), grid];
+}
 
+/** Every trace's bars, lines and markers, clipped to the plot's box. */
+function traceMarks(f, data) {
   const clip = `quick-clip-${Math.random().toString(36).slice(2)}`;
   const defs = svgEl("defs");
   const clipPath = svgEl("clipPath", { id: clip });
-  clipPath.append(svgEl("rect", { x: left, y: top, width: PW, height: PH }));
+  clipPath.append(svgEl("rect", { x: f.left, y: f.top, width: f.PW, height: f.PH }));
   defs.append(clipPath);
-  svg.append(defs);
   const traces = svgEl("g", { class: "quick-traces", "clip-path": `url(#${clip})` });
-  const groupW = 0.8;
   data.forEach((trace, k) => {
     const colour = colourOf(trace, k);
-    if (trace.type === "bar") {
-      const slot = groupW / bars.length;
-      const b = bars.indexOf(trace);
-      trace.y.forEach((v, i) => {
-        const xa0 = px(i - groupW / 2 + b * slot);
-        const xa1 = px(i - groupW / 2 + (b + 1) * slot);
-        const yv = py(ty(v));
-        const yb = py(Math.max(y0, 0));
-        traces.append(svgEl("rect", { class: "point", x: xa0, y: Math.min(yv, yb), width: Math.max(1, xa1 - xa0 - 1), height: Math.abs(yb - yv), fill: colour }));
-      });
-    } else {
-      const pts = trace.x.map((x, i) => [px(tx(x)), py(ty(trace.y[i]))]);
-      if ((trace.mode || "lines").includes("lines")) {
-        traces.append(svgEl("polyline", { points: pts.map((p) => p.join(",")).join(" "), fill: "none", stroke: colour, "stroke-width": (trace.line && trace.line.width) || 2 }));
-      }
-      if ((trace.mode || "").includes("markers")) {
-        for (const [x, y] of pts) traces.append(svgEl("circle", { class: "point", cx: x, cy: y, r: ((trace.marker && trace.marker.size) || 6) / 2, fill: colour }));
-      }
-    }
+    traces.append(...(trace.type === "bar" ? barMarks(f, trace, colour) : lineMarks(f, trace, colour)));
   });
-  svg.append(traces);
+  return [defs, traces];
+}
 
-  const yLayer = svgEl("g", { class: "yaxislayer-above" });
-  for (const t of yTicks) yLayer.append(tick("ytick", t.text, left - 4, py(t.pos), 11, { anchor: "end" }));
-  const xLayer = svgEl("g", { class: "xaxislayer-above" });
-  for (const t of xTicks) {
-    if (t.pos < x0 - 1e-9 || t.pos > x1 + 1e-9) continue;
-    const x = px(t.pos);
-    if (rotate) xLayer.append(tick("xtick", t.text, x, top + PH + 4, 11, { anchor: "end", angle: -45 }));
-    else xLayer.append(tick("xtick", t.text, x, top + PH + 4, 11, { baseline: "hanging" }));
+const GROUP_WIDTH = 0.8;
+
+/** A bar trace's rectangles, side by side with the other bar traces' in each category. */
+function barMarks(f, trace, colour) {
+  const slot = GROUP_WIDTH / f.bars.length;
+  const b = f.bars.indexOf(trace);
+  return trace.y.map((v, i) => {
+    const xa0 = f.px(i - GROUP_WIDTH / 2 + b * slot);
+    const xa1 = f.px(i - GROUP_WIDTH / 2 + (b + 1) * slot);
+    const yv = f.py(f.ty(v));
+    const yb = f.py(Math.max(f.y0, 0));
+    return svgEl("rect", { class: "point", x: xa0, y: Math.min(yv, yb), width: Math.max(1, xa1 - xa0 - 1), height: Math.abs(yb - yv), fill: colour });
+  });
+}
+
+/** A scatter trace's line and markers, as its mode asks. */
+function lineMarks(f, trace, colour) {
+  const pts = trace.x.map((x, i) => [f.px(f.tx(x)), f.py(f.ty(trace.y[i]))]);
+  const out = [];
+  if ((trace.mode || "lines").includes("lines")) {
+    out.push(svgEl("polyline", { points: pts.map((p) => p.join(",")).join(" "), fill: "none", stroke: colour, "stroke-width": (trace.line && trace.line.width) || 2 }));
   }
-  svg.append(yLayer, xLayer);
-  svg.append(svgEl("rect", { x: left, y: top, width: PW, height: PH, fill: "none", stroke: "#d0d7de" }));
-  if (xTitle) svg.append(svgEl("text", { class: "xtitle", x: left + PW / 2, y: H - 6, "text-anchor": "middle", "font-size": 12, fill: INK }, xTitle));
-  if (yTitle) {
+  if ((trace.mode || "").includes("markers")) {
+    for (const [x, y] of pts) out.push(svgEl("circle", { class: "point", cx: x, cy: y, r: ((trace.marker && trace.marker.size) || 6) / 2, fill: colour }));
+  }
+  return out;
+}
+
+/** The tick labels of both axes and the plot's frame. */
+function axisLayers(f) {
+  const yLayer = svgEl("g", { class: "yaxislayer-above" });
+  for (const t of f.yTicks) yLayer.append(tick("ytick", t.text, f.left - 4, f.py(t.pos), 11, { anchor: "end" }));
+  const xLayer = svgEl("g", { class: "xaxislayer-above" });
+  for (const t of f.xTicks) {
+    if (t.pos < f.x0 - 1e-9 || t.pos > f.x1 + 1e-9) continue;
+    const x = f.px(t.pos);
+    if (f.rotate) xLayer.append(tick("xtick", t.text, x, f.top + f.PH + 4, 11, { anchor: "end", angle: -45 }));
+    else xLayer.append(tick("xtick", t.text, x, f.top + f.PH + 4, 11, { baseline: "hanging" }));
+  }
+  return [yLayer, xLayer, svgEl("rect", { x: f.left, y: f.top, width: f.PW, height: f.PH, fill: "none", stroke: "#d0d7de" })];
+}
+
+/** The axes' titles and the figure's. */
+function titles(f, layout) {
+  const out = [];
+  if (f.xTitle) out.push(svgEl("text", { class: "xtitle", x: f.left + f.PW / 2, y: f.H - 6, "text-anchor": "middle", "font-size": 12, fill: INK }, f.xTitle));
+  if (f.yTitle) {
     const x = 12;
-    const y = top + PH / 2;
-    svg.append(svgEl("text", { class: "ytitle", x, y, "text-anchor": "middle", "font-size": 12, fill: INK, transform: `rotate(-90 ${x} ${y})` }, yTitle));
+    const y = f.top + f.PH / 2;
+    out.push(svgEl("text", { class: "ytitle", x, y, "text-anchor": "middle", "font-size": 12, fill: INK, transform: `rotate(-90 ${x} ${y})` }, f.yTitle));
   }
   if (layout.title && layout.title.text) {
-    svg.append(svgEl("text", { class: "gtitle", x: W / 2, y: 14, "text-anchor": "middle", "font-size": 13, fill: INK }, unescapePlotly(layout.title.text)));
+    out.push(svgEl("text", { class: "gtitle", x: f.W / 2, y: 14, "text-anchor": "middle", "font-size": 13, fill: INK }, unescapePlotly(layout.title.text)));
   }
-  if (showLegend) {
-    const legend = svgEl("g", { class: "legend" });
-    let x = left;
-    const y = top - 12;
-    data.forEach((trace, k) => {
-      const name = unescapePlotly(trace.name || `trace ${k}`);
-      legend.append(svgEl("rect", { x, y: y - 5, width: 14, height: 10, fill: colourOf(trace, k) }));
-      legend.append(svgEl("text", { x: x + 18, y, "font-size": 11, fill: MUTED, "dominant-baseline": "middle" }, name));
-      x += 18 + textWidth(name, 11) + 16;
-    });
-    svg.append(legend);
-  }
-  root.append(svg);
+  return out;
+}
+
+/** One swatch and name per trace, in a row above the plot. */
+function legend(f, data) {
+  const g = svgEl("g", { class: "legend" });
+  let x = f.left;
+  const y = f.top - 12;
+  data.forEach((trace, k) => {
+    const name = unescapePlotly(trace.name || `trace ${k}`);
+    g.append(svgEl("rect", { x, y: y - 5, width: 14, height: 10, fill: colourOf(trace, k) }));
+    g.append(svgEl("text", { x: x + 18, y, "font-size": 11, fill: MUTED, "dominant-baseline": "middle" }, name));
+    x += 18 + textWidth(name, 11) + 16;
+  });
+  return g;
 }

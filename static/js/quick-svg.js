@@ -18,6 +18,9 @@ export function unescapePlotly(text) {
   return String(text).replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 }
 
+/** The plain text of a Plotly title (an axis's, a colour bar's), or "" when it has none. */
+export const titleText = (part) => (part && part.title && part.title.text ? unescapePlotly(part.title.text) : "");
+
 let measureCtx = null;
 
 /** Width in CSS pixels of `text` at `size` px (canvas measureText: no layout). */
@@ -59,6 +62,11 @@ export function tickText(v) {
   if (a === 0) return "0";
   if (a >= 10000 || a < 0.001) return v.toExponential(1);
   return String(Number(v.toPrecision(3)));
+}
+
+/** The SVG layer of a quick figure, W × H CSS pixels. */
+export function quickSvg(W, H) {
+  return svgEl("svg", { class: "quick-svg", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "font-family": FONT_FAMILY, "aria-hidden": "true" });
 }
 
 /** A fresh root inside `div` for a quick figure: the previous quick figure is replaced. */

@@ -319,6 +319,22 @@ async function start() {
   if (run && run.timer) clearTimeout(run.timer);
   run = newRun();
   const current = run;
+  clearRunView();
+  setRunning(true);
+  try {
+    await streamRun(current, body);
+  } catch (err) {
+    runFailed(current, err);
+  } finally {
+    if (run === current) {
+      setRunning(false);
+      redraw(current);
+    }
+  }
+}
+
+/** The progress, sample, snapshots and status of the last run, emptied for a new one. */
+function clearRunView() {
   $("train-done").hidden = true;
   $("train-progress").value = 0;
   $("progress-text").textContent = "Starting a training process…";
@@ -329,36 +345,35 @@ async function start() {
   $("snapshot-slider").max = "0";
   $("snapshot-step").textContent = "–";
   $("train-status").textContent = "Starting…";
-  setRunning(true);
-  try {
-    await stream("/api/train", body, {
-      signal: current.controller.signal,
-      onEvent: (name, data) => {
-        if (run === current && handlers[name]) handlers[name](data);
-      },
-    });
-    if (current.done && run === current) {
-      $("train-done").hidden = false;
-      refreshRuns();
-    }
-    if (!current.done && $("train-status").textContent === "Training…") {
-      $("train-status").textContent = "The connection ended before the run finished.";
-      if (current.name) $("progress-text").textContent = progressLine(current, " · ended");
-    }
-  } catch (err) {
-    if (current.controller.signal.aborted) {
-      $("train-status").textContent = `Stopped at step ${current.step} (nothing saved).`;
-      if (current.name) $("progress-text").textContent = progressLine(current, " · stopped");
-    } else {
-      showErrors(form, err, ERROR_BOXES, wordError);
-      $("train-status").textContent = err.status === 429 ? "The server is busy." : "Not started.";
-      if (!current.name) $("progress-text").textContent = "Not started.";
-    }
-  } finally {
-    if (run === current) {
-      setRunning(false);
-      redraw(current);
-    }
+}
+
+/** POST /api/train, its events to the handlers while this run is the page's; then done, or ended early. */
+async function streamRun(current, body) {
+  await stream("/api/train", body, {
+    signal: current.controller.signal,
+    onEvent: (name, data) => {
+      if (run === current && handlers[name]) handlers[name](data);
+    },
+  });
+  if (current.done && run === current) {
+    $("train-done").hidden = false;
+    refreshRuns();
+  }
+  if (!current.done && $("train-status").textContent === "Training…") {
+    $("train-status").textContent = "The connection ended before the run finished.";
+    if (current.name) $("progress-text").textContent = progressLine(current, " · ended");
+  }
+}
+
+/** The run was stopped (Stop aborts its request) or could not go on: say which. */
+function runFailed(current, err) {
+  if (current.controller.signal.aborted) {
+    $("train-status").textContent = `Stopped at step ${current.step} (nothing saved).`;
+    if (current.name) $("progress-text").textContent = progressLine(current, " · stopped");
+  } else {
+    showErrors(form, err, ERROR_BOXES, wordError);
+    $("train-status").textContent = err.status === 429 ? "The server is busy." : "Not started.";
+    if (!current.name) $("progress-text").textContent = "Not started.";
   }
 }
 

@@ -6,9 +6,10 @@ there is no difference.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -127,3 +128,56 @@ def test_two_checkpoints_one_text(browser: Browser, snapshots: str, tmp_path: Pa
         ]
         close(plot_data(page, "tt-plot-diff"), expected)
         expect(page.get_by_test_id("tt-title-b")).to_contain_text("snap-200")
+        # B's model is kept in the URL: a reload compares the two checkpoints again.
+        assert query(page.url)["ttm"] == "snap-200"
+        page.reload()
+        expect(page.get_by_test_id("two-texts")).to_have_attribute(
+            "data-ready", "true", timeout=WAIT
+        )
+        expect(page.get_by_test_id("tt-model-b")).to_have_value("snap-200")
+        wait_for_plot(page, "tt-plot-diff")
+        close(plot_data(page, "tt-plot-diff"), expected)
+
+
+def test_a_comparison_is_kept_in_the_url(browser: Browser, server_url: str) -> None:
+    """The card's inputs go into the URL when compared (text A only when it is not the
+    page's text); a reload, or the link opened in a new browser, shows the same maps."""
+    with watched_page(browser, server_url, viewport={"width": 1440, "height": 900}) as page:
+        page.goto(f"/model?text={quote(A)}&layer=2&head=3")
+        expect(page.get_by_test_id("tt-text-a")).to_have_value(A)
+        compare(page, B, 1, 4)
+        expect(page).to_have_url(re.compile(r"[?&]tt=1&"))
+        kept = {"text": A, "layer": "2", "head": "3", "tt": "1", "ttb": B, "ttl": "1", "tth": "4"}
+        assert query(page.url) == kept
+        page.get_by_test_id("tt-text-a").fill(LONGER)
+        compare(page, A, 1, 4)
+        assert query(page.url) == {**kept, "tta": LONGER, "ttb": A}
+        link = page.url
+        page.reload()
+        restored(page, LONGER, A, server_url)
+    # A shared link: a new browser context (nothing kept but the URL).
+    with watched_page(browser, server_url, viewport={"width": 390, "height": 844}) as page:
+        page.goto(link)
+        restored(page, LONGER, A, server_url)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.get_by_test_id("two-texts").screenshot(path=str(ARTIFACTS / "two_texts_url_390.png"))
+
+
+def query(url: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(url).query))
+
+
+def restored(page: Page, text_a: str, text_b: str, server_url: str) -> None:
+    """The card holds the comparison of text_a and text_b (layer 1, head 4), drawn."""
+    card = page.get_by_test_id("two-texts")
+    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
+    expect(page.get_by_test_id("tt-text-a")).to_have_value(text_a)
+    expect(page.get_by_test_id("tt-text-b")).to_have_value(text_b)
+    expect(page.get_by_test_id("tt-layer")).to_have_value("1")
+    expect(page.get_by_test_id("tt-head")).to_have_value("4")
+    expect(page.get_by_test_id("model-text")).to_have_value(A)  # the page's own text
+    wait_for_plot(page, "tt-plot-b")
+    close(plot_data(page, "tt-plot-a"), head_map(server_url, text_a, 1, 4))
+    close(plot_data(page, "tt-plot-b"), head_map(server_url, text_b, 1, 4))
+    expect(page.get_by_test_id("tt-note")).to_contain_text("A has 10 tokens and B 7")

@@ -33,6 +33,8 @@ def sweep() -> Any:
 # DeepSeek-V3 (MLA, expert groups) and GPT-Neo were listed supported, then refused at load
 # (a shrinking that broke head_dim = qk_rope_head_dim; GPT-Neo's own table of attention
 # classes): both open now.  XMOD, then refused at load, is now refused when listed.
+# DeepSeek-V4's compressed-sparse layer adds its 0 / -inf block bias to the mask: on a
+# boolean mask the hidden entries read "may attend" (its maps differed by 0.48).
 OPENS = [
     "qwen2",
     "roberta",
@@ -45,13 +47,17 @@ OPENS = [
     "led",
     "albert",
     "deepseek_v3",
+    "deepseek_v4",
     "gpt_neo",
+    "stablelm",  # its layers do not pass their keywords on to the attention module
 ]
 REFUSED = {
     "longformer": "computes attention in 0 of its 2 layers",
     "mamba": "has no attention heads",
     "xmod": "Input language unknown",
     "voxtral": "reads sound",
+    "granite_speech": "reads sound (its config has an encoder_config, a speech encoder's)",
+    "encoder-decoder": "generic EncoderDecoderModel: two separate models joined (a bert",
 }
 
 

@@ -15,8 +15,10 @@ transformers = require("transformers")
 
 from attention_core.models.hf import (  # noqa: E402
     ATTENTION_NAME,
+    AttentionRun,
     attention_sites,
     capturing,
+    handing,
     register,
     site_of,
 )
@@ -39,8 +41,12 @@ def test_qwen3_maps_equal_eager(qwen3: Path) -> None:
     ours = _load(qwen3, register())
     eager = _load(qwen3, "eager")
     ids = torch.tensor(TEXT_IDS)
-    with torch.inference_mode(), capturing(attention_sites(ours, "decoder")) as capture:
-        out = ours(ids)
+    with (
+        torch.inference_mode(),
+        capturing(attention_sites(ours, "decoder")) as capture,
+        handing(AttentionRun(capture)) as keywords,
+    ):
+        out = ours(ids, **keywords)
     with torch.inference_mode():
         expected = eager(ids, output_attentions=True)
     weights = capture.weights("decoder")
@@ -56,8 +62,12 @@ def test_captured_keys_are_what_the_cache_holds(qwen3: Path) -> None:
     """k and v as the attention received them: after k_norm and RoPE, one per kv head."""
     model = _load(qwen3, register())
     ids = torch.tensor(TEXT_IDS)
-    with torch.inference_mode(), capturing(attention_sites(model, "decoder")) as capture:
-        out = model(ids, use_cache=True)
+    with (
+        torch.inference_mode(),
+        capturing(attention_sites(model, "decoder")) as capture,
+        handing(AttentionRun(capture)) as keywords,
+    ):
+        out = model(ids, use_cache=True, **keywords)
     for layer in range(2):
         call = capture.call("decoder", layer)
         assert call.site.module == f"model.layers.{layer}.self_attn"
@@ -78,15 +88,23 @@ def test_without_the_mask_function_a_decoder_turns_bidirectional(qwen3: Path) ->
     the decoder would read the future.  Ours keeps it causal."""
     unmasked = _load(qwen3, register("attention_viz_no_mask", with_mask=False))
     ids = torch.tensor(TEXT_IDS)
-    with torch.inference_mode(), capturing(attention_sites(unmasked, "decoder")) as capture:
-        unmasked(ids)
+    with (
+        torch.inference_mode(),
+        capturing(attention_sites(unmasked, "decoder")) as capture,
+        handing(AttentionRun(capture)) as keywords,
+    ):
+        unmasked(ids, **keywords)
     leaked = capture.weights("decoder")[0]
     assert capture.calls[0].steps.allowed is None
     assert float(leaked[0].triu(1).sum(dim=-1)[:, :-1].min()) > 0.01  # rows read later tokens
 
     masked = _load(qwen3, ATTENTION_NAME)
-    with torch.inference_mode(), capturing(attention_sites(masked, "decoder")) as capture:
-        masked(ids)
+    with (
+        torch.inference_mode(),
+        capturing(attention_sites(masked, "decoder")) as capture,
+        handing(AttentionRun(capture)) as keywords,
+    ):
+        masked(ids, **keywords)
     allowed = capture.calls[0].steps.allowed
     assert allowed is not None and allowed.dtype == torch.bool
     assert torch.equal(allowed[0, 0], torch.ones(11, 11, dtype=torch.bool).tril())
@@ -97,8 +115,9 @@ def test_keep_drops_the_steps_of_other_layers(qwen3: Path) -> None:
     with (
         torch.inference_mode(),
         capturing(attention_sites(model, "decoder"), keep=lambda site: site.layer == 1) as capture,
+        handing(AttentionRun(capture)) as keywords,
     ):
-        model(torch.tensor(TEXT_IDS))
+        model(torch.tensor(TEXT_IDS), **keywords)
     assert capture.call("decoder", 0).steps.attn_scores.numel() == 0
     assert capture.call("decoder", 0).weights.shape == (1, 4, 11, 11)
     assert capture.call("decoder", 1).steps.attn_scores.shape == (1, 4, 11, 11)
@@ -142,8 +161,11 @@ def test_an_encoder_decoder_is_captured_per_stack() -> None:
         model.set_attn_implementation("eager")
         expected = model(input_ids=source, decoder_input_ids=target, output_attentions=True)
         model.set_attn_implementation(register())
-        with capturing(attention_sites(model, "encoder-decoder")) as capture:
-            model(input_ids=source, decoder_input_ids=target)
+        with (
+            capturing(attention_sites(model, "encoder-decoder")) as capture,
+            handing(AttentionRun(capture)) as keywords,
+        ):
+            model(input_ids=source, decoder_input_ids=target, **keywords)
     pairs = {
         "encoder": expected.encoder_attentions,
         "decoder": expected.decoder_attentions,
@@ -171,8 +193,12 @@ def test_threads_capture_their_own_calls(qwen3: Path) -> None:
     def trace(ids: torch.Tensor) -> tuple[torch.Size, torch.Size]:
         shapes = set()
         for _ in range(20):
-            with torch.inference_mode(), capturing(sites, hook_inputs={path: module}) as capture:
-                model(ids)
+            with (
+                torch.inference_mode(),
+                capturing(sites, hook_inputs={path: module}) as capture,
+                handing(AttentionRun(capture)) as keywords,
+            ):
+                model(ids, **keywords)
             call = capture.call("decoder", 1)
             assert call.x is not None
             shapes.add((call.x.shape, call.query.shape))

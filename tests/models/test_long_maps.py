@@ -24,8 +24,8 @@ from attention_core.models.base.contract import KeptStack, PassOptions
 from attention_core.models.base.result_cache import ResultCache
 from attention_core.models.families.gpt2 import GPT2
 from attention_core.models.families.llama import Llama
-from attention_core.models.maps.blocked_pass import FullMapsPass, blocked_pass
-from attention_core.models.maps.long_maps import LongPass, long_pass
+from attention_core.models.maps.blocked_pass import FullMapsPass
+from attention_core.models.maps.long_maps import LongPass
 from attention_core.models.maps.map_grid import MapQuery
 from attention_core.models.maps.pooling import Region
 from attention_core.models.text.decoder import Decoder
@@ -174,8 +174,9 @@ def test_full_maps_computed_in_blocks_equal_transformers_eager(
     ids = torch.tensor([model.tokenize(TEXT).input_ids])
     assert ids.shape[1] < FULL_MAPS_BLOCKED_TOKENS
     with torch.inference_mode():
-        with blocked_pass(FullMapsPass()):
-            ours = model.model(ids, num_logits=0, output_attentions=True).attentions
+        ours = model.model(
+            ids, num_logits=0, output_attentions=True, blocked=FullMapsPass()
+        ).attentions
         whole_maps = model.encode(TEXT).layer_attentions
     for layer, theirs in enumerate(want):
         torch.testing.assert_close(ours[layer], theirs, atol=2e-6, rtol=0)
@@ -260,8 +261,8 @@ def test_no_tensor_of_every_head_s_map_is_made(
     ids = torch.tensor([model.tokenize(TEXT).input_ids])
     T, H = ids.shape[1], model.config.num_heads
     pass_ = LongPass(whole(T, (9, 9)), model.config.num_layers, block_cells=32 * H * T)
-    with torch.inference_mode(), LargestOutput() as watched, long_pass(pass_):
-        model.model(ids, num_logits=0)
+    with torch.inference_mode(), LargestOutput() as watched:
+        model.model(ids, num_logits=0, blocked=pass_)
     assert sorted(pass_.grids) == [0, 1]
     # Blocks of 32 rows of every head; at most the (1, 1, T, T) boolean mask transformers
     # builds for the whole text (one per layer type, not per head).

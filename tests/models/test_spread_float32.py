@@ -113,3 +113,57 @@ def test_a_cancelled_spread_load_stops_and_is_not_a_failure(tmp_path: Path) -> N
         registry.load("llama")
     assert registry.entry("llama").reason is None
     assert registry.load("llama").encode(TEXT).layer_attentions
+
+
+def test_only_layers_computing_on_the_cpu_are_upcast(tmp_path: Path) -> None:
+    """On a map with a GPU, accelerate runs the layers it keeps in CPU memory or on disk
+    on the GPU (its fast 16-bit arithmetic): they stay 16-bit; on a CPU-only map the same
+    layers compute in float32.  ``meta`` stands in for the GPU (no CUDA here): the choice
+    reads only the type of each module's execution device."""
+    transformers = require("transformers")
+    accelerate = require("accelerate")
+    from attention_core.models.checkpoints.hooked_float32 import (
+        WRAPPED,
+        compute_hooked_in_float32,
+        computing_on_cpu,
+    )
+    from attention_core.models.checkpoints.weight_dtype import SIXTEEN_BIT
+
+    path = make_llama(tmp_path / "llama", num_hidden_layers=4, dtype=torch.bfloat16, seed=18)
+    device_map = {
+        "model.embed_tokens": "cpu",
+        "model.rotary_emb": "cpu",
+        "model.layers.0": "cpu",
+        "model.layers.1": "cpu",
+        "model.layers.2": "disk",
+        "model.layers.3": "disk",
+        "model.norm": "cpu",
+        "lm_head": "cpu",
+    }
+
+    def dispatched(main_device: str | None) -> nn.Module:
+        model: nn.Module = transformers.AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch.bfloat16, local_files_only=True
+        )
+        accelerate.dispatch_model(
+            model, device_map, main_device=main_device, offload_dir=str(tmp_path / "off")
+        )
+        compute_hooked_in_float32(model)
+        return model
+
+    def sixteen_bit(model: nn.Module) -> list[str]:
+        return [
+            name
+            for name, m in model.named_modules()
+            if not isinstance(m, nn.Embedding)
+            and any(p.dtype in SIXTEEN_BIT for p in m._parameters.values() if p is not None)
+        ]
+
+    cpu_only = dispatched(None)
+    wrapped = [n for n, m in cpu_only.named_modules() if getattr(m, WRAPPED, False)]
+    assert wrapped == sixteen_bit(cpu_only) and "model.layers.3.mlp.up_proj" in wrapped
+    with_gpu = dispatched("meta")
+    assert computing_on_cpu(with_gpu) == []
+    assert not any(getattr(m, WRAPPED, False) for m in with_gpu.modules())
+    embedding = with_gpu.get_submodule("model.embed_tokens")
+    assert not embedding._forward_hooks  # its rows come out as stored

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 import torch
 
 from ...errors import SpecError
+from ..maps.blocked_pass import BlockedPass
 from ..maps.text_maps import TokenizedLike
 from .outputs import LayerTrace
 
@@ -138,7 +139,11 @@ class _OneStackModel(Protocol):
     def capabilities(self) -> Capabilities: ...
 
     def trace(
-        self, text: str, layer: int, text_b: str | None = None
+        self,
+        text: str,
+        layer: int,
+        text_b: str | None = None,
+        blocked: BlockedPass | None = None,
     ) -> tuple[TokenizedLike, LayerTrace]: ...
 
 
@@ -154,11 +159,12 @@ class OneStack:
         text_b: str | None = None,
         target: Target | None = None,
         stack: str | None = None,
+        blocked: BlockedPass | None = None,
     ) -> StackTrace:
         """``trace`` as the contract asks it: the one stack's layer ``layer`` (0-based)."""
         capabilities = self.capabilities
         capabilities.check_fields(self.name, target, stack)
-        rows, trace = self.trace(text, layer, text_b)
+        rows, trace = self.trace(text, layer, text_b, blocked)
         return StackTrace(capabilities.stacks[0], rows, trace)
 
     def target_tokens(self: _OneStackModel, target: Target) -> int:

@@ -20,6 +20,7 @@ from typing import Protocol
 import torch
 
 from ...errors import SpecError
+from ..maps.blocked_pass import BlockedPass
 from ..maps.features import attention_rollout
 from ..maps.long_maps import BlockSink, KeptLayer, LongPass, kept_tensors
 from ..maps.map_grid import MapGrid, MapQuery
@@ -248,8 +249,11 @@ class StackedModel(Protocol):
         text_b: str | None = None,
         target: Target | None = None,
         stack: str | None = None,
+        blocked: BlockedPass | None = None,
     ) -> StackTrace:
-        """Every tensor of attention layer ``layer`` (0-based) of ``stack`` (None: the first)."""
+        """Every tensor of attention layer ``layer`` (0-based) of ``stack`` (None: the first).
+        ``blocked``: every attention call of the pass goes to this pass (``context_pass.
+        ContextPass``: no map held, the traced layer's steps the context only)."""
         ...
 
 

@@ -25,7 +25,7 @@ from ...blocked_attention import AttentionCall
 from ..checkpoints.files import matched_state, read_config, write_checkpoint
 from ..checkpoints.safetensors_io import load_checkpoint_tensors
 from ..checkpoints.weight_dtype import compute_in_float32, held_state
-from ..maps.blocked_pass import current_pass
+from ..maps.blocked_pass import BlockedPass
 from .kv_cache import KVCache
 from .outputs import DecoderOutput
 from .protocols import DecoderConfig, ForwardOptions, Wanted
@@ -63,8 +63,8 @@ class DecoderSelfAttention(nn.Module):
     A family's module projects q, k and v its own way (GPT-2: one fused
     ``c_attn``; Llama: three projections and RoPE) and hands them to ``attend``,
     which masks causally behind any cached keys and runs ``attention_with_steps``
-    (dropout only while training), or the current blocked pass when a long input
-    or a full-map forward runs one (``blocked_pass.current_pass``).
+    (dropout only while training), or hands it to the forward pass's ``blocked`` pass
+    when it was given one (a long input, no map, every full map in blocks).
     """
 
     def __init__(
@@ -84,14 +84,16 @@ class DecoderSelfAttention(nn.Module):
         self.scale = scale
         self.dropout = dropout
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> AttentionSteps:
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocked: BlockedPass | None
+    ) -> AttentionSteps:
         """Shapes: q (B, H, T, D), k and v (B, H_kv, S, D), S >= T (the cache first).
-        Every step is float32, whatever dtype the layer runs in (``weight_dtype``)."""
+        Every step is float32, whatever dtype the layer runs in (``weight_dtype``).
+        ``blocked``: the forward pass's blocked pass, if it was given one."""
         q, k, v = q.float(), k.float(), v.float()
         attn_mask, is_causal = decoder_mask(q.shape[-2], k.shape[-2])
         grouped = self.num_kv_heads < self.num_heads
-        blocked = current_pass()  # a long input, or every map kept: block by block
-        if blocked is not None:
+        if blocked is not None:  # a long input, no map, or every map kept: block by block
             call = AttentionCall(q, k, v, attn_mask, is_causal, self.scale, grouped)
             return blocked.steps(self.layer_idx, call)
         return attention_with_steps(
@@ -211,6 +213,8 @@ class DecoderLM(nn.Module, Generic[ConfigT]):
             output_attentions=wanted.output_attentions,
             output_hidden_states=wanted.output_hidden_states,
             trace_layer=wanted.trace_layer,
+            blocked=wanted.blocked,
+            maps_only=wanted.maps_only,
         )
 
     # --- checkpoints ------------------------------------------------------------------

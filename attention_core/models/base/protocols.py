@@ -9,12 +9,14 @@ from typing import NamedTuple, Protocol, TypedDict, Unpack, cast, overload
 import torch
 
 from ..checkpoints.model_size import DecoderConfig as DecoderConfig
+from ..maps.blocked_pass import BlockedPass
 from ..maps.text_maps import ModelMaps, TokenizedLike
 from .capabilities import Target
 from .contract import ModelPass, PassKey, StackedModel
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 from .result_cache import ResultCache
+from .writing import Sampling, Written
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,12 @@ class ForwardOptions(TypedDict, total=False):
     ``cache`` (default None): the new positions follow the cached ones and the cache
     advances by T; ``num_logits`` (default None): None for every position, k for the
     last k, 0 for none; ``output_attentions``, ``output_hidden_states`` (default
-    False); ``trace_layer`` (0-based, default None): that layer's full ``LayerTrace``.
+    False); ``trace_layer`` (0-based, default None): that layer's full ``LayerTrace``;
+    ``blocked`` (default None): every attention call goes to this pass
+    (``blocked_pass.BlockedPass``: a long input's, no map's, every full map's).
+    ``maps_only`` (default False): only the attention is wanted (a maps-only pass): the
+    last layer stops after its attention (no MLP), no final norm, no logits (0 rows),
+    no hidden states (a ``ValueError`` if asked for).
     """
 
     cache: KVCache | None
@@ -129,23 +136,34 @@ class ForwardOptions(TypedDict, total=False):
     output_attentions: bool
     output_hidden_states: bool
     trace_layer: int | None
+    blocked: BlockedPass | None
+    maps_only: bool
 
 
 class Wanted(NamedTuple):
-    """What a forward pass returns besides the cache's advance, defaults filled in."""
+    """What a forward pass returns besides the cache's advance, and the pass its attention
+    calls go to, defaults filled in."""
 
     num_logits: int | None
     output_attentions: bool
     output_hidden_states: bool
     trace_layer: int | None
+    blocked: BlockedPass | None = None
+    maps_only: bool = False
 
     @classmethod
     def of(cls, options: ForwardOptions) -> Wanted:
+        maps_only = options.get("maps_only", False)
+        hidden = options.get("output_hidden_states", False)
+        if maps_only and hidden:
+            raise ValueError("a maps-only forward pass has no hidden states to return")
         return cls(
-            options.get("num_logits"),
+            0 if maps_only else options.get("num_logits"),
             options.get("output_attentions", False),
-            options.get("output_hidden_states", False),
+            hidden,
             options.get("trace_layer"),
+            options.get("blocked"),
+            maps_only,
         )
 
 
@@ -187,6 +205,11 @@ class TextModel(StackedModel, Protocol):
     def tokenize(self, text: str, *, field: str = "text") -> TokenizedLike: ...
 
     def encode(self, text: str, text_b: str | None = None) -> ModelMaps: ...
+
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """Continue ``prompt`` (a decoder) or write a target for it (an encoder-decoder),
+        keeping no map; a model whose ``capabilities.writes`` is false refuses."""
+        ...
 
     def target_tokens(self, target: Target) -> int:
         """How many tokens the decoder reads for ``target`` (a ``SpecError`` on ``target``

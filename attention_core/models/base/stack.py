@@ -3,9 +3,13 @@
 Each family embeds its tokens its own way and hands its blocks here, with the
 extra arguments they take (GPT-2: the cache; Llama: RoPE's cos and sin, the
 cache).  A block returns ``(x, steps, trace)``; ``trace`` is a ``LayerTrace``
-when called with ``want_trace=True``.  Hidden states follow transformers: the
-embeddings, each block's output, and the final-normed output in place of the
-last block's raw one.
+when called with ``want_trace=True``; its attention goes to ``blocked`` when
+the forward pass was given a pass (``blocked_pass.BlockedPass``).  Hidden states
+follow transformers: the embeddings, each block's output, and the final-normed
+output in place of the last block's raw one.  A maps-only pass (``maps_only``) calls its last block
+with ``attention_only=True``: the block returns once its attention is computed
+(its MLP skipped: for Llama-3.1-8B's shape 176 M of the layer's 218 M weights),
+and neither the final norm nor the head runs.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from torch import nn
 
 from ...errors import MODEL_CONTEXT, LimitExceeded
 from ...progress import report
+from ..maps.blocked_pass import BlockedPass
 from .kv_cache import KVCache
 from .outputs import DecoderOutput, LayerTrace
 
@@ -50,14 +55,24 @@ def run_blocks(
     output_attentions: bool,
     output_hidden_states: bool,
     trace_layer: int | None,
+    blocked: BlockedPass | None = None,
+    maps_only: bool = False,
 ) -> DecoderOutput:
     """Shapes: x (B, T, C) embeddings -> ``DecoderOutput`` (logits for the last
-    ``num_logits`` positions, all when None); the cache advances by T."""
+    ``num_logits`` positions, all when None; none when ``maps_only``, see the module
+    doc, which ``Wanted.of`` allows without hidden states only); the cache advances by T."""
     attentions: list[torch.Tensor] = []
     hidden: list[torch.Tensor] = [x] if output_hidden_states else []
     trace: LayerTrace | None = None
+    last = len(blocks) - 1
     for i, block in enumerate(blocks):
-        x, steps, layer_trace = block(x, *block_args, want_trace=i == trace_layer)
+        x, steps, layer_trace = block(
+            x,
+            *block_args,
+            want_trace=i == trace_layer,
+            attention_only=maps_only and i == last,
+            blocked=blocked,
+        )
         if output_attentions:
             attentions.append(steps.attn_weights)
         # Free this layer's scores (3 x (B, H, T, S)) before the next layer makes its own.
@@ -66,9 +81,12 @@ def run_blocks(
             hidden.append(x)
         trace = layer_trace or trace
         report("forward", i + 1, len(blocks))
-    x = final_norm(x)
-    if output_hidden_states:
-        hidden[-1] = x
+    if maps_only:  # (no hidden states: ``Wanted.of``) x is not the last block's output
+        num_logits = 0
+    else:
+        x = final_norm(x)
+        if output_hidden_states:
+            hidden[-1] = x
     if cache is not None:
         cache.advance(x.shape[1])
     # num_logits 0 (a viewer's pass) keeps no rows: the head's matmul is (B, 0, C) @ (C, V),

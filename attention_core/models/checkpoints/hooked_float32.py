@@ -10,6 +10,14 @@ in place, with them read as float32 for that call only.  A plain
 other module (norms, biases: a few kB) sees float32 copies of its own
 parameters while its forward runs.  Embeddings are looked up as stored and
 their output cast (exact).  The weights themselves stay as stored.
+
+Only the modules that compute on the CPU are changed: where accelerate runs
+a module is its hook's ``execution_device`` (its own hook's, else its nearest
+hooked ancestor's), not where its weights are kept.  On a map with a GPU,
+accelerate runs the layers it keeps in CPU memory or on disk on the map's
+first GPU (``dispatch_model``: CPU and disk are offload there), whose 16-bit
+arithmetic is fast: those stay 16-bit.  On a CPU-only map every layer
+computes on the CPU, in float32.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch import nn
 
 from .float32_linear import float32_linear
@@ -28,10 +37,38 @@ from .weight_dtype import SIXTEEN_BIT, cast_embedding_output
 WRAPPED = "_attention_viz_float32"
 
 
+def hook_device(module: nn.Module) -> torch.device | None:
+    """The ``execution_device`` of ``module``'s own accelerate hook (None: no hook says)."""
+    hook = getattr(module, "_hf_hook", None)
+    for one in getattr(hook, "hooks", (hook,)):  # a SequentialHook holds several
+        device = getattr(one, "execution_device", None)
+        if isinstance(device, int):
+            return torch.device("cuda", device)
+        if device is not None:
+            return torch.device(device)
+    return None
+
+
+def computing_on_cpu(model: nn.Module) -> list[nn.Module]:
+    """The modules of ``model`` that compute on the CPU (the module doc): by the nearest
+    accelerate hook's execution device, else (no hook above) by their parameters'."""
+    found: list[nn.Module] = []
+    stack: list[tuple[nn.Module, torch.device | None]] = [(model, None)]
+    while stack:
+        module, inherited = stack.pop()
+        device = hook_device(module) or inherited
+        own = [p.device for p in module._parameters.values() if p is not None]
+        if (device or (own[0] if own else torch.device("cpu"))).type == "cpu":
+            found.append(module)
+        stack.extend((child, device) for child in module.children())
+    return found
+
+
 def compute_hooked_in_float32(model: nn.Module) -> None:
-    """Make every module of ``model`` that holds 16-bit parameters compute in float32,
-    inside accelerate's hooks where it has them (the module doc).  Idempotent."""
-    for module in model.modules():
+    """Make every module of ``model`` that computes on the CPU and holds 16-bit parameters
+    compute in float32, inside accelerate's hooks where it has them (the module doc).
+    Idempotent."""
+    for module in computing_on_cpu(model):
         if isinstance(module, nn.Embedding):
             cast_embedding_output(module)
             continue

@@ -31,6 +31,7 @@ from ..base.kv_cache import KVCache
 from ..base.outputs import LayerTrace
 from ..base.protocols import Alias
 from ..checkpoints.files import check_supported
+from ..maps.blocked_pass import BlockedPass
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class GPT2Attention(DecoderSelfAttention):
         self.resid_dropout = nn.Dropout(config.resid_pdrop)
 
     def forward(
-        self, x: torch.Tensor, cache: KVCache | None
+        self, x: torch.Tensor, cache: KVCache | None, blocked: BlockedPass | None = None
     ) -> tuple[torch.Tensor, AttentionSteps, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)  # each (B, T, C)
@@ -144,7 +145,7 @@ class GPT2Attention(DecoderSelfAttention):
         v = v.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, H, S, D)
-        steps = self.attend(q, k, v)
+        steps = self.attend(q, k, v, blocked)
         y = steps.context_vec.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
         return self.resid_dropout(self.c_proj(y.to(x.dtype))), steps, (q, k, v)
 
@@ -171,12 +172,19 @@ class GPT2Block(nn.Module):
         self.mlp = GPT2MLP(config)
 
     def forward(
-        self, x: torch.Tensor, cache: KVCache | None, want_trace: bool
+        self,
+        x: torch.Tensor,
+        cache: KVCache | None,
+        want_trace: bool,
+        blocked: BlockedPass | None = None,
+        attention_only: bool = False,
     ) -> tuple[torch.Tensor, AttentionSteps, LayerTrace | None]:
+        """``attention_only``: the MLP skipped (a maps-only pass's last block)."""
         normed = self.ln_1(x)
-        attended, steps, (q, k, v) = self.attn(normed, cache)
+        attended, steps, (q, k, v) = self.attn(normed, cache, blocked)
         x = x + attended
-        x = x + self.mlp(self.ln_2(x))
+        if not attention_only:
+            x = x + self.mlp(self.ln_2(x))
         trace = None
         if want_trace:
             trace = LayerTrace(layer=self.attn.layer_idx, x=normed, q=q, k=k, v=v, steps=steps)

@@ -44,6 +44,7 @@ from ..base.kv_cache import KVCache
 from ..base.outputs import DecoderOutput, LayerTrace
 from ..base.protocols import TransformersNames, Wanted
 from ..checkpoints.files import check_supported
+from ..maps.blocked_pass import BlockedPass
 from .rope import RopeConfig, apply_rope, inverse_frequencies, rope_angles
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
@@ -290,7 +291,12 @@ class LlamaAttention(DecoderSelfAttention):
         self.o_proj = nn.Linear(H * D, config.hidden_size, bias=config.o_proj_bias)
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache | None
+        self,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        cache: KVCache | None,
+        blocked: BlockedPass | None = None,
     ) -> tuple[torch.Tensor, AttentionSteps, Projections]:
         B, T, _ = x.shape
         H, H_kv, D = self.num_heads, self.num_kv_heads, self.head_dim
@@ -301,7 +307,7 @@ class LlamaAttention(DecoderSelfAttention):
         keys, values = k_rot, v
         if cache is not None:
             keys, values = cache.update(self.layer_idx, k_rot, v)  # (B, H_kv, S, D)
-        steps = self.attend(q_rot, keys, values)
+        steps = self.attend(q_rot, keys, values, blocked)
         y = steps.context_vec.transpose(1, 2).reshape(
             B, T, H * D
         )  # (B, T, H*D): heads side by side
@@ -339,11 +345,16 @@ class LlamaDecoderLayer(nn.Module):
         sin: torch.Tensor,
         cache: KVCache | None,
         want_trace: bool,
+        blocked: BlockedPass | None = None,
+        attention_only: bool = False,
     ) -> tuple[torch.Tensor, AttentionSteps, LayerTrace | None]:
+        """``attention_only``: the MLP skipped, ``x`` returned with the attention added
+        (a maps-only pass's last layer, ``stack.run_blocks``)."""
         normed = self.input_layernorm(x)
-        attended, steps, used = self.self_attn(normed, cos, sin, cache)
+        attended, steps, used = self.self_attn(normed, cos, sin, cache, blocked)
         x = x + attended
-        x = x + self.mlp(self.post_attention_layernorm(x))
+        if not attention_only:
+            x = x + self.mlp(self.post_attention_layernorm(x))
         trace = None
         if want_trace:
             trace = LayerTrace(
@@ -443,6 +454,8 @@ class Llama(DecoderLM[LlamaConfig]):
             output_attentions=wanted.output_attentions,
             output_hidden_states=wanted.output_hidden_states,
             trace_layer=wanted.trace_layer,
+            blocked=wanted.blocked,
+            maps_only=wanted.maps_only,
         )
         return DecoderOutput(
             logits=whole.logits,

@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from .capture import (
     ATTENTION_NAME,
     STACKS,
+    AttentionRun,
     Capture,
     CapturedCall,
     Kind,
@@ -23,6 +24,7 @@ from .capture import (
     boolean_mask,
     capturing,
     core_attention,
+    handing,
     register,
     site_of,
 )
@@ -30,6 +32,7 @@ from .capture import (
 __all__ = [
     "ATTENTION_NAME",
     "STACKS",
+    "AttentionRun",
     "Capture",
     "CapturedCall",
     "Kind",
@@ -39,6 +42,7 @@ __all__ = [
     "boolean_mask",
     "capturing",
     "core_attention",
+    "handing",
     "register",
     "site_of",
 ]

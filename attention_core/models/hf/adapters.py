@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from .capture import as_allowed, core_attention
+from .capture import as_allowed, carried, core_attention
 
 Forward = Callable[..., Any]
 
@@ -59,7 +59,14 @@ def _bloom(
         key, value = layer_past.update(key, value, self.layer_idx)
     bias = alibi.view(batch, self.num_heads, 1, -1) * self.beta
     context, weights = core_attention(
-        self, query, key, value, attention_mask, scaling=self.inv_norm_factor, position_bias=bias
+        self,
+        query,
+        key,
+        value,
+        attention_mask,
+        scaling=self.inv_norm_factor,
+        position_bias=bias,
+        **carried(kwargs),
     )
     output = self.dense(context.reshape(batch, length, self.hidden_size))
     output = dropout_add(output, residual, self.hidden_dropout, self.training)
@@ -94,7 +101,14 @@ def _mpt(
         bias = position_bias[:, first_query:, first_key:]
     allowed = None if attention_mask is None else ~attention_mask.to(torch.bool)
     context, weights = core_attention(
-        self, query, key, value, allowed, scaling=self.softmax_scale, position_bias=bias
+        self,
+        query,
+        key,
+        value,
+        allowed,
+        scaling=self.softmax_scale,
+        position_bias=bias,
+        **carried(kwargs),
     )
     return self.out_proj(context.reshape(batch, length, -1)), weights
 
@@ -134,7 +148,14 @@ def _falcon(
         scaling = self.inv_norm_factor
         bias = alibi.view(batch, self.num_heads, 1, -1) * self.inv_norm_factor
     context, weights = core_attention(
-        self, query, key, value, attention_mask, scaling=scaling, position_bias=bias
+        self,
+        query,
+        key,
+        value,
+        attention_mask,
+        scaling=scaling,
+        position_bias=bias,
+        **carried(kwargs),
     )
     return self.dense(context.reshape(batch, length, self.num_heads * self.head_dim)), weights
 
@@ -162,6 +183,7 @@ def _disentangled(terms: Callable[..., _Disentangled]) -> Forward:
         query_states: torch.Tensor | None = None,
         relative_pos: torch.Tensor | None = None,
         rel_embeddings: torch.Tensor | None = None,
+        **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         t = terms(self, hidden_states, query_states, relative_pos, rel_embeddings)
         scaling = 1 / math.sqrt(t.query.shape[-1] * t.factor)
@@ -173,6 +195,7 @@ def _disentangled(terms: Callable[..., _Disentangled]) -> Forward:
             attention_mask.bool(),
             scaling=scaling,
             position_bias=t.bias,
+            **carried(kwargs),
         )
         return context.reshape(*context.shape[:2], -1), weights
 
@@ -273,7 +296,7 @@ def _gpt_neo(
         given, bias = as_allowed(attention_mask)
         allowed = allowed if given is None else allowed & given
     context, weights = core_attention(
-        self, query, key, value, allowed, scaling=1.0, position_bias=bias
+        self, query, key, value, allowed, scaling=1.0, position_bias=bias, **carried(kwargs)
     )
     output = self.out_proj(context.reshape(*context.shape[:2], -1))
     return self.resid_dropout(output), weights
@@ -295,7 +318,13 @@ def _git(
     if cache is not None:
         key, value = cache.update(key, value, self.layer_idx, kwargs=kwargs)
     context, weights = core_attention(
-        self, query, key, value, attention_mask, scaling=1 / math.sqrt(self.attention_head_size)
+        self,
+        query,
+        key,
+        value,
+        attention_mask,
+        scaling=1 / math.sqrt(self.attention_head_size),
+        **carried(kwargs),
     )
     return context.reshape(*context.shape[:2], self.all_head_size), weights
 
@@ -308,6 +337,7 @@ def _led(
     is_index_global_attn: torch.Tensor | None = None,
     is_global_attn: bool | None = None,
     output_attentions: bool = False,
+    **kwargs: Any,
 ) -> tuple[torch.Tensor | None, ...]:
     """LED's encoder self-attention (Longformer's): each query reads the keys within
     ``attention_window / 2`` of it, as a mask, scores ``q·k / sqrt(d)``.  (Longformer's
@@ -332,7 +362,7 @@ def _led(
     if is_index_masked is not None:
         allowed = allowed & ~is_index_masked[:, None, None, :]
     context, weights = core_attention(
-        self, query, key, value, allowed, scaling=1 / math.sqrt(self.head_dim)
+        self, query, key, value, allowed, scaling=1 / math.sqrt(self.head_dim), **carried(kwargs)
     )
     output = context.reshape(batch, length, self.embed_dim)
     return (output, weights) if output_attentions else (output,)
@@ -356,6 +386,7 @@ def _led_decoder(
     cache: Any = None,
     attention_mask: torch.Tensor | None = None,
     output_attentions: bool = False,
+    **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor | None, Any]:
     """``LEDDecoderAttention.forward`` (self- and cross-attention): scores ``q·k * scaling``
     plus LED's additive mask."""
@@ -377,7 +408,9 @@ def _led_decoder(
             if cross and hasattr(cache, "is_updated"):
                 cache.is_updated[self.layer_idx] = True
     query = self.q_proj(hidden_states).view(batch, length, self.num_heads, -1).transpose(1, 2)
-    context, weights = core_attention(self, query, key, value, attention_mask, scaling=self.scaling)
+    context, weights = core_attention(
+        self, query, key, value, attention_mask, scaling=self.scaling, **carried(kwargs)
+    )
     return self.out_proj(context.reshape(batch, length, width)), weights, cache
 
 
@@ -421,7 +454,9 @@ def _fsmt(
         allowed = allowed & (attn_mask > torch.finfo(attn_mask.dtype).min / 2)
     if key_padding_mask is not None and key_padding_mask.dim() > 0:
         allowed = allowed & ~key_padding_mask.to(torch.bool)[:, None, None, :]
-    context, weights = core_attention(self, queries, keys, values, allowed, scaling=self.scaling)
+    context, weights = core_attention(
+        self, queries, keys, values, allowed, scaling=self.scaling, **carried(kwargs)
+    )
     return self.out_proj(context.transpose(0, 1).reshape(length, batch, width)), weights
 
 
@@ -457,7 +492,8 @@ def _family_class(module: nn.Module) -> tuple[str, str]:
 
 def install_adapters(model: nn.Module) -> int:
     """Replace the forward of each attention module an adapter knows; how many were.
-    A module whose input is time first is marked (``time_first``) for the capture."""
+    Each is marked ``adapted`` (``adapted_modules``); one whose input is time first
+    ``time_first``, for the capture."""
     count = 0
     for module in model.modules():
         method = METHODS.get(_family_class(module))
@@ -467,5 +503,12 @@ def install_adapters(model: nn.Module) -> int:
         if adapter is not None:
             module.forward = types.MethodType(adapter, module)
             object.__setattr__(module, "time_first", _family_class(module) in TIME_FIRST)
+            object.__setattr__(module, "adapted", True)
             count += 1
     return count
+
+
+def adapted_modules(model: nn.Module) -> tuple[nn.Module, ...]:
+    """The modules of ``model`` an adapter computes (``install_adapters``): a forward's
+    keywords never reach them, so ``capture.handing`` hands them its run itself."""
+    return tuple(m for m in model.modules() if getattr(m, "adapted", False))

@@ -6,20 +6,32 @@ q/k norms, RoPE, partial rotary; the mask; the family's extras as keyword
 arguments) and builds masks through ``AttentionMaskInterface``.  ``register``
 puts ``core_attention`` and ``boolean_mask`` there under ``ATTENTION_NAME``;
 a model loaded with ``attn_implementation=ATTENTION_NAME`` then runs every
-attention through the core, and inside ``capturing(...)`` each call is kept
-as a ``CapturedCall`` tagged with its ``Site`` (stack and layer).
+attention through the core.  A forward pass that wants more than the output
+hands its attention calls an ``AttentionRun`` as a keyword of the model's
+forward (``handing``): its ``Capture`` keeps each call as a ``CapturedCall``
+tagged with its ``Site`` (stack and layer); its ``blocked`` pass computes them
+block by block.  transformers passes the forward's keywords down to the
+attention function; the modules those keywords never reach (an adapter's,
+``adapters``; a family's whose layers drop them) get the run from a pre-hook
+of theirs held for the call.  Nothing is held between calls or shared by
+threads: two requests running one model at once each reach their own run.
 
 Without the mask function transformers hands such a model no mask at all
 (``None``) and a decoder silently attends to the future: ``boolean_mask``
 always materializes the causal / sliding-window / padding mask as booleans
-(True = may attend), which is what ``attention_with_steps`` takes.
+(True = may attend), which is what ``attention_with_steps`` takes.  A family
+that adds an additive term of its own to the mask (DeepSeek-V4 concatenates
+its compressor's 0 / -inf block bias, cast to the mask's dtype: on booleans
+-inf would read True, may attend) is loaded under ``ADDITIVE_NAME`` instead,
+with transformers' additive float mask, which ``as_allowed`` reads back.
 """
 
 from __future__ import annotations
 
-import contextvars
+import inspect
 import re
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -27,16 +39,21 @@ from typing import Any, Literal
 import torch
 from torch import nn
 from transformers import AttentionInterface, AttentionMaskInterface
-from transformers.masking_utils import sdpa_mask
+from transformers.masking_utils import eager_mask, sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import AttentionCall
 from ...errors import SpecError
 from ...progress import report
-from ..maps.blocked_pass import current_pass
+from ..maps.blocked_pass import BlockedPass
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
+# The forward keyword that carries a pass's ``AttentionRun`` to the attention function.
+RUN_KEYWORD = "attention_viz_run"
+# Ours with transformers' additive float masks (0 / the dtype's minimum), for families
+# that add terms of their own to the mask.
+ADDITIVE_NAME = "attention_viz_additive"
 
 Stack = Literal["encoder", "decoder", "cross"]
 Kind = Literal["encoder", "decoder", "encoder-decoder"]
@@ -193,14 +210,73 @@ def _weights_only(steps: AttentionSteps) -> AttentionSteps:
     )
 
 
-_CURRENT: contextvars.ContextVar[Capture | None] = contextvars.ContextVar(
-    "attention_viz_capture", default=None
-)
+@dataclass(frozen=True)
+class AttentionRun:
+    """What one forward pass hands each of its attention calls (``core_attention``): the
+    ``Capture`` that keeps them and the ``blocked`` pass that computes them (None: not
+    asked).  It travels as the forward keyword ``RUN_KEYWORD`` (see ``handing``)."""
+
+    capture: Capture | None = None
+    blocked: BlockedPass | None = None
 
 
-def is_current(capture: Capture) -> bool:
-    """``capture`` is the one this thread's forward pass is filling."""
-    return _CURRENT.get() is capture
+@contextmanager
+def handing(run: AttentionRun, handed: Sequence[nn.Module] = ()) -> Iterator[dict[str, Any]]:
+    """The keywords that hand ``run`` to one forward pass of a model: give them to its
+    forward, which passes them down to the attention function.
+
+    ``handed``: the model's attention modules that keywords do not reach, each then
+    handed ``run`` by a pre-hook of its own for the block (removed at its end), when
+    called by this thread (the modules are shared: another thread's forward through
+    them is left alone); the keywords are then empty (some forwards refuse them).  They
+    are an adapted family's modules (``adapters.adapted_modules``) or those of a family
+    whose layers do not pass their keywords on (``keyword_modules``): either way every
+    attention module of the model.
+    """
+    keywords: dict[str, Any] = {} if handed else {RUN_KEYWORD: run}
+    handles = [
+        module.register_forward_pre_hook(_hand_to(threading.get_ident(), run), with_kwargs=True)
+        for module in handed
+    ]
+    try:
+        yield keywords
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _hand_to(owner: int, run: AttentionRun) -> Callable[..., Any]:
+    def hand(
+        _module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+        # kwargs None: torch called a hook removed meanwhile the plain way (not ours then).
+        if kwargs is None or threading.get_ident() != owner:
+            return None
+        return args, {**kwargs, RUN_KEYWORD: run}
+
+    return hand
+
+
+def keyword_modules(model: nn.Module) -> tuple[nn.Module, ...]:
+    """The modules of ``model`` that may call the attention function themselves: their
+    class's name holds "attention" or "attn" and their forward takes any keyword."""
+    found = []
+    for module in model.modules():
+        name = type(module).__name__.lower()
+        if "attention" not in name and "attn" not in name:
+            continue
+        try:
+            parameters = inspect.signature(module.forward).parameters.values()
+        except (TypeError, ValueError):  # no signature to read: not one of them
+            continue
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            found.append(module)
+    return tuple(found)
+
+
+def carried(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``AttentionRun`` keyword among a module's ``kwargs`` (an adapter passes it on)."""
+    return {RUN_KEYWORD: kwargs[RUN_KEYWORD]} if RUN_KEYWORD in kwargs else {}
 
 
 @contextmanager
@@ -211,39 +287,39 @@ def capturing(
     progress: Mapping[Stack, tuple[int, int]] | None = None,
     per_call: bool = False,
 ) -> Iterator[Capture]:
-    """Collect every attention call made by this thread inside the block.
+    """A ``Capture`` for one forward pass, which must be handed it (``handing``).
 
     ``hook_inputs``: module path -> attention module whose input (its
     ``hidden_states``) is kept as the call's ``x`` (the first positional
     argument, or the ``hidden_states`` or ``query`` keyword; (B, T, C), a
-    ``time_first`` module's turned so).  The hooks sit on shared
-    modules, so each keeps only what this thread's forward passes give it.
-    ``progress``: stack -> (layers counted before it, its layers): each of its
-    layers' attention calls reports ``forward`` progress (``attention_core.progress``)
-    and so may raise ``Cancelled``.  ``per_call``: see ``Capture``.
+    ``time_first`` module's turned so), by a pre-hook held for the block.  The
+    hooks sit on shared modules, so each keeps only what this thread's forward
+    passes give it.  ``progress``: stack -> (layers counted before it, its
+    layers): each of its layers' attention calls reports ``forward`` progress
+    (``attention_core.progress``) and so may raise ``Cancelled``.  ``per_call``:
+    see ``Capture``.
     """
     capture = Capture(sites, keep, progress=progress or {}, per_call=per_call)
+    owner = threading.get_ident()
     handles = []
     for path, module in (hook_inputs or {}).items():
 
         def grab(
             _module: nn.Module,
             args: tuple[Any, ...],
-            kwargs: dict[str, Any],
+            kwargs: dict[str, Any] | None = None,
             path: str = path,
         ) -> None:
-            if _CURRENT.get() is not capture:  # another thread's forward through the module
+            if kwargs is None or threading.get_ident() != owner:  # another thread's forward
                 return
             x = args[0] if args else kwargs.get("hidden_states", kwargs.get("query"))
             if isinstance(x, torch.Tensor):  # (B, T, C); an adapter's time-first one turned
                 capture.inputs[path] = x.transpose(0, 1) if time_first(_module) else x
 
         handles.append(module.register_forward_pre_hook(grab, with_kwargs=True))
-    token = _CURRENT.set(capture)
     try:
         yield capture
     finally:
-        _CURRENT.reset(token)
         for handle in handles:
             handle.remove()
 
@@ -280,7 +356,7 @@ def core_attention(
     softcap: float | None = None,
     position_bias: torch.Tensor | None = None,
     s_aux: torch.Tensor | None = None,
-    **_kwargs: Any,
+    **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """transformers' attention signature over ``attention_with_steps``.
 
@@ -289,17 +365,19 @@ def core_attention(
     eager attention returns them.  ``position_bias`` (T5) is the score bias,
     ``softcap`` (Gemma 2) caps the scores, ``s_aux`` (gpt-oss) are the sinks;
     the other keywords (``sliding_window``, ``is_causal``...) are already in
-    the mask.  Inside a ``blocked_pass.blocked_pass`` the pass computes it
-    block by block (a long pass returns no weights: None, as SDPA's).  Every step is
+    the mask.  The forward's ``AttentionRun`` (the keyword ``RUN_KEYWORD``), when it
+    was handed one: its ``blocked`` pass computes the call block by block (a long
+    pass returns no weights: None, as SDPA's), its ``capture`` keeps it.  Every step is
     float32 whatever the model's dtype; the output comes back in the query's dtype.
     """
+    run: AttentionRun = kwargs.get(RUN_KEYWORD) or AttentionRun()
     held = query.dtype
     query, key, value = query.float(), key.float(), value.float()
     allowed, mask_bias = as_allowed(attention_mask)
     bias = position_bias
     if mask_bias is not None:
         bias = mask_bias if bias is None else bias + mask_bias
-    blocked = current_pass()  # a long input, or every map kept: block by block
+    blocked = run.blocked  # a long input, no map, or every map kept: block by block
     if blocked is not None:
         layer = getattr(module, "layer_idx", None)
         call = AttentionCall(
@@ -328,9 +406,8 @@ def core_attention(
             softcap=softcap,
             sinks=s_aux,
         )
-    capture = _CURRENT.get()
-    if capture is not None:
-        capture.record(module, query, key, value, steps)
+    if run.capture is not None:
+        run.capture.record(module, query, key, value, steps)
     output = steps.context_vec.transpose(1, 2).contiguous().to(held)  # (B, T, H, D)
     kept = steps.attn_weights.numel() > 0 or steps.context_vec.numel() == 0
     return output, steps.attn_weights if kept else None  # a long pass keeps no weights
@@ -351,8 +428,13 @@ def boolean_mask(**kwargs: Any) -> torch.Tensor | None:
 
 
 def register(name: str = ATTENTION_NAME, *, with_mask: bool = True) -> str:
-    """Register ``core_attention`` (and ``boolean_mask`` unless told not) under ``name``."""
-    AttentionInterface.register(name, core_attention)
-    if with_mask:
-        AttentionMaskInterface.register(name, boolean_mask)
+    """Register ``core_attention`` (and ``boolean_mask`` unless told not) under ``name``;
+    under ``ATTENTION_NAME`` also ``ADDITIVE_NAME``, with transformers' additive masks."""
+    masks: dict[str, Callable[..., torch.Tensor | None]] = {name: boolean_mask}
+    if name == ATTENTION_NAME:
+        masks[ADDITIVE_NAME] = eager_mask
+    for registered, mask in masks.items():
+        AttentionInterface.register(registered, core_attention)
+        if with_mask:
+            AttentionMaskInterface.register(registered, mask)
     return name

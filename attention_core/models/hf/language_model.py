@@ -11,7 +11,7 @@ of each block (norms, RoPE, MLPs) stays transformers' code.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,15 +39,19 @@ from ..checkpoints.hooked_float32 import compute_hooked_in_float32
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import run_on, stored_dtype
 from . import load_progress
-from .adapters import ADAPTED_TYPES, install_adapters
+from .adapters import ADAPTED_TYPES, adapted_modules, install_adapters
 from .capture import (
+    ADDITIVE_NAME,
     ATTENTION_NAME,
+    AttentionRun,
+    CapturedCall,
     Kind,
     Site,
     Stack,
     attention_sites,
     capturing,
-    is_current,
+    handing,
+    keyword_modules,
     register,
 )
 from .failures import FailureWatch, guarded
@@ -144,9 +148,17 @@ class TransformersKVCache(KVCache):
         self.length = 0
 
 
+# Families that concatenate an additive term of their own onto the mask (DeepSeek-V4: its
+# compressed entries' block bias): loaded with additive float masks (``capture``).
+ADDITIVE_MASK_TYPES = frozenset({"deepseek_v4"})
+
+
 def attention_implementation(model_type: str) -> str:
-    """Ours, or ``eager`` for a family an adapter computes (``adapters``)."""
-    return "eager" if model_type in ADAPTED_TYPES else ATTENTION_NAME
+    """Ours (with additive masks where the family adds to them), or ``eager`` for a
+    family an adapter computes (``adapters``)."""
+    if model_type in ADAPTED_TYPES:
+        return "eager"
+    return ADDITIVE_NAME if model_type in ADDITIVE_MASK_TYPES else ATTENTION_NAME
 
 
 def transformers_config(raw: Mapping[str, Any]) -> PretrainedConfig:
@@ -212,8 +224,8 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     model.eval().requires_grad_(False)
     if placement is None:
         run_on(model, CPU)
-    elif placement.device == "cpu":
-        compute_hooked_in_float32(model)  # inside accelerate's hooks
+    else:  # the layers accelerate runs on the CPU (all of them on a CPU-only map)
+        compute_hooked_in_float32(model)
     return model
 
 
@@ -233,6 +245,8 @@ class TransformersLM:
         self.stack: Stack = "decoder" if kind == "decoder" else "encoder"
         self.config = TransformersSizes.of(cast(PretrainedConfig, model.config))
         self.sites = attention_sites(model, kind)
+        # The attention modules the forward's keyword does not reach (``_find_attention``).
+        self.handed: tuple[nn.Module, ...] = adapted_modules(model)
         self.sliding_windows = layer_windows(model.config, self.config.num_layers)
         self._modules = dict(model.named_modules())
         parameters = inspect.signature(model.forward).parameters
@@ -257,11 +271,19 @@ class TransformersLM:
         return self
 
     def _find_attention(self, name: str) -> dict[int, str]:
-        """Layer -> the path of its attention module, from one short forward pass."""
-        with torch.inference_mode(), capturing(self.sites, keep=lambda site: False) as capture:
-            self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False)
-        paths = {call.site.layer: call.site.module for call in capture.stack(self.stack)}
-        calls = [call for call in capture.calls if call.site.stack == self.stack]
+        """Layer -> the path of its attention module, from one short forward pass.
+
+        When the forward's keyword does not reach every layer's attention call (a family
+        whose layers call their attention without passing their keywords on: StableLM,
+        Nemotron), the modules that may call it (``capture.keyword_modules``) are handed
+        each pass's run by pre-hooks instead (``self.handed``: those that called it)."""
+        calls = self._first_calls(self.handed)
+        if len(calls) < self.config.num_layers and not self.handed:
+            calls = self._first_calls(keyword_modules(self.model))
+            self.handed = tuple(
+                self._modules[p] for p in dict.fromkeys(c.site.module for c in calls)
+            )
+        paths = {call.site.layer: call.site.module for call in calls}
         if len(paths) < len(calls) == self.config.num_layers:  # one module, called per layer
             self.per_call = True
             paths = {layer: call.site.module for layer, call in enumerate(calls)}
@@ -273,6 +295,17 @@ class TransformersLM:
                 field="model",
             )
         return paths
+
+    def _first_calls(self, handed: Sequence[nn.Module]) -> list[CapturedCall]:
+        """The attention calls of this model's stack in a short forward pass handed a run
+        (``handed``: the modules given it by pre-hooks, see ``capture.handing``)."""
+        with (
+            torch.inference_mode(),
+            capturing(self.sites, keep=lambda site: False) as capture,
+            handing(AttentionRun(capture), handed) as keywords,
+        ):
+            self.model(input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False, **keywords)
+        return [call for call in capture.calls if call.site.stack == self.stack]
 
     def new_cache(self, batch: int = 1, max_length: int | None = None) -> KVCache:
         return TransformersKVCache(max_length or self.config.max_positions)
@@ -287,7 +320,11 @@ class TransformersLM:
         with ``trace_layer`` that layer's q, k, v, every step and its input x.
         """
         cache = options.get("cache")
-        num_logits, output_attentions, output_hidden_states, trace_layer = Wanted.of(options)
+        # maps_only: no logits (Wanted.of); transformers' last layer still runs whole.
+        wanted = Wanted.of(options)
+        num_logits, output_attentions = wanted.num_logits, wanted.output_attentions
+        output_hidden_states, trace_layer = wanted.output_hidden_states, wanted.trace_layer
+        blocked = wanted.blocked
         length = input_ids.shape[1]
         first_position(cache, length, self.config.max_positions)
         arguments: dict[str, Any] = {
@@ -310,10 +347,14 @@ class TransformersLM:
         unrotated = Unrotated()
         if output_attentions or trace_layer is not None:
             progress = {self.stack: (0, self.config.num_layers)}
-            with capturing(self.sites, keep, hooks, progress, self.per_call) as capture:
+            with (
+                capturing(self.sites, keep, hooks, progress, self.per_call) as capture,
+                handing(AttentionRun(capture, blocked), self.handed) as keywords,
+            ):
+                arguments.update(keywords)
                 if trace_layer is not None and self.rope and not (cache and cache.length):
                     module = self._modules[self.attention_paths[trace_layer]]
-                    with grabbing_unrotated(module, lambda: is_current(capture)) as unrotated:
+                    with grabbing_unrotated(module) as unrotated:
                         out = guarded(self.failures, self.name, lambda: self.model(**arguments))
                 else:
                     out = guarded(self.failures, self.name, lambda: self.model(**arguments))
@@ -322,6 +363,10 @@ class TransformersLM:
                 raise self.failures.fail(
                     self.name, f"{len(calls)} of its {self.config.num_layers} layers captured"
                 )
+        elif blocked is not None:
+            with handing(AttentionRun(blocked=blocked), self.handed) as keywords:
+                arguments.update(keywords)
+                out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
         else:
             out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
         if cache is not None:

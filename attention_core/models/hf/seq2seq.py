@@ -35,16 +35,28 @@ from ..base.out_projections import head_slices
 from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import ModelSummary
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..base.writing import Written
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import hold, read_in, run_on, stored_dtype
+from ..maps.blocked_pass import BlockedPass
 from ..maps.context_pass import context_only
-from ..maps.long_maps import StackedPass, long_pass
+from ..maps.long_maps import StackedPass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
 from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
 from ..text.text_tokenizer import TextTokenizer, TokenizedText
-from .adapters import install_adapters
-from .capture import ATTENTION_NAME, Capture, Site, Stack, attention_sites, capturing, register
+from .adapters import adapted_modules, install_adapters
+from .capture import (
+    ATTENTION_NAME,
+    AttentionRun,
+    Capture,
+    Site,
+    Stack,
+    attention_sites,
+    capturing,
+    handing,
+    register,
+)
 from .failures import FailureWatch, guarded
 from .seq2seq_rules import apply_rules, generation_rules
 
@@ -137,6 +149,7 @@ class EncoderDecoder:
         config = self.model.config
         self.family = str(config.model_type)
         self.sites: dict[int, Site] = attention_sites(self.model, "encoder-decoder")
+        self.adapted = adapted_modules(self.model)
         modules = dict(self.model.named_modules())
         # (stack, layer) -> (module path, module), for hooking one layer's input
         self.layer_modules: dict[tuple[Stack, int], tuple[str, torch.nn.Module]] = {}
@@ -348,7 +361,8 @@ class EncoderDecoder:
             torch.inference_mode(),
             self._capture(lambda site: False, progress=self.forward_progress) as capture,
         ):
-            out = self._forward(
+            out = self.forward_with(
+                AttentionRun(capture),
                 input_ids=torch.tensor([source.input_ids]),
                 decoder_input_ids=torch.tensor([decoder_input.input_ids]),
                 output_hidden_states=True,
@@ -408,8 +422,9 @@ class EncoderDecoder:
             found = self.sites[id(module)]
             return found.stack, found.layer
 
-        with torch.inference_mode(), long_pass(StackedPass(passes, site)):
-            out = self._forward(
+        with torch.inference_mode():
+            out = self.forward_with(
+                AttentionRun(blocked=StackedPass(passes, site)),
                 input_ids=torch.tensor([source.input_ids]),
                 decoder_input_ids=torch.tensor([decoder_input.input_ids]),
                 output_hidden_states=options.hidden_states,
@@ -444,11 +459,15 @@ class EncoderDecoder:
         )
 
     def trace(
-        self, text: str, layer: int, text_b: str | None = None
+        self,
+        text: str,
+        layer: int,
+        text_b: str | None = None,
+        blocked: BlockedPass | None = None,
     ) -> tuple[TokenizedText, LayerTrace]:
         """The encoder's layer ``layer`` (0-based) for ``text``; see ``trace_stack``."""
         self.refuse_pair(text_b)
-        tokens, trace, _ = self.trace_stack(text, None, "encoder", layer)
+        tokens, trace, _ = self.trace_stack(text, None, "encoder", layer, blocked)
         assert isinstance(tokens, TokenizedText)  # the encoder's rows are the source
         return tokens, trace
 
@@ -460,21 +479,28 @@ class EncoderDecoder:
         text_b: str | None = None,
         target: Target | None = None,
         stack: str | None = None,
+        blocked: BlockedPass | None = None,
     ) -> StackTrace:
         """``trace_stack`` as the contract asks it (``stack`` None: the encoder), with the
         source's tokens for ``cross``."""
         self.refuse_pair(text_b)
         chosen = self.capabilities.stack(stack)
-        rows, trace, source = self.trace_stack(text, target, chosen, layer)
+        rows, trace, source = self.trace_stack(text, target, chosen, layer, blocked)
         if source is None:
             return StackTrace(chosen, rows, trace)
         return StackTrace(chosen, rows, trace, source[0], self.tokenize(text).tokens)
 
     def trace_stack(
-        self, text: str, target: str | tuple[int, ...] | None, stack: Stack, layer: int
+        self,
+        text: str,
+        target: str | tuple[int, ...] | None,
+        stack: Stack,
+        layer: int,
+        blocked: BlockedPass | None = None,
     ) -> tuple[TokenizedText | TargetText, LayerTrace, torch.Tensor | None]:
         """Every tensor of one attention layer (0-based) of ``stack``; ``target`` is the
-        target's text or its ids (``decoder_input``).
+        target's text or its ids (``decoder_input``); ``blocked``: the pass every attention
+        call goes to (``ForwardOptions``).
 
         Returns the tokens of its rows (the source for the encoder, else the
         target), the ``LayerTrace`` (x: that attention's input, after its norm),
@@ -493,7 +519,8 @@ class EncoderDecoder:
             torch.inference_mode(),
             self._capture(wanted, {path: module}) as capture,
         ):
-            out = self._forward(
+            out = self.forward_with(
+                AttentionRun(capture, blocked),
                 input_ids=torch.tensor([source.input_ids]),
                 decoder_input_ids=torch.tensor([decoder_input.input_ids]),
                 use_cache=False,
@@ -508,9 +535,11 @@ class EncoderDecoder:
         rows = source if stack == "encoder" else decoder_input
         return rows, trace, out.encoder_last_hidden_state if stack == "cross" else None
 
-    def _forward(self, **arguments: Any) -> Any:
-        """The model's forward pass; a failure of its code is a ``CaptureFailed``."""
-        return guarded(self.failures, self.name, lambda: self.model(**arguments))
+    def forward_with(self, run: AttentionRun, **arguments: Any) -> Any:
+        """The model's forward pass, its attention calls handed ``run`` (``capture.handing``);
+        a failure of its code is a ``CaptureFailed``."""
+        with handing(run, self.adapted) as keywords:
+            return guarded(self.failures, self.name, lambda: self.model(**arguments, **keywords))
 
     def _check_captured(self, capture: Capture) -> None:
         """Every layer of every stack captured, else ``CaptureFailed`` (said, not a 500)."""
@@ -541,6 +570,18 @@ class EncoderDecoder:
             yield capture
 
     # --- generation -----------------------------------------------------------------------
+
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """The contract's generation: a target for the source ``prompt``, keeping no map;
+        its pass is ``forward_stacks`` over the source and the written ids (the decoder
+        reading the start token and every one, as the steps fed them)."""
+        written = self.generate(prompt, max_new_tokens, capture_attentions=False, **sampling)
+
+        def reread(options: PassOptions) -> ModelPass:
+            return self.forward_stacks(prompt, target=written.new_ids, options=options)
+
+        read = len(written.source)  # the source: nothing written there
+        return Written.of(written, read, (False,) * read, reread)
 
     def generate(
         self,
@@ -585,12 +626,18 @@ class EncoderDecoder:
         stop: StopReason = "max_new_tokens"
         done = False
         with torch.inference_mode():
-            with self._capture(lambda site: False) as capture, context_only(capture_attentions):
+            blocked = context_only(capture_attentions)  # no map wanted: none held
+            with (
+                self._capture(lambda site: False) as capture,
+                handing(AttentionRun(capture, blocked), self.adapted) as keywords,
+            ):
                 encoded = guarded(
                     self.failures,
                     self.name,
                     lambda: self.model.get_encoder()(
-                        input_ids=torch.tensor([source.input_ids]), output_hidden_states=True
+                        input_ids=torch.tensor([source.input_ids]),
+                        output_hidden_states=True,
+                        **keywords,
                     ),
                 )
             encoder_weights = _first(capture.weights("encoder")) if capture_attentions else ()
@@ -598,7 +645,8 @@ class EncoderDecoder:
             while True:
                 position = len(ids) - 1
                 with self._capture(lambda site: False) as capture:
-                    out = self._forward(
+                    out = self.forward_with(
+                        AttentionRun(capture),
                         encoder_outputs=encoded,
                         decoder_input_ids=torch.tensor([[ids[-1]]]),  # (1, 1)
                         use_cache=True,
@@ -671,12 +719,17 @@ def check_stacks(model: Any, name: str, start_id: int) -> None:
         ),
     }
     expected["cross"] = expected["decoder"]
-    with torch.inference_mode(), capturing(sites, keep=lambda site: False) as capture:
+    with (
+        torch.inference_mode(),
+        capturing(sites, keep=lambda site: False) as capture,
+        handing(AttentionRun(capture), adapted_modules(model)) as keywords,
+    ):
         try:
             model(
                 input_ids=torch.zeros(1, 2, dtype=torch.long),
                 decoder_input_ids=torch.full((1, 1), start_id, dtype=torch.long),
                 use_cache=False,
+                **keywords,
             )
         except Exception as exc:  # noqa: BLE001 - the family's code failed: its reason
             raise ForwardFailed(

@@ -10,7 +10,8 @@ they are the outputs of ``q_norm``/``k_norm`` when the module has them, else of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,9 +55,10 @@ def _source(module: nn.Module, name: str) -> nn.Module | None:
 
 
 @contextmanager
-def grabbing_unrotated(module: nn.Module, mine: Callable[[], bool]) -> Iterator[Unrotated]:
-    """Hooks on ``module``'s q and k sources for the block; ``mine()`` says whether a
-    forward through them is this thread's (the modules are shared)."""
+def grabbing_unrotated(module: nn.Module) -> Iterator[Unrotated]:
+    """Hooks on ``module``'s q and k sources for the block, which keep what this thread's
+    forward passes give them (the modules are shared: another thread's are left alone)."""
+    owner = threading.get_ident()
     grabbed = Unrotated(normed=isinstance(getattr(module, "q_norm", None), nn.Module))
     sources = {name: _source(module, name) for name in ("q", "k")}
     if not isinstance(getattr(module, "q_proj", None), nn.Module) or None in sources.values():
@@ -66,7 +68,7 @@ def grabbing_unrotated(module: nn.Module, mine: Callable[[], bool]) -> Iterator[
     for name, source in sources.items():
 
         def grab(_m: nn.Module, _args: Any, output: Any, name: str = name) -> None:
-            if mine() and isinstance(output, torch.Tensor):
+            if threading.get_ident() == owner and isinstance(output, torch.Tensor):
                 grabbed.outputs[name] = output
 
         assert source is not None

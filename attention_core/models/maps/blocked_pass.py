@@ -1,12 +1,17 @@
 """A forward pass whose attention layers run block by block (``blocked_attention``).
 
-Inside ``blocked_pass(pass_)`` the core decoders' attention modules
-(``GPT2Attention``, ``LlamaAttention``) and the transformers backend's
-``hf.capture.core_attention`` hand every attention call to ``pass_.steps``
-instead of one whole ``attention_with_steps``.  Two passes exist:
+A forward pass given a pass (the ``blocked`` forward option of a core decoder,
+``DecoderLM``; ``blocked`` of BERT's ``forward_layers``; the ``AttentionRun``
+keyword of a transformers model) hands every attention call (``GPT2Attention``,
+``LlamaAttention``, BERT's layers, the transformers backend's
+``hf.capture.core_attention``) to ``pass_.steps`` instead of one whole
+``attention_with_steps``.  The pass travels with the call, as an argument,
+never through state shared by threads: two requests running one model at once
+each reach their own pass.  The passes:
 
 - ``long_maps.LongPass``: a long input; q and k kept, the maps gathered into
   a pooled/cropped grid, never held (its steps carry the context only);
+- ``context_pass.ContextPass``: no map at all, each layer's context in blocks;
 - ``FullMapsPass``: every full map kept, as a viewer's forward with
   ``output_attentions`` needs them, but computed in blocks of rows so that a
   causal block skips the keys none of its rows sees: half the scores, the
@@ -16,9 +21,6 @@ instead of one whole ``attention_with_steps``.  Two passes exist:
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Protocol
 
 import torch
@@ -32,7 +34,7 @@ FULL_MAPS_BLOCK_ROWS = 64
 
 
 class BlockedPass(Protocol):
-    """What the attention modules call inside ``blocked_pass``."""
+    """What the attention modules call when a forward pass is given one."""
 
     def steps(
         self, layer: int | None, call: AttentionCall, module: object = None
@@ -83,23 +85,3 @@ class FullMapsPass:
 
         context = blocked_attention(call, block_rows=self.block_rows, on_block=put)
         return context_steps(query, context, weights, call.scale_factor)
-
-
-_CURRENT: contextvars.ContextVar[BlockedPass | None] = contextvars.ContextVar(
-    "attention_viz_blocked_pass", default=None
-)
-
-
-def current_pass() -> BlockedPass | None:
-    """The blocked pass this thread is inside, if any."""
-    return _CURRENT.get()
-
-
-@contextmanager
-def blocked_pass(pass_: BlockedPass) -> Iterator[BlockedPass]:
-    """Every attention layer run by this thread inside the block goes to ``pass_.steps``."""
-    token = _CURRENT.set(pass_)
-    try:
-        yield pass_
-    finally:
-        _CURRENT.reset(token)

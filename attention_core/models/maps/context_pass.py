@@ -1,9 +1,10 @@
 """A forward pass that needs no map at all: every attention layer's context, block by block.
 
 Ablation, the logit lens and the other analyses that read a model's outputs
-(its residual stream, its predictions) never look at a map, so inside
-``context_only()`` every attention call (the core families', BERT's, the
-transformers backend's ``core_attention``) goes to ``ContextPass.steps``: the
+(its residual stream, its predictions) never look at a map, so their forward
+passes are given a ``ContextPass`` (``context_only()``): every attention call
+(the core families', BERT's, the transformers backend's ``core_attention``)
+goes to ``ContextPass.steps``: the
 context from ``blocked_attention``, a bounded block of rows at a time over
 every batch row and head, its weights dropped block by block.  No (T, T) map
 of a head is ever whole, at any length; a short input is one block, the same
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
@@ -25,7 +25,7 @@ from ...blocked_attention import (
     blocked_attention,
     rows_per_block,
 )
-from .blocked_pass import BlockedPass, blocked_pass, context_steps, current_pass
+from .blocked_pass import BlockedPass, context_steps
 
 
 class ContextPass:
@@ -44,16 +44,18 @@ class ContextPass:
     def block_rows(self, call: AttentionCall) -> int:
         """Rows a block whose scores over every batch row and head fit ``block_cells``."""
         maps = math.prod(call.query.shape[:-2])  # batch rows × heads
-        return rows_per_block(maps, int(call.key.shape[-2]), self.block_cells)
+        return rows_per_block(
+            maps, int(call.key.shape[-2]), self.block_cells, device=call.query.device
+        )
 
 
-def context_only(maps_wanted: bool = False) -> AbstractContextManager[BlockedPass | None]:
-    """Within the block this thread's forward passes compute each attention's context block
-    by block (``ContextPass``), unless ``maps_wanted`` (then as they would anyway) or a
-    pass is already running (the caller's, which keeps what it needs)."""
-    if maps_wanted or current_pass() is not None:
-        return nullcontext()
-    return blocked_pass(ContextPass())
+def context_only(maps_wanted: bool = False, given: BlockedPass | None = None) -> BlockedPass | None:
+    """The pass for a forward that needs no map: ``given`` when the caller gave one (it
+    keeps what it needs), else a ``ContextPass`` (each attention's context block by block)
+    unless ``maps_wanted`` (None: every attention as it would run anyway)."""
+    if given is not None:
+        return given
+    return None if maps_wanted else ContextPass()
 
 
 # (layer, first row, first column, weights (..., H, rows, cols)) of one block of rows.
@@ -81,9 +83,3 @@ class WatchedPass(ContextPass):
 
         context = blocked_attention(call, block_rows=self.block_rows(call), on_block=sink)
         return context_steps(call.query, context, None, call.scale_factor)
-
-
-def watching(on_block: LayerBlockSink) -> AbstractContextManager[BlockedPass]:
-    """Within the block this thread's forward passes hold no map and hand every block of
-    every layer's weights to ``on_block`` (``WatchedPass``)."""
-    return blocked_pass(WatchedPass(on_block))

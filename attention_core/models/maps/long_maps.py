@@ -1,7 +1,7 @@
 """A forward pass that never holds every full map: q and k kept, maps gathered.
 
-Inside ``long_pass(pass_)`` (a ``blocked_pass.blocked_pass``) every attention
-layer of the core families (``GPT2Attention``, ``LlamaAttention``, BERT's
+A forward pass given a ``LongPass`` (a ``blocked_pass.BlockedPass``) sends every
+attention layer of the core families (``GPT2Attention``, ``LlamaAttention``, BERT's
 layers) and of the transformers backend (``hf.capture.core_attention``) goes to
 ``LongPass.steps``: it keeps what rebuilds any of the layer's maps
 (``KeptLayer``: q as the softmax saw it, after RoPE; the layer's k with its kv
@@ -19,7 +19,6 @@ kept q/k, a block of rows at a time.  A short input is one block.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -32,7 +31,7 @@ from ...blocked_attention import (
     rows_per_block,
 )
 from ...progress import report
-from .blocked_pass import BlockedPass, blocked_pass, context_steps
+from .blocked_pass import context_steps
 from .map_grid import MapGrid, MapQuery
 from .pooling import Region
 
@@ -106,7 +105,9 @@ class KeptLayer:
         count = int(call.query.shape[0])
         return blocked_attention(
             call,
-            block_rows=rows_per_block(count, int(call.key.shape[-2]), block_cells),
+            block_rows=rows_per_block(
+                count, int(call.key.shape[-2]), block_cells, device=call.query.device
+            ),
             on_block=on_block,
             rows=rows,
         )
@@ -260,7 +261,7 @@ class LongPass:
         own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
         context = blocked_attention(
             own if kept.value is None else replace(own, value=kept.value[None]),
-            block_rows=rows_per_block(H, S, self.block_cells),
+            block_rows=rows_per_block(H, S, self.block_cells, device=query.device),
             on_block=gather,
         )
         self.layers[layer] = kept
@@ -324,8 +325,3 @@ class StackedPass:
             total = sum(self.passes[s].num_layers for s in self.progress_stacks)
             report("forward", done, total)
         return steps
-
-
-def long_pass(pass_: BlockedPass) -> AbstractContextManager[BlockedPass]:
-    """Every attention layer run by this thread inside the block goes to ``pass_``."""
-    return blocked_pass(pass_)

@@ -95,12 +95,7 @@ def transformers_kind(raw: Mapping[str, Any], shown: str) -> str:
     if is_encoder_decoder(raw) or (
         model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES and not causal_lm
     ):
-        if isinstance(raw.get("audio_config"), Mapping):  # Voxtral, Qwen2-Audio: speech in
-            raise SpecError(
-                f"{shown} reads sound (its config has an audio_config): its encoder's input "
-                "is audio, and the app shows text models",
-                field="model",
-            )
+        check_one_text_model(raw, shown)
         return "encoder-decoder"
     if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not raw.get("is_decoder"):
         return "encoder"
@@ -111,6 +106,33 @@ def transformers_kind(raw: Mapping[str, Any], shown: str) -> str:
         "or masked); the app shows text models",
         field="model",
     )
+
+
+def check_one_text_model(raw: Mapping[str, Any], shown: str) -> None:
+    """``SpecError`` in words for an encoder-decoder the app cannot show: one whose encoder
+    reads sound, or transformers' generic pair of two separate models."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+
+    speech = raw.get("model_type") in MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+    for key in ("audio_config", "encoder_config"):  # Voxtral, Qwen2-Audio; Granite Speech
+        if isinstance(raw.get(key), Mapping) and (key == "audio_config" or speech):
+            raise SpecError(
+                f"{shown} reads sound (its config has an {key}, a speech encoder's): its "
+                "encoder's input is audio, and the app shows text models",
+                field="model",
+            )
+    if raw.get("model_type") == "encoder-decoder":
+        parts = [
+            str(part.get("model_type")) if isinstance(part, Mapping) else "unknown"
+            for part in (raw.get("encoder"), raw.get("decoder"))
+        ]
+        raise SpecError(
+            f"{shown} is transformers' generic EncoderDecoderModel: two separate models "
+            f"joined (a {parts[0]} encoder and a {parts[1]} decoder, each with a config of "
+            "its own); the app opens encoder-decoders built as one model (T5, BART, "
+            "Marian...), not such a pair",
+            field="model",
+        )
 
 
 def check_no_custom_code(raw: Mapping[str, Any], shown: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Unpack
 
@@ -18,6 +19,7 @@ from ...errors import PAIR_NEEDS_ENCODER
 from ..base.device import running_on, to_cpu
 from ..base.protocols import CausalLM
 from ..base.result_cache import DEFAULT_CACHE_BYTES
+from ..base.writing import Written
 from ..checkpoints.files import CONFIG_FILE, GENERATION_CONFIG_FILE, read_json
 from ..checkpoints.model_size import check_token_ids
 from ..maps.context_pass import context_only
@@ -153,7 +155,7 @@ class Decoder(TextModelBase[CausalLM]):
         """Continue ``prompt``; see ``generation.generate``.  Stops after an EOS token."""
         tokenized = self.tokenize(prompt, field="prompt")
         # Without its maps, the prompt's pass holds none (each layer's context block by block).
-        with running_on(self.device), context_only(capture_attentions):
+        with running_on(self.device):
             result: Generation = to_cpu(
                 generate(
                     self.model,
@@ -161,6 +163,7 @@ class Decoder(TextModelBase[CausalLM]):
                     max_new_tokens,
                     eos_token_ids=self.eos_ids,
                     capture_attentions=capture_attentions,
+                    blocked=context_only(capture_attentions),
                     **sampling,
                 )
             )
@@ -175,6 +178,13 @@ class Decoder(TextModelBase[CausalLM]):
             seed=result.seed,
             layer_attentions=result.layer_attentions,
         )
+
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """The contract's generation: ``generate`` keeping no map; its pass reads the
+        prompt's ids and the written ones as they are (the maps' rows are the generation's)."""
+        result = self.generate(prompt, max_new_tokens, capture_attentions=False, **sampling)
+        reread = partial(self.pass_of, result.sequence)
+        return Written.of(result, len(result.prompt), result.generated, reread)
 
 
 def decoder_loader(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict, Unpack
+from typing import Unpack
 
 import torch
 
@@ -26,20 +26,9 @@ from ...errors import MODEL_CONTEXT, LimitExceeded, SpecError
 from ...progress import muted, report
 from ..base.kv_cache import KVCache
 from ..base.protocols import CausalLM
-
-StopReason = Literal["eos", "max_new_tokens"]
-
-
-class Sampling(TypedDict, total=False):
-    """How each new token is picked (``generate``'s keywords; see ``sample``).
-
-    ``temperature`` (default 0: greedy), ``top_k`` (default None: every token),
-    ``seed`` of the sampler (default None: a random one).
-    """
-
-    temperature: float
-    top_k: int | None
-    seed: int | None
+from ..base.writing import Sampling as Sampling
+from ..base.writing import StopReason as StopReason
+from ..maps.blocked_pass import BlockedPass
 
 
 def sampling_values(sampling: Sampling) -> tuple[float, int | None, int | None]:
@@ -104,9 +93,14 @@ def _feed(
     cache: KVCache,
     recorder: AttentionRecorder | None,
     num_logits: int = 1,
+    blocked: BlockedPass | None = None,
 ) -> torch.Tensor:
     out = model(
-        input_ids, cache=cache, num_logits=num_logits, output_attentions=recorder is not None
+        input_ids,
+        cache=cache,
+        num_logits=num_logits,
+        output_attentions=recorder is not None,
+        blocked=blocked,
     )
     if recorder is not None:
         recorder.record(out.attentions)
@@ -114,17 +108,26 @@ def _feed(
 
 
 def prefill(
-    model: CausalLM, input_ids: torch.Tensor, cache: KVCache, recorder: AttentionRecorder | None
+    model: CausalLM,
+    input_ids: torch.Tensor,
+    cache: KVCache,
+    recorder: AttentionRecorder | None,
+    blocked: BlockedPass | None = None,
 ) -> torch.Tensor:
     """Run the prompt (1, P) into an empty ``cache``; the last position's logits (V,)."""
-    return _feed(model, input_ids, cache, recorder)[0, -1]
+    return _feed(model, input_ids, cache, recorder, blocked=blocked)[0, -1]
 
 
 def decode_one_token(
-    model: CausalLM, token: int, cache: KVCache, recorder: AttentionRecorder | None
+    model: CausalLM,
+    token: int,
+    cache: KVCache,
+    recorder: AttentionRecorder | None,
+    blocked: BlockedPass | None = None,
 ) -> torch.Tensor:
     """Feed one token after the cached positions; its logits (V,)."""
-    return _feed(model, torch.tensor([[token]]), cache, recorder)[0, -1]  # input (1, 1)
+    tokens = torch.tensor([[token]])  # (1, 1)
+    return _feed(model, tokens, cache, recorder, blocked=blocked)[0, -1]
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,7 @@ def generate(
     *,
     eos_token_ids: Collection[int] = (),
     capture_attentions: bool = True,
+    blocked: BlockedPass | None = None,
     **sampling: Unpack[Sampling],
 ) -> Generation:
     """Up to ``max_new_tokens`` tokens after ``prompt_ids``, stopping after an EOS token.
@@ -175,7 +179,8 @@ def generate(
     Greedy with ``temperature`` 0 (the default; ``seed`` is then ignored and
     returned as None); otherwise sampled with a ``torch.Generator`` seeded with
     ``seed``.  The prompt and every generated
-    position must fit in the model's context.
+    position must fit in the model's context.  ``blocked``: every forward pass's
+    attention goes to this pass (``ForwardOptions``).
     """
     temperature, top_k, seed = sampling_values(sampling)
     if not prompt_ids:
@@ -203,7 +208,7 @@ def generate(
     new_ids: list[int] = []
     stop: StopReason = "max_new_tokens"
     with torch.inference_mode():
-        logits = prefill(model, torch.tensor([list(prompt_ids)]), cache, recorder)
+        logits = prefill(model, torch.tensor([list(prompt_ids)]), cache, recorder, blocked)
         while True:
             token = sample(logits, temperature, top_k, generator)
             new_ids.append(token)
@@ -212,12 +217,13 @@ def generate(
             if stop == "eos" or len(new_ids) == max_new_tokens:
                 if recorder is not None:  # the last token's own row; no logits needed
                     with muted():
-                        _feed(model, torch.tensor([[token]]), cache, recorder, num_logits=0)
+                        last = torch.tensor([[token]])
+                        _feed(model, last, cache, recorder, num_logits=0, blocked=blocked)
                 report("generate", len(new_ids), max_new_tokens)
                 break
             report("generate", len(new_ids), max_new_tokens)
             with muted():  # a token is the unit: its forward's layers are not reported
-                logits = decode_one_token(model, token, cache, recorder)
+                logits = decode_one_token(model, token, cache, recorder, blocked)
     length = len(prompt_ids) + len(new_ids)
     return Generation(
         prompt_ids=tuple(prompt_ids),

@@ -8,10 +8,9 @@ refuse a sentence pair; their maps and their one-layer trace are the same pass.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, Unpack, cast
 
 import torch
 from torch import nn
@@ -32,10 +31,10 @@ from ..base.out_projections import head_slices, output_projections
 from ..base.outputs import LayerTrace, check_layer
 from ..base.protocols import CausalLM, DecoderConfig, ModelSummary, model_info
 from ..base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ..base.writing import Sampling, Written, refuse_writing
 from ..checkpoints.files import TOKENIZER_FILE
 from ..checkpoints.weight_dtype import hold, read_in, run_on
-from ..maps.blocked_pass import FullMapsPass, blocked_pass
-from ..maps.long_maps import long_pass
+from ..maps.blocked_pass import BlockedPass, FullMapsPass
 from ..maps.text_maps import TokenizedMaps
 from .text_tokenizer import TextTokenizer, TokenizedText
 
@@ -160,6 +159,10 @@ class TextModelBase(OneStack, Generic[ModelT]):
         """One stack, ``decoder`` (which writes) or ``encoder``."""
         return Capabilities(("decoder",) if self.causal else ("encoder",), writes=self.causal)
 
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """An encoder writes nothing (``Decoder`` writes)."""
+        raise refuse_writing(self.name, self.family, self.capabilities)
+
     # --- text in ------------------------------------------------------------------------
 
     def tokenize(self, text: str, field: str = "text") -> TokenizedText:
@@ -181,16 +184,13 @@ class TextModelBase(OneStack, Generic[ModelT]):
         tokenized = self.tokenize(text)
         # A decoder's maps in blocks of rows: the masked half of each map is never computed.
         blocked = self.causal and len(tokenized) >= FULL_MAPS_BLOCKED_TOKENS
-        with (
-            torch.inference_mode(),
-            running_on(self.device),
-            blocked_pass(FullMapsPass()) if blocked else nullcontext(),
-        ):
+        with torch.inference_mode(), running_on(self.device):
             out = self.model(
                 torch.tensor([tokenized.input_ids]),
                 num_logits=0,
                 output_attentions=True,
                 output_hidden_states=True,
+                blocked=FullMapsPass() if blocked else None,
             )
             maps = DecoderMaps(
                 tokenized,
@@ -230,11 +230,13 @@ class TextModelBase(OneStack, Generic[ModelT]):
             tokenized,
             head_outputs=lambda layer: self.head_outputs(name, layer),
         )
-        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
+        with torch.inference_mode(), running_on(self.device):
             out = self.model(
                 torch.tensor([tokenized.input_ids]),
                 num_logits=0,
                 output_hidden_states=options.hidden_states,
+                blocked=pass_,
+                maps_only=not options.hidden_states,  # the last MLP, final norm, head: skipped
             )
         stack = KeptStack(
             name,
@@ -257,14 +259,24 @@ class TextModelBase(OneStack, Generic[ModelT]):
         return head_slices(self._projections[layer], c.num_heads, c.head_dim)
 
     def trace(
-        self, text: str, layer: int, text_b: str | None = None
+        self,
+        text: str,
+        layer: int,
+        text_b: str | None = None,
+        blocked: BlockedPass | None = None,
     ) -> tuple[TokenizedText, LayerTrace]:
-        """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``."""
+        """Every tensor of layer ``layer`` (0-based) for ``text``; see ``LayerTrace``.
+        ``blocked``: every attention call goes to this pass (``ForwardOptions``)."""
         self._refuse_pair(text_b)
         check_layer(layer, self.config.num_layers)
         tokenized = self.tokenize(text)
         with torch.inference_mode(), running_on(self.device):
-            out = self.model(torch.tensor([tokenized.input_ids]), num_logits=0, trace_layer=layer)
+            out = self.model(
+                torch.tensor([tokenized.input_ids]),
+                num_logits=0,
+                trace_layer=layer,
+                blocked=blocked,
+            )
         if out.trace is None:
             raise RuntimeError(f"{self.family} returned no trace for layer {layer}")
         return tokenized, to_cpu(out.trace)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Unpack
 
 import torch
 import torch.nn.functional as F
@@ -38,10 +39,10 @@ from ...base.device import CPU, move, running_on, to_cpu
 from ...base.outputs import LayerTrace, check_layer
 from ...base.protocols import ModelSummary, model_info
 from ...base.result_cache import DEFAULT_CACHE_BYTES, DEFAULT_LONG_CACHE_BYTES, ResultCache
+from ...base.writing import Sampling, Written, refuse_writing
 from ...checkpoints.files import CONFIG_FILE, TOKENIZER_FILE
 from ...checkpoints.weight_dtype import float32_copy
-from ...maps.blocked_pass import current_pass
-from ...maps.long_maps import long_pass
+from ...maps.blocked_pass import BlockedPass
 from ...maps.text_maps import TokenizedMaps
 from .config import DEFAULT_MODEL_NAME, EncoderConfig, resolve_model_dir
 from .tokenizer import Tokenized, WordPieceTokenizer
@@ -98,11 +99,14 @@ def _layer_trace(
 
 
 def _attention(
-    layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+    layer: int,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    blocked: BlockedPass | None,
 ) -> AttentionSteps:
-    """One layer's attention, or the current blocked pass's (one text: (H, T, D) each,
+    """One layer's attention, or the forward's blocked pass's (one text: (H, T, D) each,
     given the batch axis of 1 a pass takes and returned without it)."""
-    blocked = current_pass()
     if blocked is None:
         return attention_with_steps(query, key, value)
     if query.dim() == 4:  # a batch of texts (B, H, T, D): head analysis's edited passes
@@ -194,6 +198,10 @@ class Encoder(OneStack):
         """One stack, the encoder; its WordPiece vocabulary answers word questions."""
         return Capabilities(("encoder",), words=self)
 
+    def write(self, prompt: str, max_new_tokens: int, **sampling: Unpack[Sampling]) -> Written:
+        """An encoder writes nothing."""
+        raise refuse_writing(self.name, self.family, self.capabilities)
+
     @property
     def hidden_size(self) -> int:
         return self.config.hidden_size
@@ -250,8 +258,8 @@ class Encoder(OneStack):
         self._check_length(ids)
         outputs = partial(self.head_outputs, "encoder")
         pass_ = options.long_pass(len(self.layers), False, tokenized, head_outputs=outputs)
-        with torch.inference_mode(), running_on(self.device), long_pass(pass_):
-            _, hidden, _ = self.forward_layers(ids, types)
+        with torch.inference_mode(), running_on(self.device):
+            _, hidden, _ = self.forward_layers(ids, types, blocked=pass_)
         stack = KeptStack(
             "encoder",
             tokenized,
@@ -266,12 +274,17 @@ class Encoder(OneStack):
         return ModelPass((stack,))
 
     def trace(
-        self, text: str, layer: int, text_b: str | None = None
+        self,
+        text: str,
+        layer: int,
+        text_b: str | None = None,
+        blocked: BlockedPass | None = None,
     ) -> tuple[Tokenized, LayerTrace]:
         """Every tensor of layer ``layer`` (0-based) for one text, batch axis 1 first.
 
         Shapes: see ``LayerTrace`` (x is the layer's input: the previous
-        layer's output, already LayerNormed, as BERT is post-norm).
+        layer's output, already LayerNormed, as BERT is post-norm).  ``blocked``:
+        every layer's attention goes to this pass (the traced one's steps: the pass's).
         """
         check_layer(layer, self.config.num_hidden_layers)
         tokenized = self.tokenize(text, text_b)
@@ -280,7 +293,7 @@ class Encoder(OneStack):
             types = torch.tensor(tokenized.token_type_ids)
             self._check_length(ids)
             with torch.inference_mode():
-                _, _, trace = self.forward_layers(ids, types, trace_layer=layer)
+                _, _, trace = self.forward_layers(ids, types, trace_layer=layer, blocked=blocked)
         if trace is None:  # unreachable: the layer index was checked above
             raise RuntimeError(f"layer {layer} was not traced")
         return tokenized, to_cpu(trace)
@@ -320,6 +333,7 @@ class Encoder(OneStack):
         token_type_ids: torch.Tensor,
         trace_layer: int | None = None,
         edit_context: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
+        blocked: BlockedPass | None = None,
     ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], LayerTrace | None]:
         """Every layer's attentions and hidden states (and layer ``trace_layer``'s trace),
         without ``forward``'s length check and inference mode: the caller's (head analysis
@@ -328,6 +342,7 @@ class Encoder(OneStack):
         ids (T,), or (B, T) for a batch (then every shape below gains B in front).
         ``edit_context(layer, context (…, T, C))`` may replace each layer's
         concatenated head outputs before the output projection (head ablation).
+        ``blocked``: every layer's attention goes to this pass (``blocked_pass``).
         """
         c, e = self.config, self.embeddings
         H, D, C = c.num_attention_heads, c.head_dim, c.hidden_size
@@ -347,7 +362,7 @@ class Encoder(OneStack):
             qkv = F.linear(x, w.W_qkv, w.b_qkv)  # (T, 3C)
             # (T, 3C) -> (T, 3, H, D) -> (3, H, T, D): query, key, value per head
             query, key, value = qkv.view(*lead, T, 3, H, D).movedim(-3, 0).transpose(-3, -2)
-            steps = _attention(index, query, key, value)  # weights (H, T, T)
+            steps = _attention(index, query, key, value, blocked)  # weights (H, T, T)
             attentions.append(steps.attn_weights)
             if index == trace_layer:
                 trace = _layer_trace(index, x, query, key, value, steps)

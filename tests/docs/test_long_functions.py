@@ -1,0 +1,69 @@
+"""scripts/long_functions.py finds the browser's functions and their lengths: braces in
+strings, template literals, regular expressions and comments are not the code's, and a
+function is named from its declaration, its method header or the name it is assigned to."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.docs.commands import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from long_functions import functions  # noqa: E402
+
+SAMPLE = """\
+// a comment with { braces
+const re = /[{]+/g; /* block { */
+export function outer(a) {
+  const s = "}{";
+  const t = `x ${ {a: 1}.a } y ${"}"}`;
+  if (a) {
+    return a.map((v) => {
+      return v + 1;
+    });
+  }
+  return re.test(s + t);
+}
+
+const arrow = async (x) => {
+  return x / 2;
+};
+
+const obj = {
+  method(y) {
+    return y;
+  },
+  named: function () {
+    return 1;
+  },
+};
+"""
+
+
+def test_functions_their_names_and_lines(tmp_path: Path) -> None:
+    path = tmp_path / "sample.js"
+    path.write_text(SAMPLE, encoding="utf-8")
+    found = [(f.name, f.first, f.last) for f in functions(path)]
+    assert found == [
+        ("outer", 3, 12),
+        ("(arrow)", 7, 9),
+        ("arrow", 14, 16),
+        ("method", 19, 21),
+        ("named", 22, 24),
+    ]
+
+
+def test_the_command_lists_what_is_past_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "sample.js").write_text(SAMPLE, encoding="utf-8")
+    script = ROOT / "scripts/long_functions.py"
+    over = subprocess.run(
+        [sys.executable, script, "--limit", "9", tmp_path], capture_output=True, text=True
+    )
+    assert over.returncode == 1
+    assert over.stdout.split() == ["10", f"{tmp_path / 'sample.js'}:3", "outer"]
+    within = subprocess.run(
+        [sys.executable, script, "--limit", "10", tmp_path], capture_output=True, text=True
+    )
+    assert (within.returncode, within.stdout) == (0, "")
