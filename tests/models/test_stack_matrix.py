@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -285,12 +286,10 @@ def analysed_text(length: str, client: TestClient, name: str) -> str:
     return text
 
 
-def ablated_run(
-    module: torch.nn.Module, name: str, ids: list[int], heads: list[tuple[int, int]]
-) -> Any:
-    """transformers' forward with each (layer, head) (0-based)'s slice of the output
-    projection's input zeroed: the oracle of ablation."""
-    H = int(module.config.num_attention_heads)
+@contextmanager
+def zeroed(module: torch.nn.Module, path: str, heads: Any, H: int) -> Iterator[None]:
+    """Within the block each (layer, head) (0-based)'s slice of the input of the module at
+    ``path.format(layer)`` (an output projection) is zeroed: the oracle of ablation."""
     hooks = []
     for layer in sorted({layer for layer, _ in heads}):
         chosen = [h for l_, h in heads if l_ == layer]
@@ -302,14 +301,23 @@ def ablated_run(
                 x[..., h * D : (h + 1) * D] = 0
             return (x, *args[1:])
 
-        target = module.get_submodule(OUT_PROJECTIONS[name].format(layer))
+        target = module.get_submodule(path.format(layer))
         hooks.append(target.register_forward_pre_hook(zero))
     try:
-        with torch.inference_mode():
-            return module(torch.tensor([ids]), output_hidden_states=True)
+        yield
     finally:
         for hook in hooks:
             hook.remove()
+
+
+def ablated_run(
+    module: torch.nn.Module, name: str, ids: list[int], heads: list[tuple[int, int]]
+) -> Any:
+    """transformers' forward with each (layer, head) (0-based)'s slice of the output
+    projection's input zeroed."""
+    H = int(module.config.num_attention_heads)
+    with zeroed(module, OUT_PROJECTIONS[name], heads, H), torch.inference_mode():
+        return module(torch.tensor([ids]), output_hidden_states=True)
 
 
 def next_logprobs(out: Any, ids: list[int]) -> torch.Tensor:
@@ -559,29 +567,12 @@ def marian_ablated(
     """transformers' Marian with each (layer, head) of ``stack`` (0-based) zeroed just before
     its output projection: the oracle of an encoder-decoder's ablation."""
     H = int(hf.config.encoder_attention_heads)
-    hooks = []
-    for layer in sorted({layer for layer, _ in heads}):
-        chosen = [h for l_, h in heads if l_ == layer]
-
-        def zero(_m: Any, args: tuple[torch.Tensor, ...], chosen: list[int] = chosen) -> Any:
-            x = args[0].clone()
-            D = x.shape[-1] // H
-            for h in chosen:
-                x[..., h * D : (h + 1) * D] = 0
-            return (x, *args[1:])
-
-        module = hf.get_submodule(MARIAN_OUT[stack].format(layer))
-        hooks.append(module.register_forward_pre_hook(zero))
-    try:
-        with torch.inference_mode():
-            return hf(
-                input_ids=torch.tensor([source]),
-                decoder_input_ids=torch.tensor([decoder_input]),
-                output_hidden_states=True,
-            )
-    finally:
-        for hook in hooks:
-            hook.remove()
+    with zeroed(hf, MARIAN_OUT[stack], heads, H), torch.inference_mode():
+        return hf(
+            input_ids=torch.tensor([source]),
+            decoder_input_ids=torch.tensor([decoder_input]),
+            output_hidden_states=True,
+        )
 
 
 @pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
