@@ -116,9 +116,11 @@ def watched_page(browser: Browser, base_url: str, **options: Any) -> Iterator[Pa
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield page
-    found = list(errors)  # closing the context aborts what is still in flight
-    context.close()
+    try:
+        yield page
+        found = list(errors)  # closing the context aborts what is still in flight
+    finally:
+        context.close()
     assert not found, found
 
 

@@ -16,8 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import api
-from tests.e2e.servers import models_server
-from tests.models.checkpoints import make_gpt2
+from tests.e2e.servers import built_in_and_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -28,10 +27,7 @@ TEXT = "Ann needed a loan, then ran to the bank "  # the next letter decides the
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("heads-models")
-    make_gpt2(root / "tiny-gpt2")
-    with models_server(root) as url:
-        yield url
+    yield from built_in_and_gpt2(tmp_path_factory, "heads-models")
 
 
 def open_bank(page: Page) -> None:

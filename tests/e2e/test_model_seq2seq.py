@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -18,9 +17,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api
-from tests.e2e.servers import models_server
-from tests.models.seq2seq_checkpoints import make_seq2seq
-from tests.requires import require
+from tests.e2e.servers import MARIAN, marian
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -28,22 +25,13 @@ WAIT = 30_000
 UINT8_ERROR = 1 / 510
 SOURCE = "The cat sat on the mat because it was tired."
 TARGET = "Die Katze sass auf der Matte."
-MODEL = "tiny-marian"
+MODEL = MARIAN
 
 
 @pytest.fixture(scope="module")
-def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require("transformers")
-    root = tmp_path_factory.mktemp("page-seq2seq")
-    make_seq2seq(root / MODEL, "marian")
-    return root
-
-
-@pytest.fixture(scope="module")
-def server_url(models_dir: Path) -> Iterator[str]:
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Overrides the session server for this module: one that lists the Marian."""
-    with models_server(models_dir) as url:
-        yield url
+    yield from marian(tmp_path_factory, "page-seq2seq")
 
 
 def open_marian(page: Page, server_url: str) -> dict[str, Any]:

@@ -19,10 +19,8 @@ import pytest
 from playwright.sync_api import Browser, Request, expect
 
 from tests.e2e.conftest import ARTIFACTS, api
-from tests.e2e.servers import models_server
+from tests.e2e.servers import marian
 from tests.e2e.test_model_long import watch_errors
-from tests.models.seq2seq_checkpoints import make_seq2seq
-from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -35,11 +33,7 @@ GRID_POOL = 128  # model-overview.js' pool for few maps (2 layers × 4 heads)
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Overrides the session server for this module: one that lists the Marian."""
-    require("transformers")
-    root = tmp_path_factory.mktemp("seq2seq-pooled")
-    make_seq2seq(root / MODEL, "marian", max_position_embeddings=512)
-    with models_server(root) as url:
-        yield url
+    yield from marian(tmp_path_factory, "seq2seq-pooled", MODEL, max_position_embeddings=512)
 
 
 def pooled_map(server_url: str, layer: int) -> tuple[np.ndarray, dict[str, Any]]:

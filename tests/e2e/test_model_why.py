@@ -14,56 +14,43 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import api
-from tests.e2e.servers import models_server
-from tests.models.checkpoints import make_gpt2
+from tests.e2e.conftest import api, watched_page
+from tests.e2e.servers import built_in_and_gpt2
+from tests.e2e.why_card import BANK, COL, ROW, TEXT, WAIT, click_map_cell, expect_the_apis_pairs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
-
-WAIT = 60_000  # ms: forward passes and drawing on a loaded 2-core machine
-BANK = "tiny-bank-gpt"
-TEXT = "Kim counted the cash, then went to the bank "  # 44 letters, 44 tokens
-ROW, COL = 43, 19  # the last letter looks at "cash"'s last letter
 
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("why-models")
-    make_gpt2(root / "tiny-gpt2")
-    with models_server(root) as url:
-        yield url
+    yield from built_in_and_gpt2(tmp_path_factory, "why-models")
 
 
-def click_cell(page: Page, row: int, col: int, tokens: int = 44) -> None:
+def click_cell(page: Page, row: int, col: int) -> None:
     page.goto(f"/model?model={BANK}&text={quote(TEXT)}&layer=2&head=1")
     expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
     expect(page.get_by_test_id("zoom-plot")).to_have_attribute("data-head", "1", timeout=WAIT)
-    cells = page.locator(
-        "[data-testid='zoom-plot'] .quick-cells, [data-testid='zoom-plot'] .nsewdrag"
-    ).first
-    cells.scroll_into_view_if_needed()
-    box = cells.bounding_box()
-    assert box is not None
-    x = box["x"] + box["width"] * (col + 0.5) / tokens
-    y = box["y"] + box["height"] * (row + 0.5) / tokens
-    page.mouse.click(x, y)
+    click_map_cell(page, "[data-testid='zoom-plot']", row, col)
+
+
+def open_bank(page: Page) -> None:
+    page.goto(f"/model?model={BANK}&text={quote(TEXT)}")
+    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
+
+
+def run_attribution(page: Page, method: str | None = None) -> None:
+    """Run the attribution card (``method`` chosen first, if given) until it is drawn."""
+    card = page.get_by_test_id("attribution")
+    expect(card).to_be_visible(timeout=WAIT)
+    if method is not None:
+        page.get_by_test_id("attr-method").select_option(method)
+    page.get_by_test_id("attr-run").click()
+    expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
 
 
 def test_a_clicked_cell_is_split_into_the_apis_pairs(page: Page, server_url: str) -> None:
     click_cell(page, ROW, COL)
-    card = page.get_by_test_id("why-cell")
-    expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
-    body = {"model": BANK, "text": TEXT, "layer": 2, "head": 1, "row": ROW, "col": COL, "top": 40}
-    answer = api(server_url, "/api/model/why", body)
-    assert answer["weight"] > 0.8  # the head reads "cash"
-    expect(card.locator("h2")).to_contain_text("from '␣' (row 43) at 'h' (column 19)")
-    summary = page.get_by_test_id("why-summary")
-    expect(summary).to_contain_text(f"Softmax weight {answer['weight']:.4f}")
-    expect(summary).to_contain_text(f"score {answer['score']:.3f}")
-    pairs = page.get_by_test_id("why-pair")
-    expect(pairs).to_have_count(12)
-    first = answer["contributions"][0]
-    expect(pairs.first).to_contain_text(f"{abs(first['value']):.3f}")
+    expect_the_apis_pairs(page, server_url)
     expect(page.get_by_test_id("why-grid-row")).to_have_count(7)  # 7 components on layer 2
 
 
@@ -73,12 +60,8 @@ def test_a_masked_cell_says_so(page: Page) -> None:
 
 
 def test_the_fast_estimate_and_the_exact_grid(page: Page, server_url: str) -> None:
-    page.goto(f"/model?model={BANK}&text={quote(TEXT)}")
-    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
-    card = page.get_by_test_id("attribution")
-    expect(card).to_be_visible()
-    page.get_by_test_id("attr-run").click()
-    expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    open_bank(page)
+    run_attribution(page)
     body = {"model": BANK, "text": TEXT, "target": {"position": 43}, "confirm_top": 3}
     answer = api(server_url, "/api/model/attribute", body)
     cell = page.get_by_test_id("attr-estimate-L2-H1")
@@ -99,12 +82,9 @@ def test_atp_star_marks_the_heads_whose_paths_cancel(page: Page, server_url: str
     """AtP* on the "cash" sentence: the GradDrop grid is the API's, the heads the API lists
     as cancelled are marked ⇄ in both grids and listed, the rest are not, the confirmed heads
     are those of the largest GradDrop score, and the note says what the mark means."""
-    page.goto(f"/model?model={BANK}&text={quote(TEXT)}")
-    expect(page.get_by_test_id("head-grid")).to_have_attribute("data-drawn", "12", timeout=WAIT)
+    open_bank(page)
+    run_attribution(page, "atp_star")
     card = page.get_by_test_id("attribution")
-    page.get_by_test_id("attr-method").select_option("atp_star")
-    page.get_by_test_id("attr-run").click()
-    expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
     body = {
         "model": BANK,
         "text": TEXT,
@@ -139,33 +119,21 @@ def test_atp_star_marks_the_heads_whose_paths_cancel(page: Page, server_url: str
 def test_the_atp_star_card_fits_and_is_seen(
     browser: Browser, server_url: str, width: int, tmp_path: Path
 ) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900}, base_url=server_url)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    try:
+    viewport = {"width": width, "height": 900}
+    with watched_page(browser, server_url, viewport=viewport) as page:  # no console error
         page.goto(f"/model?model={BANK}&text={quote(TEXT)}")
-        card = page.get_by_test_id("attribution")
-        expect(card).to_be_visible(timeout=WAIT)
-        page.get_by_test_id("attr-method").select_option("atp_star")
-        page.get_by_test_id("attr-run").click()
-        expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
+        run_attribution(page, "atp_star")
         assert page.evaluate("document.documentElement.scrollWidth") <= width
-        card.screenshot(path=str(tmp_path / f"attribution-atp-star-{width}.png"))
-        assert errors == []
-    finally:
-        context.close()
+        path = tmp_path / f"attribution-atp-star-{width}.png"
+        page.get_by_test_id("attribution").screenshot(path=str(path))
 
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_both_cards_fit_and_are_seen(
     browser: Browser, server_url: str, width: int, tmp_path: Path
 ) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900}, base_url=server_url)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    try:
+    viewport = {"width": width, "height": 900}
+    with watched_page(browser, server_url, viewport=viewport) as page:  # no console error
         click_cell(page, ROW, COL)
         expect(page.get_by_test_id("why-cell")).to_have_attribute("data-drawn", "1", timeout=WAIT)
         page.get_by_test_id("attr-exact").click()
@@ -173,6 +141,3 @@ def test_both_cards_fit_and_are_seen(
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         for card in ("why-cell", "attribution"):  # to look at: pytest --basetemp
             page.get_by_test_id(card).screenshot(path=str(tmp_path / f"{card}-{width}.png"))
-        assert errors == []
-    finally:
-        context.close()

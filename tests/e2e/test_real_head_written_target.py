@@ -13,7 +13,6 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -21,10 +20,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api, plot_data
-from tests.e2e.servers import models_server
+from tests.e2e.servers import marian
 from tests.e2e.test_model_seq2seq import MODEL, SOURCE
-from tests.models.seq2seq_checkpoints import make_seq2seq
-from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -33,17 +30,8 @@ WRITTEN = 40  # the card writes 40 tokens at most
 
 
 @pytest.fixture(scope="module")
-def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require("transformers")
-    root = tmp_path_factory.mktemp("written-target")
-    make_seq2seq(root / MODEL, "marian")
-    return root
-
-
-@pytest.fixture(scope="module")
-def server_url(models_dir: Path) -> Iterator[str]:
-    with models_server(models_dir) as url:
-        yield url
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from marian(tmp_path_factory, "written-target")
 
 
 def refusal(server_url: str, body: dict[str, Any]) -> dict[str, Any]:

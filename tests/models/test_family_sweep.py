@@ -33,8 +33,6 @@ def sweep() -> Any:
 # DeepSeek-V3 (MLA, expert groups) and GPT-Neo were listed supported, then refused at load
 # (a shrinking that broke head_dim = qk_rope_head_dim; GPT-Neo's own table of attention
 # classes): both open now.  XMOD, then refused at load, is now refused when listed.
-# DeepSeek-V4's compressed-sparse layer adds its 0 / -inf block bias to the mask: on a
-# boolean mask the hidden entries read "may attend" (its maps differed by 0.48).
 OPENS = [
     "qwen2",
     "roberta",
@@ -47,7 +45,6 @@ OPENS = [
     "led",
     "albert",
     "deepseek_v3",
-    "deepseek_v4",
     "gpt_neo",
     "stablelm",  # its layers do not pass their keywords on to the attention module
 ]
@@ -56,6 +53,7 @@ REFUSED = {
     "mamba": "has no attention heads",
     "xmod": "Input language unknown",
     "voxtral": "reads sound",
+    "deepseek_v4": "attend to compressed entries",
     "granite_speech": "reads sound (its config has an encoder_config, a speech encoder's)",
     "encoder-decoder": "generic EncoderDecoderModel: two separate models joined (a bert",
 }
@@ -74,6 +72,20 @@ def test_refused_when_listed_with_the_reason(model_type: str, sweep: Any, tmp_pa
     assert record["status"] == "refused", record
     assert REFUSED[model_type] in record["reason"]
     assert record["when"] == "listed"  # never listed supported, then refused
+
+
+def test_deepseek_v4s_maps_equal_eager_attention_though_it_is_refused(
+    sweep: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its compressed-sparse layer adds its 0 / -inf block bias to the mask: on a boolean mask
+    the hidden entries read "may attend" (its maps differed by 0.48); with the additive mask
+    it is loaded with, every map, compressed columns included, is eager attention's."""
+    from attention_core.models.registry import backends
+
+    monkeypatch.setattr(backends, "KEYS_NOT_TOKENS", {})
+    record = sweep.try_type("deepseek_v4", tmp_path)
+    assert record["status"] == "equal", record
+    assert record["max_abs_diff"] <= 1e-5
 
 
 def test_the_sweep_covers_every_text_model_type(sweep: Any) -> None:

@@ -58,46 +58,45 @@ def test_alibi_is_the_score_bias_step(name: str, hf_checkpoints: Callable[[str],
     torch.testing.assert_close(bias[:, seen], expected[:, None, :].expand(heads, T, T)[:, seen])
 
 
+def _v2_terms(encoder: Any, trace: Any, layer: int, factor: int) -> torch.Tensor:
+    """DeBERTa-v2's terms from its module's code, over q and k as (B*H, T, D)."""
+    attention = encoder.layer[layer].attention.self
+    relative, embeddings = encoder.get_rel_pos(trace.x), encoder.get_rel_embedding()
+    flat = (trace.q.flatten(0, 1), trace.k.flatten(0, 1))
+    return attention.disentangled_attention_bias(*flat, relative, embeddings, factor)
+
+
+def _v1_terms(encoder: Any, trace: Any, layer: int, factor: int) -> torch.Tensor:
+    """DeBERTa (v1)'s terms from its module's code, over its q (with q_bias) scaled."""
+    attention = encoder.layer[layer].attention.self
+    relative, embeddings = encoder.get_rel_pos(trace.x), encoder.get_rel_embedding()
+    scaled = trace.q / math.sqrt(trace.q.shape[-1] * factor)
+    return attention.disentangled_att_bias(scaled, trace.k, relative, embeddings, factor)
+
+
+@pytest.mark.parametrize(
+    ("name", "layer", "terms"),
+    [("tiny-deberta-v2", 0, _v2_terms), ("tiny-deberta", 1, _v1_terms)],
+    ids=["v2", "v1"],
+)
 def test_deberta_position_terms_are_a_step_of_their_own(
+    name: str,
+    layer: int,
+    terms: Callable[[Any, Any, int, int], torch.Tensor],
     hf_checkpoints: Callable[[str], Path],
 ) -> None:
-    model = _load(hf_checkpoints("tiny-deberta-v2"))
-    _, trace = model.trace(LONG_TEXT, 0)
+    """Scores q·k / sqrt(d * 3) (content, c2p, p2c); the content-to-position and
+    position-to-content terms, as the module's own code computes them, are the score bias."""
+    model = _load(hf_checkpoints(name))
+    _, trace = model.trace(LONG_TEXT, layer)
     steps = trace.steps
     assert steps.biased_scores is not None
-    head_dim = trace.q.shape[-1]
-    assert steps.scale == pytest.approx(1 / math.sqrt(head_dim * 3))  # content, c2p, p2c
-    attention = model.model.model.encoder.layer[0].attention.self
+    assert steps.scale == pytest.approx(1 / math.sqrt(trace.q.shape[-1] * 3))
     with torch.inference_mode():
-        relative = model.model.model.encoder.get_rel_pos(trace.x)
-        embeddings = model.model.model.encoder.get_rel_embedding()
-        flat = (trace.q.flatten(0, 1), trace.k.flatten(0, 1))
-        expected = attention.disentangled_attention_bias(*flat, relative, embeddings, 3)
+        expected = terms(model.model.model.encoder, trace, layer, 3)
     bias = steps.biased_scores - steps.scaled_scores
     torch.testing.assert_close(bias, expected.view_as(bias), atol=1e-5, rtol=1e-5)
     assert float(bias.abs().mean()) > 0.01  # the position terms move the scores
-
-
-def test_deberta_v1_position_terms_are_a_step_of_their_own(
-    hf_checkpoints: Callable[[str], Path],
-) -> None:
-    """DeBERTa (v1): its q with q_bias, the terms from the scaled q, as the module computes."""
-    model = _load(hf_checkpoints("tiny-deberta"))
-    _, trace = model.trace(LONG_TEXT, 1)
-    steps = trace.steps
-    assert steps.biased_scores is not None
-    scale = math.sqrt(trace.q.shape[-1] * 3)  # content, c2p, p2c
-    assert steps.scale == pytest.approx(1 / scale)
-    encoder = model.model.model.encoder
-    attention = encoder.layer[1].attention.self
-    with torch.inference_mode():
-        relative = encoder.get_rel_pos(trace.x)
-        expected = attention.disentangled_att_bias(
-            trace.q / scale, trace.k, relative, encoder.get_rel_embedding(), 3
-        )
-    bias = steps.biased_scores - steps.scaled_scores
-    torch.testing.assert_close(bias, expected, atol=1e-5, rtol=1e-5)
-    assert float(bias.abs().mean()) > 0.01
 
 
 def test_gpt_neo_local_layer_reads_its_window_unscaled(

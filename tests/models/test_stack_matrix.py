@@ -19,6 +19,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,39 @@ def eager(models_dir: Path) -> dict[tuple[str, str], torch.Tensor]:
     return found
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One (model, stack) of the matrix on one server (short or long), with transformers'
+    eager maps of that stack (L, H, T, S)."""
+
+    length: str
+    client: TestClient
+    name: str
+    stack: str
+    want: torch.Tensor
+
+    @property
+    def key(self) -> str:
+        """The answer's field holding this stack's maps."""
+        return ANSWER_KEY[self.stack] if self.name == "marian" else "attentions"
+
+    @property
+    def stack_body(self) -> dict[str, str]:
+        """The request's ``stack`` (an encoder-decoder's), or nothing."""
+        return {"stack": self.stack} if self.name == "marian" else {}
+
+
+@pytest.fixture(params=STACKS, ids=[f"{name}-{stack}" for name, stack in STACKS])
+def cell(
+    request: pytest.FixtureRequest,
+    served: tuple[str, TestClient],
+    eager: dict[tuple[str, str], torch.Tensor],
+) -> Cell:
+    name, stack = request.param
+    length, client = served
+    return Cell(length, client, name, stack, eager[(name, stack)])
+
+
 def post(client: TestClient, name: str, path: str = "/api/model/attention", **body: Any) -> Any:
     request = {"model": name, "text": TEXT, **body}
     if name == "marian" and path != "/api/model/generate":
@@ -138,18 +172,10 @@ def close(got: Any, want: torch.Tensor) -> None:
     np.testing.assert_allclose(np.array(got, dtype=np.float32), want.numpy(), atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_maps_heads_pool_and_region(
-    served: tuple[str, TestClient],
-    eager: dict[tuple[str, str], torch.Tensor],
-    name: str,
-    stack: str,
-) -> None:
-    length, client = served
-    want = eager[(name, stack)]  # (L, H, T, S)
-    key = ANSWER_KEY[stack] if name == "marian" else "attentions"
+def test_maps_heads_pool_and_region(cell: Cell) -> None:
+    client, name, want, key = cell.client, cell.name, cell.want, cell.key
     whole = post(client, name)
-    assert whole.get("maps_path", "full") == length.replace("short", "full")
+    assert whole.get("maps_path", "full") == cell.length.replace("short", "full")
     for layer, maps in enumerate(whole[key]):
         close(maps, want[layer])
     one = post(client, name, heads=[2])
@@ -160,7 +186,7 @@ def test_maps_heads_pool_and_region(
         T, S = want.shape[-2:]
         block = [-(-T // 4), -(-S // 4)]
         close(maps, max_pool(want[layer], block))
-    if stack in ("encoder", "decoder") and name != "marian" or stack == "encoder":
+    if cell.stack in ("encoder", "decoder") and name != "marian" or cell.stack == "encoder":
         region = post(client, name, rows=[2, 9], cols=[1, 6])
         for layer, maps in enumerate(region["attentions"]):
             close(maps, want[layer, :, 2:9, 1:6])
@@ -177,15 +203,13 @@ def test_stream_is_the_post(served: tuple[str, TestClient], name: str) -> None:
     assert json.loads(result[0].split("\n")[1].removeprefix("data: ")) == post(client, name, pool=4)
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_value_norm(served: tuple[str, TestClient], name: str, stack: str) -> None:
+def test_value_norm(cell: Cell) -> None:
     """Each weight times its key's ‖v_j W_O^h‖, rows re-summed to 1, from each layer's full
     trace (its v and weights) and the model's heads' slices of the output projection."""
-    _, client = served
+    client, name, stack = cell.client, cell.name, cell.stack
     model = loaded(client, name)
-    key = ANSWER_KEY[stack] if name == "marian" else "attentions"
     answer = post(client, name, measure="value_norm")
-    for layer, maps in enumerate(answer[key]):
+    for layer, maps in enumerate(answer[cell.key]):
         if name == "marian":
             _, trace, _ = model.trace_stack(TEXT, TARGET, stack, layer)
         else:
@@ -196,17 +220,9 @@ def test_value_norm(served: tuple[str, TestClient], name: str, stack: str) -> No
         close(maps, want)
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_head_scores(
-    served: tuple[str, TestClient],
-    eager: dict[tuple[str, str], torch.Tensor],
-    name: str,
-    stack: str,
-) -> None:
-    _, client = served
-    body = {"stack": stack} if name == "marian" else {}
-    scores = post(client, name, "/api/model/head-scores", **body)
-    maps = eager[(name, stack)]
+def test_head_scores(cell: Cell) -> None:
+    client, name, stack, maps = cell.client, cell.name, cell.stack, cell.want
+    scores = post(client, name, "/api/model/head-scores", **cell.stack_body)
     model = loaded(client, name)
     if stack == "cross":
         assert scores["not_applicable"] == ["previous_token", "duplicate_token", "induction"]
@@ -222,20 +238,12 @@ def test_head_scores(
     close(scores["entropy"], attention_entropy(maps))
 
 
-@pytest.mark.parametrize(("name", "stack"), STACKS)
-def test_head_trace_whole_region_and_pooled(
-    served: tuple[str, TestClient],
-    eager: dict[tuple[str, str], torch.Tensor],
-    name: str,
-    stack: str,
-) -> None:
+def test_head_trace_whole_region_and_pooled(cell: Cell) -> None:
     """One head's steps recomputed from the layer the pass kept: the whole map, a region
     (rows and cols, every stack) and pooled, each equal to transformers' eager map."""
-    _, client = served
-    want = eager[(name, stack)][1, 1]  # layer 2, head 2: (T, S)
-    body: dict[str, Any] = {"layer": 2, "head": 2}
-    if name == "marian":
-        body["stack"] = stack
+    client, name = cell.client, cell.name
+    want = cell.want[1, 1]  # layer 2, head 2: (T, S)
+    body: dict[str, Any] = {"layer": 2, "head": 2, **cell.stack_body}
     whole = post(client, name, "/api/model/head", **body)
     assert whole["region"] is None and whole["pooled"] is None
     close(whole["heads"][0]["attn_weights"], want)

@@ -206,6 +206,52 @@ def _rms(v: torch.Tensor, eps: float) -> torch.Tensor:
     return (v.pow(2).mean(-1, keepdim=True) + eps).sqrt()
 
 
+def _layer1_head(
+    reference: Any, o_proj: torch.nn.Module, ids: Sequence[int], row: int, source: int, D: int
+) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """transformers' eager pass, layer 1 head ``source``'s output at ``row`` through layer
+    1's output projection ``o_proj`` (before any post-norm), and that projection's whole
+    output at ``row`` (a post-norm's divisor)."""
+    kept: list[torch.Tensor] = []
+    written: list[torch.Tensor] = []
+    hooks = [
+        o_proj.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0])),
+        o_proj.register_forward_hook(lambda _m, _a, o: written.append(o[0])),
+    ]
+    out = eager(reference, ids)
+    for hook in hooks:
+        hook.remove()
+    part = slice(source * D, (source + 1) * D)
+    return out, kept[0][row, part] @ o_proj.weight[:, part].T, written[0][row]
+
+
+def _check_rotated_pair(
+    heads: Any,
+    ids: Sequence[int],
+    rotary: tuple[Callable[..., Any], torch.Tensor, torch.Tensor],
+    q: torch.Tensor,
+    k: torch.Tensor,
+    scaling: float,
+    cell: tuple[int, int, int, str],
+) -> Any:
+    """Layer 2's pair (``source`` at row, the embedding at col) of ``cell`` = (head, row,
+    col, source) is q rotated at row · k rotated at col × ``scaling`` (``rotary``: the
+    family's apply_rotary_pos_emb, cos and sin); the decomposition."""
+    apply, cos, sin = rotary
+    head, row, col, source = cell
+    q_rot, _ = apply(
+        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
+    )
+    _, k_rot = apply(
+        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
+    )
+    expected = float((q_rot.flatten() @ k_rot.flatten()) * scaling)
+    result = why(heads, ids, 1, head, row, col)
+    got = float(result.grid[result.components.index(source), result.components.index("embedding")])
+    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+    return result
+
+
 def test_one_gpt_neox_pair_is_a_direct_computation(
     families: dict[str, tuple[TextModel, Any]],
 ) -> None:
@@ -220,10 +266,7 @@ def test_one_gpt_neox_pair_is_a_direct_computation(
     ids = heads.tokenize(TEXT).ids
     row, col, head, D = 11, 4, 2, 8
     layers = reference.gpt_neox.layers
-    kept: list[torch.Tensor] = []
-    hook = layers[0].attention.dense.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0]))
-    out = eager(reference, ids)
-    hook.remove()
+    out, head_out, _ = _layer1_head(reference, layers[0].attention.dense, ids, row, 1, D)
     x, ln = out.hidden_states[1][0], layers[1].input_layernorm
     W = layers[1].attention.query_key_value.weight.view(4, 3, D, -1)[head]  # (q|k|v, D, C)
 
@@ -231,21 +274,13 @@ def test_one_gpt_neox_pair_is_a_direct_computation(
         centred = part - part.mean()
         return ln.weight * centred / (x[at].var(unbiased=False) + ln.eps).sqrt()
 
-    head_out = kept[0][row, D : 2 * D] @ layers[0].attention.dense.weight[:, D : 2 * D].T
     q = W[0] @ normed(head_out, row)
     k = W[1] @ normed(out.hidden_states[0][0, col], col)
     cos, sin = reference.gpt_neox.rotary_emb(x[None], torch.arange(len(ids))[None])
     assert cos.shape[-1] == D // 2  # rotary_pct 0.5
-    q_rot, _ = apply_rotary_pos_emb(
-        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
-    )
-    _, k_rot = apply_rotary_pos_emb(
-        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
-    )
-    expected = float(q_rot.flatten() @ k_rot.flatten()) * layers[1].attention.scaling
-    result = why(heads, ids, 1, head, row, col)
-    got = float(result.grid[result.components.index("L1 H2"), result.components.index("embedding")])
-    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+    rotary = (apply_rotary_pos_emb, cos, sin)
+    scaling = layers[1].attention.scaling
+    _check_rotated_pair(heads, ids, rotary, q, k, scaling, (head, row, col, "L1 H2"))
 
 
 def test_one_olmo2_pair_freezes_the_post_norm_and_the_all_heads_q_k_norms(
@@ -261,19 +296,9 @@ def test_one_olmo2_pair_freezes_the_post_norm_and_the_all_heads_q_k_norms(
     ids = heads.tokenize(TEXT).ids
     row, col, head, D = 10, 6, 3, 8
     layers = reference.model.layers
-    kept: list[torch.Tensor] = []
-    written: list[torch.Tensor] = []
-    o_proj = layers[0].self_attn.o_proj
-    hooks = [
-        o_proj.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0])),
-        o_proj.register_forward_hook(lambda _m, _a, o: written.append(o[0])),
-    ]
-    out = eager(reference, ids)
-    for h in hooks:
-        h.remove()
+    out, raw, written = _layer1_head(reference, layers[0].self_attn.o_proj, ids, row, 0, D)
     x, attn, post = out.hidden_states[1][0], layers[1].self_attn, layers[0].post_attention_layernorm
-    raw = kept[0][row, :D] @ o_proj.weight[:, :D].T
-    head_out = post.weight * raw / _rms(written[0][row], post.variance_epsilon)
+    head_out = post.weight * raw / _rms(written, post.variance_epsilon)
 
     def side(proj: Any, norm: Any, part: torch.Tensor, at: int, h: int) -> torch.Tensor:
         whole = proj.weight @ part / _rms(proj(x[at]), norm.variance_epsilon)
@@ -282,16 +307,8 @@ def test_one_olmo2_pair_freezes_the_post_norm_and_the_all_heads_q_k_norms(
     q = side(attn.q_proj, attn.q_norm, head_out, row, head)
     k = side(attn.k_proj, attn.k_norm, out.hidden_states[0][0, col], col, head // 2)
     cos, sin = reference.model.rotary_emb(x[None], torch.arange(len(ids))[None])
-    q_rot, _ = apply_rotary_pos_emb(
-        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
-    )
-    _, k_rot = apply_rotary_pos_emb(
-        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
-    )
-    expected = float(q_rot.flatten() @ k_rot.flatten()) * attn.scaling
-    result = why(heads, ids, 1, head, row, col)
-    got = float(result.grid[result.components.index("L1 H1"), result.components.index("embedding")])
-    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+    rotary = (apply_rotary_pos_emb, cos, sin)
+    _check_rotated_pair(heads, ids, rotary, q, k, attn.scaling, (head, row, col, "L1 H1"))
 
 
 def test_one_gemma2_pair_goes_through_the_sandwich_norms_before_the_cap(
@@ -308,20 +325,10 @@ def test_one_gemma2_pair_goes_through_the_sandwich_norms_before_the_cap(
     ids = heads.tokenize(TEXT).ids
     row, col, head, D = 13, 2, 1, 16
     layers = reference.model.layers
-    kept: list[torch.Tensor] = []
-    written: list[torch.Tensor] = []
-    o_proj = layers[0].self_attn.o_proj
-    hooks = [
-        o_proj.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0])),
-        o_proj.register_forward_hook(lambda _m, _a, o: written.append(o[0])),
-    ]
-    out = eager(reference, ids)
-    for h in hooks:
-        h.remove()
+    out, raw, written = _layer1_head(reference, layers[0].self_attn.o_proj, ids, row, 1, D)
     x, attn = out.hidden_states[1][0], layers[1].self_attn
     post, pre = layers[0].post_attention_layernorm, layers[1].input_layernorm
-    raw = kept[0][row, D : 2 * D] @ o_proj.weight[:, D : 2 * D].T
-    head_out = (1 + post.weight) * raw / _rms(written[0][row], post.eps)
+    head_out = (1 + post.weight) * raw / _rms(written, post.eps)
 
     def side(proj: Any, part: torch.Tensor, at: int, h: int) -> torch.Tensor:
         normed = (1 + pre.weight) * part / _rms(x[at], pre.eps)
@@ -330,16 +337,9 @@ def test_one_gemma2_pair_goes_through_the_sandwich_norms_before_the_cap(
     q = side(attn.q_proj, head_out, row, head)
     k = side(attn.k_proj, out.hidden_states[0][0, col], col, head // 2)
     cos, sin = reference.model.rotary_emb(x[None], torch.arange(len(ids))[None])
-    q_rot, _ = apply_rotary_pos_emb(
-        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
-    )
-    _, k_rot = apply_rotary_pos_emb(
-        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
-    )
-    expected = float(q_rot.flatten() @ k_rot.flatten()) * attn.scaling
-    result = why(heads, ids, 1, head, row, col)
-    got = float(result.grid[result.components.index("L1 H2"), result.components.index("embedding")])
-    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+    rotary = (apply_rotary_pos_emb, cos, sin)
+    cell = (head, row, col, "L1 H2")
+    result = _check_rotated_pair(heads, ids, rotary, q, k, attn.scaling, cell)
     assert result.softcap == 2.0 and attn.scaling == 16**-0.5
 
 
@@ -403,40 +403,25 @@ def test_one_qwen3_pair_freezes_the_q_and_k_norms_and_rotates(
     heads = head_model(models["tiny-qwen3"])
     ids = heads.tokenize(TEXT).ids
     row, col, head, D = 9, 3, 3, 16
-    kept: list[torch.Tensor] = []
     layers = reference.model.layers
-    hook = layers[0].self_attn.o_proj.register_forward_pre_hook(lambda _m, a: kept.append(a[0][0]))
-    out = eager(reference, ids)
-    hook.remove()
+    out, head_out, _ = _layer1_head(reference, layers[0].self_attn.o_proj, ids, row, 0, D)
     attn, x = layers[1].self_attn, out.hidden_states[1][0]
     norm = layers[1].input_layernorm
 
-    def rms(v: torch.Tensor, eps: float) -> torch.Tensor:
-        return (v.pow(2).mean(-1, keepdim=True) + eps).sqrt()
-
     def side(proj: Any, qk_norm: Any, part: torch.Tensor, at: int, h: int) -> torch.Tensor:
-        normed = norm.weight * part / rms(x[at], norm.variance_epsilon)
+        normed = norm.weight * part / _rms(x[at], norm.variance_epsilon)
         total = proj(norm(x[at])).view(-1, D)[h]
         return (
             qk_norm.weight
             * (proj.weight.view(-1, D, x.shape[-1])[h] @ normed)
-            / rms(total, qk_norm.variance_epsilon)
+            / _rms(total, qk_norm.variance_epsilon)
         )
 
-    head_out = kept[0][row, :D] @ layers[0].self_attn.o_proj.weight[:, :D].T
     q = side(attn.q_proj, attn.q_norm, head_out, row, head)
     k = side(attn.k_proj, attn.k_norm, out.hidden_states[0][0, col], col, head // 2)
     cos, sin = reference.model.rotary_emb(x[None], torch.arange(len(ids))[None])
-    q_rot, _ = apply_rotary_pos_emb(
-        q[None, None, None], q[None, None, None], cos[:, row : row + 1], sin[:, row : row + 1]
-    )
-    _, k_rot = apply_rotary_pos_emb(
-        k[None, None, None], k[None, None, None], cos[:, col : col + 1], sin[:, col : col + 1]
-    )
-    expected = float((q_rot.flatten() @ k_rot.flatten()) * attn.scaling)
-    result = why(heads, ids, 1, head, row, col)
-    got = float(result.grid[result.components.index("L1 H1"), result.components.index("embedding")])
-    assert got == pytest.approx(expected, rel=1e-4, abs=1e-6)
+    rotary = (apply_rotary_pos_emb, cos, sin)
+    _check_rotated_pair(heads, ids, rotary, q, k, attn.scaling, (head, row, col, "L1 H1"))
 
 
 def test_one_bert_pair_is_a_direct_computation(encoder: Encoder, hf_model: torch.nn.Module) -> None:

@@ -160,6 +160,15 @@ def _falcon(
     return self.dense(context.reshape(batch, length, self.num_heads * self.head_dim)), weights
 
 
+class _Given(NamedTuple):
+    """What ``DisentangledSelfAttention.forward`` is given, past the mask."""
+
+    hidden_states: torch.Tensor
+    query_states: torch.Tensor | None
+    relative_pos: torch.Tensor | None
+    rel_embeddings: torch.Tensor | None
+
+
 class _Disentangled(NamedTuple):
     """A DeBERTa layer's q, k, v (B, H, T, D), its scale factor and its disentangled terms."""
 
@@ -170,7 +179,7 @@ class _Disentangled(NamedTuple):
     bias: torch.Tensor | None
 
 
-def _disentangled(terms: Callable[..., _Disentangled]) -> Forward:
+def _disentangled(terms: Callable[[Any, _Given], _Disentangled]) -> Forward:
     """``DisentangledSelfAttention.forward`` (DeBERTa v1 and v2): scores ``q·k / sqrt(d *
     factor)`` with the content-to-position and position-to-content terms as the score
     bias, a step of its own; ``terms`` is the version's projections and terms."""
@@ -185,7 +194,7 @@ def _disentangled(terms: Callable[..., _Disentangled]) -> Forward:
         rel_embeddings: torch.Tensor | None = None,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        t = terms(self, hidden_states, query_states, relative_pos, rel_embeddings)
+        t = terms(self, _Given(hidden_states, query_states, relative_pos, rel_embeddings))
         scaling = 1 / math.sqrt(t.query.shape[-1] * t.factor)
         context, weights = core_attention(
             self,
@@ -202,15 +211,10 @@ def _disentangled(terms: Callable[..., _Disentangled]) -> Forward:
     return forward
 
 
-def _deberta_v2_terms(
-    self: Any,
-    hidden_states: torch.Tensor,
-    query_states: torch.Tensor | None,
-    relative_pos: torch.Tensor | None,
-    rel_embeddings: torch.Tensor | None,
-) -> _Disentangled:
+def _deberta_v2_terms(self: Any, given: _Given) -> _Disentangled:
     """DeBERTa-v2's three projections; its terms from the module's own
     ``disentangled_attention_bias`` over q and k as (B*H, T, D)."""
+    hidden_states, query_states, relative_pos, rel_embeddings = given
     heads = self.num_attention_heads
     source = hidden_states if query_states is None else query_states
     query = self.transpose_for_scores(self.query_proj(source), heads)  # (B*H, T, D)
@@ -230,15 +234,10 @@ def _deberta_v2_terms(
     return _Disentangled(split(query), split(key), split(value), factor, bias)
 
 
-def _deberta_v1_terms(
-    self: Any,
-    hidden_states: torch.Tensor,
-    query_states: torch.Tensor | None,
-    relative_pos: torch.Tensor | None,
-    rel_embeddings: torch.Tensor | None,
-) -> _Disentangled:
+def _deberta_v1_terms(self: Any, given: _Given) -> _Disentangled:
     """DeBERTa (v1): one fused projection with q and v biases; its terms from the
     module's own ``disentangled_att_bias`` over the scaled q."""
+    hidden_states, query_states, relative_pos, rel_embeddings = given
     from ...errors import SpecError
 
     if self.head_logits_proj is not None:  # mixes heads before the softmax: no one head's map

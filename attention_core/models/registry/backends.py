@@ -51,6 +51,15 @@ ENCODER_DECODER_TYPES = frozenset(
 )
 
 
+# Model types whose attention reads keys that are not the text's tokens, and why: their maps
+# have more columns than the text has tokens, which the app's token-by-token maps cannot show.
+KEYS_NOT_TOKENS = {
+    "deepseek_v4": "its compressed-attention layers also attend to compressed entries (one "
+    "for every 4 tokens, or every 128) beside the text's tokens, so their maps have more "
+    "columns than the text has tokens; the app's maps are token by token",
+}
+
+
 def transformers_installed() -> bool:
     return importlib.util.find_spec("transformers") is not None
 
@@ -133,6 +142,12 @@ def check_one_text_model(raw: Mapping[str, Any], shown: str) -> None:
             "Marian...), not such a pair",
             field="model",
         )
+
+
+def keys_not_tokens(raw: Mapping[str, Any], shown: str) -> SpecError | None:
+    """The refusal of a model type whose attention reads keys other than the tokens."""
+    why = KEYS_NOT_TOKENS.get(str(raw.get("model_type")))
+    return None if why is None else SpecError(f"{shown}: {why}", field="model")
 
 
 def check_no_custom_code(raw: Mapping[str, Any], shown: str) -> None:

@@ -143,6 +143,9 @@ def transformers_family(raw: Mapping[str, Any], shown: str) -> Family:
             raise error
         return _refused(model_type, kind, error)
     kind = backends.transformers_kind(raw, shown)
+    refused = backends.keys_not_tokens(raw, shown)
+    if refused is not None:
+        return _refused(model_type, kind, refused)
     return Family(
         model_type,
         (model_type,),
