@@ -135,6 +135,7 @@ def attention_answer(
         values=value_norm,
         averages_up_to=0 if value_norm else plan.rollout_up_to(),
         hidden_states=body.hidden_states,
+        device_pooling=settings.model_device_pooling,
     )
     with torch.inference_mode():
         kept = model.forward_stacks(

@@ -91,6 +91,13 @@ class Settings(BaseSettings):
         "bounded, rollout up to model_long_rollout_tokens; maps are gathered block by "
         "block at every length, and every analysis reads them so)",
     )
+    model_device_pooling: bool = Field(
+        True,
+        description="on a GPU, a long-path overview (the weights, a whole map pooled, "
+        "nothing hidden) is gathered by a Triton kernel from flash attention's "
+        "log-sum-exp, its scores from 16-bit q and k (docs/long-inputs.md); false: every "
+        "step float32 through attention_with_steps, as on the CPU",
+    )
     model_max_answer_cells: int = Field(
         32 * 2**20,
         ge=1,

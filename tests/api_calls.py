@@ -1,10 +1,26 @@
-"""The two checks API tests make of every call: a 200 and its JSON, or one error item."""
+"""The two checks API tests make of every call (a 200 and its JSON, or one error item), and
+a module's app on its own models."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+
+
+def served(models: Path, **settings: Any) -> Iterator[TestClient]:
+    """A module's client (a generator for its fixture): the app listing the models under
+    ``models`` (no Hugging Face cache scan), with ``settings``, its registry built (the
+    first request builds it: tests that load a model from it first need it, whichever of
+    them runs alone)."""
+    with TestClient(create_app(Settings(models=str(models), hf_cache=False, **settings))) as client:
+        assert client.get("/api/models").status_code == 200
+        yield client
 
 
 def post(client: TestClient, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -7,12 +7,19 @@ on a free port, ``/healthz`` polled) and yields the base URL, e.g.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+
+# Triton kernels run in Triton's interpreter on the CPU (tests/models/test_gpu_pooled.py):
+# Triton reads this when it is first imported.  Nothing else changes: the app takes the
+# kernel on the CPU only where a test opts in (gpu_pooled.CPU_INTERPRETER).
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from collections.abc import Iterator  # noqa: E402
 from typing import TYPE_CHECKING
 
-import pytest
+import pytest  # noqa: E402
 
-from devtools.server import serving
+from devtools.server import serving  # noqa: E402
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser

@@ -10,6 +10,7 @@ import { renderEmbeddingNotice } from "./explorer-notices.js";
 import { seededLike } from "./explorer-spec.js";
 import { LIMITS, MODEL_VECTORS } from "./limits.js";
 import { modelDim, modelVectors } from "./model-vectors.js";
+import { average } from "./pipeline.js";
 import { readCompareState, writeCompareState } from "./state.js";
 import { capTokens, splitSentence } from "./tokens.js";
 
@@ -32,10 +33,7 @@ function presetSpec(name) {
   return (PRESETS.find((p) => p.name === name) || PRESETS[0]).spec;
 }
 
-function averageHeads(trace) {
-  const ms = trace.heads.map((h) => h.attn_weights);
-  return ms[0].map((row, i) => row.map((_, j) => ms.reduce((s, m) => s + m[i][j], 0) / ms.length));
-}
+const averageHeads = (trace) => average(trace.heads.map((h) => h.attn_weights));
 
 // Wide (model) vectors show their first 8 numbers; the plots below show all of them.
 const vectorText = (v) =>

@@ -10,7 +10,8 @@ import { dimLabels, tokenLabels } from "./labels.js";
 // The steps, their titles and words: the server's list (app/steps.py), in the page's data.
 export const STEPS = initialData().steps || [];
 
-function average(matrices) {
+/** The cell-by-cell mean of equally shaped matrices (a cell masked, null, in any of them: null). */
+export function average(matrices) {
   const [first] = matrices;
   return first.map((row, i) =>
     row.map((_, j) => {

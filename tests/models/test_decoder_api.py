@@ -15,10 +15,8 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
 from attention_core.models import Decoder, read_header
-from tests.api_calls import error, post
+from tests.api_calls import error, post, served
 from tests.models.conftest import CHECKPOINTS, DECODERS
 
 PROMPT = "The bank approved the loan because"
@@ -42,12 +40,7 @@ def models_dir(checkpoints: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 @pytest.fixture(scope="module")
 def client(models_dir: Path) -> Iterator[TestClient]:
-    settings = Settings(models=str(models_dir), hf_cache=False, max_new_tokens=40)
-    with TestClient(create_app(settings)) as test_client:
-        # The registry (app.state.models) is built on the first request: make it exist
-        # for tests that load a model from it first, whichever of them runs alone.
-        assert test_client.get("/api/models").status_code == 200
-        yield test_client
+    yield from served(models_dir, max_new_tokens=40)
 
 
 def text_of(decoder: Decoder, length: int) -> str:

@@ -54,7 +54,7 @@ REFUSED = {
     "xmod": "Input language unknown",
     "voxtral": "reads sound",
     "deepseek_v4": "attend to compressed entries",
-    "granite_speech": "reads sound (its config has an encoder_config, a speech encoder's)",
+    "granite_speech": "reads sound (its config's encoder_config is an audio encoder's)",
     "encoder-decoder": "generic EncoderDecoderModel: two separate models joined (a bert",
 }
 

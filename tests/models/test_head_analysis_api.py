@@ -12,8 +12,6 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
 from attention_core.analysis import (
     ablate,
     each_head_effects,
@@ -25,7 +23,7 @@ from attention_core.analysis import (
     value_norm_shares,
 )
 from attention_core.models import GPT2, Decoder, Llama
-from tests.api_calls import post
+from tests.api_calls import post, served
 
 TEXT = "The bank approved the loan, and the river bank was muddy."
 LIMIT = 1000  # each_head's cost, layers x heads x T^2: MiniLM on 3 tokens is 648
@@ -33,9 +31,7 @@ LIMIT = 1000  # each_head's cost, layers x heads x T^2: MiniLM on 3 tokens is 64
 
 @pytest.fixture(scope="module")
 def client(checkpoints: Path) -> Iterator[TestClient]:
-    settings = Settings(models=str(checkpoints), hf_cache=False, max_ablation_cells=LIMIT)
-    with TestClient(create_app(settings)) as test_client:
-        yield test_client
+    yield from served(checkpoints, max_ablation_cells=LIMIT)
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,7 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
-from tests.api_calls import error, post
+from tests.api_calls import error, post, served
 from tests.models.checkpoints import make_gpt2
 from tests.models.seq2seq_checkpoints import SEQ2SEQ, make_seq2seq
 from tests.requires import require
@@ -43,10 +41,7 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(models_dir: Path) -> Iterator[TestClient]:
-    settings = Settings(models=str(models_dir), hf_cache=False, max_new_tokens=40)
-    with TestClient(create_app(settings)) as test_client:
-        assert test_client.get("/api/models").status_code == 200
-        yield test_client
+    yield from served(models_dir, max_new_tokens=40)
 
 
 @pytest.fixture(scope="module")

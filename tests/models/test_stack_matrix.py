@@ -295,9 +295,11 @@ def analysed_text(length: str, client: TestClient, name: str) -> str:
 
 
 @contextmanager
-def zeroed(module: torch.nn.Module, path: str, heads: Any, H: int) -> Iterator[None]:
-    """Within the block each (layer, head) (0-based)'s slice of the input of the module at
-    ``path.format(layer)`` (an output projection) is zeroed: the oracle of ablation."""
+def heads_zeroed(
+    module: torch.nn.Module, path: str, H: int, heads: list[tuple[int, int]]
+) -> Iterator[None]:
+    """Each (layer, head) (0-based)'s slice of the input of ``path.format(layer)`` (an output
+    projection of ``H`` heads) zeroed while inside."""
     hooks = []
     for layer in sorted({layer for layer, _ in heads}):
         chosen = [h for l_, h in heads if l_ == layer]
@@ -322,9 +324,9 @@ def ablated_run(
     module: torch.nn.Module, name: str, ids: list[int], heads: list[tuple[int, int]]
 ) -> Any:
     """transformers' forward with each (layer, head) (0-based)'s slice of the output
-    projection's input zeroed."""
+    projection's input zeroed: the oracle of ablation."""
     H = int(module.config.num_attention_heads)
-    with zeroed(module, OUT_PROJECTIONS[name], heads, H), torch.inference_mode():
+    with heads_zeroed(module, OUT_PROJECTIONS[name], H, heads), torch.inference_mode():
         return module(torch.tensor([ids]), output_hidden_states=True)
 
 
@@ -575,7 +577,7 @@ def marian_ablated(
     """transformers' Marian with each (layer, head) of ``stack`` (0-based) zeroed just before
     its output projection: the oracle of an encoder-decoder's ablation."""
     H = int(hf.config.encoder_attention_heads)
-    with zeroed(hf, MARIAN_OUT[stack], heads, H), torch.inference_mode():
+    with heads_zeroed(hf, MARIAN_OUT[stack], H, heads), torch.inference_mode():
         return hf(
             input_ids=torch.tensor([source]),
             decoder_input_ids=torch.tensor([decoder_input]),

@@ -12,13 +12,11 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
 from attention_core.analysis import head_model
 from attention_core.analysis.attribution import attribute
 from attention_core.analysis.qk_decomposition import why
 from attention_core.models import GPT2, Decoder
-from tests.api_calls import error, post
+from tests.api_calls import error, post, served
 
 TEXT = "The bank approved the loan, and the river bank was muddy."
 SHORT = TEXT[:28]  # 20 tokens or fewer: AtP* on tiny-gpt2 fits LIMIT
@@ -27,9 +25,7 @@ LIMIT = 4000  # max_ablation_cells: exact ablation of tiny-gpt2 on "bank bank" f
 
 @pytest.fixture(scope="module")
 def client(checkpoints: Path) -> Iterator[TestClient]:
-    settings = Settings(models=str(checkpoints), hf_cache=False, max_ablation_cells=LIMIT)
-    with TestClient(create_app(settings)) as test_client:
-        yield test_client
+    yield from served(checkpoints, max_ablation_cells=LIMIT)
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,9 @@ class PassOptions:
     stack's weights as the pass makes them (r0, c0, (H, n, w)): an analysis
     summing over every map (the head scores) in the same pass.  A pass found
     in the cache serves these options without having run ``watch``: the
-    analysis then reads the kept q/k (cheaper than a new forward).
+    analysis then reads the kept q/k (cheaper than a new forward).  ``device_pooling``:
+    the view gathered on a GPU by ``gpu_pooled``'s kernel where it fits
+    (``LongPass.device_pooling``).
     """
 
     view: View | None = None
@@ -59,15 +61,20 @@ class PassOptions:
     averages_up_to: int = 0
     hidden_states: bool = False
     watch: Callable[[int], BlockSink] | None = None
+    device_pooling: bool = False
 
     def served_by(self, found: ModelPass) -> bool:
         """Whether a pass already made (``found``) holds everything these options ask for."""
         first = found.stacks[0]
         averages = len(first.tokens) > self.averages_up_to or bool(first.averages)
+        # q/k left on a GPU (``device_pooling``) serve the overview and its zooms only:
+        # every other reader expects them on the CPU.
+        on_gpu = bool(first.layers) and first.layers[0].query.device.type != "cpu"
         return (
             (not self.values or first.values_kept)
             and (averages or not first.layers)
             and (not self.hidden_states or bool(first.hidden_states))
+            and (self.device_pooling or not on_gpu)
         )
 
     def merged(self, found: ModelPass | None) -> PassOptions:
@@ -81,6 +88,7 @@ class PassOptions:
             max(self.averages_up_to, len(first.tokens) if first.averages else 0),
             self.hidden_states or bool(first.hidden_states),
             self.watch,
+            self.device_pooling,
         )
 
     def long_pass(
@@ -105,6 +113,7 @@ class PassOptions:
             keep_values=self.values,
             head_outputs=head_outputs,
             watch=self.watch if view else None,
+            device_pooling=self.device_pooling,
         )
 
 

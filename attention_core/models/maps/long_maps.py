@@ -19,6 +19,7 @@ kept q/k, a block of rows at a time.  A short input is one block.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -31,6 +32,7 @@ from ...blocked_attention import (
     rows_per_block,
 )
 from ...progress import report
+from . import gpu_pooled
 from .blocked_pass import context_steps
 from .map_grid import MapGrid, MapQuery
 from .pooling import Region
@@ -129,20 +131,26 @@ class KeptLayer:
             return grid
         H = self.num_heads
         heads = list(range(H)) if spec.heads is None or spec.average else list(spec.heads)
-        if len(heads) < H:  # the grid counts heads among all H: give it back their places
-            just_these = MapQuery(
-                spec.hidden, spec.region, spec.block, None, False, hidden_keys=spec.hidden_keys
-            )
-            inner = MapGrid(just_these, len(heads), grid.num_tokens, grid.num_keys)
-        else:
+        device = self.query.device
+        with made_on(device):  # q/k kept on a GPU: blocks and cells there, then the cells cross
             inner = grid
-        sink: BlockSink = inner.add
-        if column_scale is not None:
-            scale = column_scale.index_select(0, torch.tensor(heads)).to(self.query.device)
-            sink = rescaled(inner.add, scale)
-        self.blocks(sink, heads, grid.row_span, block_cells)  # a region's rows only
+            if len(heads) < H:  # the grid counts heads among all H: give back their places
+                just_these = MapQuery(
+                    spec.hidden, spec.region, spec.block, None, False, hidden_keys=spec.hidden_keys
+                )
+                inner = MapGrid(just_these, len(heads), grid.num_tokens, grid.num_keys)
+            elif grid.heads.device != device:
+                inner = MapGrid(spec, H, grid.num_tokens, grid.num_keys)
+            sink: BlockSink = inner.add
+            if column_scale is not None:
+                chosen = torch.tensor(heads, device=column_scale.device)
+                scale = column_scale.index_select(0, chosen).to(device)
+                sink = rescaled(inner.add, scale)
+            self.blocks(sink, heads, grid.row_span, block_cells)  # a region's rows only
         if inner is not grid:
             grid.heads.copy_(inner.heads)
+            if grid.average is not None and inner.average is not None:
+                grid.average.copy_(inner.average)
         return grid
 
     def value_lengths(self, out: torch.Tensor) -> torch.Tensor:
@@ -164,6 +172,11 @@ def value_lengths(value: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     per_head = value.repeat_interleave(out.shape[0] // value.shape[0], dim=0)
     lengths: torch.Tensor = torch.linalg.vector_norm(per_head @ out.to(per_head), dim=-1)
     return lengths
+
+
+def made_on(device: torch.device) -> AbstractContextManager[object]:
+    """New tensors (the blocks' masks) on ``device``; nothing changes for the CPU."""
+    return nullcontext() if device.type == "cpu" else device
 
 
 def rescaled(on_block: BlockSink, scale: torch.Tensor) -> BlockSink:
@@ -204,6 +217,12 @@ class LongPass:
     its heads' slices of the output projection (H, D_v, C), which a value-weighted
     ``query`` needs (without them such a view is not gathered during the pass).
     ``watch``: layer -> what also reads each of its blocks (``PassOptions.watch``).
+    ``device_pooling``: on a GPU, gather the view with ``gpu_pooled`` (flash attention's
+    context, the maps recomputed from its log-sum-exp by a Triton kernel, 16-bit
+    scores) wherever that is exactly the view asked for (``gpu_pooled.fits``); the kept
+    q/k are the same float32 tensors either way (a decoder's pass that used it leaves
+    them on the GPU: ``KeptLayer.gather`` computes a zoom's blocks and cells there and
+    moves only the cells).
     """
 
     query: MapQuery | None
@@ -214,8 +233,10 @@ class LongPass:
     keep_values: bool = False
     head_outputs: Callable[[int], torch.Tensor] | None = None
     watch: Callable[[int], BlockSink] | None = None
+    device_pooling: bool = False
     layers: dict[int, KeptLayer] = field(default_factory=dict)
     grids: dict[int, MapGrid] = field(default_factory=dict)
+    pooled_on_device: int = 0  # layers whose view ``gpu_pooled`` gathered
     averages: dict[int, torch.Tensor] = field(default_factory=dict)
 
     def attend(self, layer: int, call: AttentionCall) -> torch.Tensor:
@@ -259,11 +280,16 @@ class LongPass:
                     sink(r0, c0, weights[0])
 
         own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
-        context = blocked_attention(
-            own if kept.value is None else replace(own, value=kept.value[None]),
-            block_rows=rows_per_block(H, S, self.block_cells, device=query.device),
-            on_block=gather,
-        )
+        on_device = self._device_grid(own, grid, average, watcher)
+        if on_device is not None:
+            context = gpu_pooled.pooled_attend(own, on_device)
+            self.pooled_on_device += 1
+        else:
+            context = blocked_attention(
+                own if kept.value is None else replace(own, value=kept.value[None]),
+                block_rows=rows_per_block(H, S, self.block_cells, device=query.device),
+                on_block=gather,
+            )
         self.layers[layer] = kept
         if grid is not None:
             self.grids[layer] = grid
@@ -272,6 +298,24 @@ class LongPass:
         if self.report_layers:
             report("forward", len(self.layers), self.num_layers)
         return context
+
+    def _device_grid(
+        self,
+        call: AttentionCall,
+        grid: MapGrid | None,
+        average: MapGrid | None,
+        watcher: BlockSink | None,
+    ) -> MapGrid | None:
+        """``grid`` when ``gpu_pooled`` gathers this layer's view (``device_pooling``):
+        nothing else reads the blocks and the kernel means what the blocked path does."""
+        chosen = (
+            self.device_pooling
+            and average is None
+            and watcher is None
+            and gpu_pooled.fits(call, self.query)
+            and gpu_pooled.kernel_available(call.query.device)
+        )
+        return grid if chosen else None
 
     def _grid(
         self, layer: int, value: torch.Tensor, H: int, T: int, S: int

@@ -126,7 +126,7 @@ def check_one_text_model(raw: Mapping[str, Any], shown: str) -> None:
     for key in ("audio_config", "encoder_config"):  # Voxtral, Qwen2-Audio; Granite Speech
         if isinstance(raw.get(key), Mapping) and (key == "audio_config" or speech):
             raise SpecError(
-                f"{shown} reads sound (its config has an {key}, a speech encoder's): its "
+                f"{shown} reads sound (its config's {key} is an audio encoder's): its "
                 "encoder's input is audio, and the app shows text models",
                 field="model",
             )

@@ -35,6 +35,7 @@ from ..base.writing import Sampling, Written, refuse_writing
 from ..checkpoints.files import TOKENIZER_FILE
 from ..checkpoints.weight_dtype import hold, read_in, run_on
 from ..maps.blocked_pass import BlockedPass, FullMapsPass
+from ..maps.long_maps import KeptLayer, LongPass
 from ..maps.text_maps import TokenizedMaps
 from .text_tokenizer import TextTokenizer, TokenizedText
 
@@ -65,6 +66,15 @@ def tokenizer_file(directory: Path) -> Path:
     if not path.is_file():
         raise SpecError(f"{directory.name}: no {TOKENIZER_FILE}", field="model")
     return path
+
+
+def kept_where_pooled(pass_: LongPass) -> tuple[KeptLayer, ...]:
+    """A pass's kept q/k: on the CPU, unless the GPU kernel gathered its view
+    (``LongPass.device_pooling``): then they stay on the GPU (32 layers of an 8B model
+    at 32,768 tokens are 21 GB of float32, seconds to copy), where a zoom reads them;
+    such a pass serves only requests that ask for device pooling (``PassOptions``)."""
+    kept = pass_.kept()
+    return kept if pass_.pooled_on_device else to_cpu(kept)
 
 
 def checkpoint_tokenizer(path: Path, context: int, max_tokens: int | None) -> TextTokenizer:
@@ -242,7 +252,7 @@ class TextModelBase(OneStack, Generic[ModelT]):
             name,
             tokenized,
             tokenized,
-            to_cpu(pass_.kept()),
+            kept_where_pooled(pass_),
             (0,) * len(tokenized),
             pass_.query,
             tuple(pass_.grids[i].to_cpu() for i in sorted(pass_.grids)),
