@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .ablation_fields import ablation_fields, grid
+from .ablation_answer import Ablated, Read, ablation_response, float32_grid
 from .limits import over_limit
 from .schemas.heads import (
     AblateRequest,
@@ -48,18 +48,17 @@ def seq2seq_ablation(
             )
     with torch.inference_mode():
         result = heads.ablate_stack(model, text, stack, chosen, body.mode) if chosen else None
-        effects = heads.each_head_effects(model, text, stack, body.mode) if body.each_head else None
-    return AblateResponse(
-        model=name,
-        family=model.family,
-        causal=False,
-        tokens=list(text.target.tokens),
-        heads=[[layer + 1, head + 1] for layer, head in chosen],
-        mode=body.mode,
-        **ablation_fields(result, effects, model.tokenizer.pieces, "delta_loss"),
-        stack=stack,
-        source_tokens=list(model.tokenize(body.text).tokens),
+        grid = heads.each_head_effects(model, text, stack, body.mode) if body.each_head else None
+    read = Read(
+        name,
+        model.family,
+        False,
+        list(text.target.tokens),
+        model.tokenizer.pieces,
+        stack,
+        list(model.tokenize(body.text).tokens),
     )
+    return ablation_response(read, Ablated(chosen, body.mode, result, grid, "delta_loss"))
 
 
 def seq2seq_lens(model: EncoderDecoder, name: str, body: LogitLensRequest) -> LogitLensResponse:
@@ -78,7 +77,7 @@ def seq2seq_lens(model: EncoderDecoder, name: str, body: LogitLensRequest) -> Lo
         layers=len(ids),
         top_tokens=[[pieces(row) for row in layer] for layer in ids],
         top_ids=ids,
-        top_probs=grid(result.top_probs),
+        top_probs=float32_grid(result.top_probs),
         stack="decoder",
         source_tokens=list(model.tokenize(body.text).tokens),
     )

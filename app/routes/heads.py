@@ -24,7 +24,7 @@ from attention_core.analysis.clean_predictions import CLEAN
 from attention_core.analysis.model_scores import score_model
 from attention_core.models import ModelRegistry, TextModel
 
-from ..ablation_fields import ablation_fields, grid
+from ..ablation_answer import Ablated, Measure, Read, ablation_response, float32_grid
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
@@ -81,7 +81,7 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
     )
     result = scored.scored
     layers, heads = result.scores.first_token.shape
-    found = {name: grid(scores) for name, scores in result.scores.as_dict().items()}
+    found = {name: float32_grid(grid) for name, grid in result.scores.as_dict().items()}
     return json_response(
         HeadScoresResponse(
             model=entry.name,
@@ -142,19 +142,16 @@ def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settin
         if chosen:  # a text ablated before: its clean predictions are kept
             result = ablate(heads, ids, chosen, body.mode, CLEAN.get(heads, ids))
             CLEAN.put(heads, ids, result.before)
-        effects = each_head_effects(heads, ids, body.mode) if body.each_head else None
-    measure = "delta_loss" if model.causal else "embedding_cosine"
-    return json_response(
-        AblateResponse(
-            model=entry.name,
-            family=model.family,
-            causal=model.causal,
-            tokens=list(heads.tokenize(body.text).tokens),
-            heads=[[layer + 1, head + 1] for layer, head in chosen],
-            mode=body.mode,
-            **ablation_fields(result, effects, heads.token_texts, measure),
-        )
+        grid = each_head_effects(heads, ids, body.mode) if body.each_head else None
+    read = Read(
+        entry.name,
+        model.family,
+        model.causal,
+        list(heads.tokenize(body.text).tokens),
+        heads.token_texts,
     )
+    measure: Measure = "delta_loss" if model.causal else "embedding_cosine"
+    return json_response(ablation_response(read, Ablated(chosen, body.mode, result, grid, measure)))
 
 
 @router.post("/logit-lens", response_model=LogitLensResponse, responses=ERRORS)
@@ -180,6 +177,6 @@ def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -
             layers=len(ids),
             top_tokens=[[heads.token_texts(row) for row in layer] for layer in ids],
             top_ids=ids,
-            top_probs=grid(result.top_probs),
+            top_probs=float32_grid(result.top_probs),
         )
     )
