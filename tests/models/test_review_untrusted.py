@@ -114,13 +114,15 @@ def test_map_options_shape_an_encoder_decoder_s_stacks(
         assert all(len(m[0]) <= 2 for m in answer["cross_attentions"])
 
 
-def test_one_stack_map_options_on_encoder_decoder_generation_are_a_422(
-    client: TestClient,
-) -> None:
-    body = {"model": "tiny-marian", "prompt": TEXT, "max_new_tokens": 2, "pool": 4}
-    _refused(client.post("/api/model/generate", json=body), "pool")
-    ok = client.post("/api/model/generate", json={**body, "pool": None})
-    assert ok.status_code == 200, ok.text
+def test_map_options_shape_an_encoder_decoder_s_generation(client: TestClient) -> None:
+    """Once refused; now a generation's three stacks are pooled as a text's are."""
+    body = {"model": "tiny-marian", "prompt": TEXT, "max_new_tokens": 2, "pool": 2}
+    response = client.post("/api/model/generate", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["pooled"]["shape"] == [2, 2]
+    for key in ("attentions", "decoder_attentions", "cross_attentions"):
+        assert all(len(m[0]) <= 2 and len(m[0][0]) <= 2 for m in answer[key]), key
 
 
 def test_an_encoder_decoder_is_never_loaded_from_a_pickle(client: TestClient) -> None:
