@@ -20,6 +20,7 @@ from attention_core.analysis import (
     head_model,
     logit_lens,
 )
+from attention_core.analysis.clean_predictions import CLEAN
 from attention_core.analysis.model_scores import score_model
 from attention_core.models import ModelRegistry, TextModel
 
@@ -137,7 +138,10 @@ def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settin
                 setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
             )
     with torch.inference_mode():
-        result = ablate(heads, ids, chosen, body.mode) if chosen else None
+        result = None
+        if chosen:  # a text ablated before: its clean predictions are kept
+            result = ablate(heads, ids, chosen, body.mode, CLEAN.get(heads, ids))
+            CLEAN.put(heads, ids, result.before)
         grid = each_head_effects(heads, ids, body.mode) if body.each_head else None
     read = Read(
         entry.name,

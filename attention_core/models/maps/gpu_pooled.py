@@ -156,27 +156,13 @@ def pool_layer(
     """``grid`` (a whole-map weights query, nothing hidden) filled with the maps of q
     (H, T, D), k (H_kv, S, D) and the forward's log-sum-exp (H, T), by ``pooled_kernel``.
 
-    Every head is pooled (the average reads them all); the grid keeps its own.  A
-    ``KernelFailed`` when Triton cannot build or launch it (``FAILED`` says why)."""
+    Every head is pooled (the average reads them all); the grid keeps its own."""
     H = int(query.shape[0])
     cells_r, cells_c = grid.spec.shape
     heads = torch.zeros(H, cells_r, cells_c, device=query.device)
     average = torch.zeros(cells_r, cells_c, device=query.device)
-    try:
-        _launch(
-            query.contiguous(),
-            key.contiguous(),
-            lse.contiguous(),
-            heads,
-            average,
-            grid,
-            scale,
-            causal,
-        )
-    except Exception as exc:  # Triton's build or launch: the blocked path takes over
-        FAILED.append(f"{type(exc).__name__}: {exc}"[:500])
-        logger.warning("the GPU overview's kernel failed (%s): the blocked path instead", FAILED[0])
-        raise KernelFailed(FAILED[0]) from exc
+    q, k = query.contiguous(), key.contiguous()
+    _launch(q, k, lse.contiguous(), heads, average, grid, scale, causal)
     if grid.spec.heads is not None:
         heads = heads.index_select(0, torch.tensor(grid.spec.heads, device=heads.device))
     grid.heads.copy_(heads)
@@ -247,9 +233,17 @@ def _cdiv(n: int, d: int) -> int:
 
 def pooled_attend(call: AttentionCall, grid: MapGrid) -> torch.Tensor:
     """The context (1, H, T, D) float32 of ``call`` (a ``fits`` one), its maps pooled into
-    ``grid``: flash attention's context and log-sum-exp, then ``pool_layer``."""
-    dtype = attention_dtype(call)
-    q, k = call.query.to(dtype), call.key.to(dtype)
-    context, lse = flash_context(call, q, k, dtype)
-    pool_layer(q[0], k[0], lse, call.scale_factor, call.is_causal, grid)
+    ``grid``: flash attention's context and log-sum-exp, then ``pool_layer``.  A
+    ``KernelFailed`` (and ``FAILED`` says why) when either cannot run here."""
+    try:
+        dtype = attention_dtype(call)
+        q, k = call.query.to(dtype), call.key.to(dtype)
+        context, lse = flash_context(call, q, k, dtype)
+        pool_layer(q[0], k[0], lse, call.scale_factor, call.is_causal, grid)
+    except torch.cuda.OutOfMemoryError:
+        raise
+    except Exception as exc:  # Triton's build or launch, the flash op: the blocked path
+        FAILED.append(f"{type(exc).__name__}: {exc}"[:500])
+        logger.warning("the GPU overview's kernel failed (%s): the blocked path instead", FAILED[0])
+        raise KernelFailed(FAILED[0]) from exc
     return context
