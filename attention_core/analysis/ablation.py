@@ -13,7 +13,7 @@ batch grows layer by layer, so the layers below an ablated head run once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -113,17 +113,26 @@ def masked_edit(masks: dict[int, torch.Tensor], num_heads: int, mode: str) -> Co
     return edit
 
 
-def _predictions(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> Predictions:
-    """final (T, C) final-normed states, ids (T,) -> ``Predictions`` (the logits read a
-    block of positions at a time: ``unembedding``)."""
+def block_predictions(
+    blocks: Iterable[tuple[int, torch.Tensor]], following: torch.Tensor
+) -> Predictions:
+    """``Predictions`` from log-probabilities read a block of positions at a time ((first
+    position, (n, vocab)): ``unembedding``): position i scored on ``following[i]`` (the
+    positions past its end on none)."""
     nexts, top_ids, top_probs = [], [], []
-    for first, logprobs in log_prob_blocks(heads, final):  # (n, vocab)
-        following = ids[first + 1 : first + 1 + logprobs.shape[0]]  # the last has none
-        nexts.append(logprobs[: len(following)].gather(-1, following[:, None])[:, 0])
+    for first, logprobs in blocks:
+        picked = following[first : first + logprobs.shape[0]]
+        nexts.append(logprobs[: len(picked)].gather(-1, picked[:, None])[:, 0])
         top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
         top_ids.append(top.indices)
         top_probs.append(top.values.exp())
     return Predictions(torch.cat(nexts), torch.cat(top_ids), torch.cat(top_probs))
+
+
+def _predictions(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> Predictions:
+    """final (T, C) final-normed states, ids (T,) -> ``Predictions`` (each position scored
+    on the token that follows it; the last on none)."""
+    return block_predictions(log_prob_blocks(heads, final), ids[1:])
 
 
 def _sentence(final: torch.Tensor) -> torch.Tensor:
