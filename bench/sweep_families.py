@@ -274,6 +274,8 @@ REASON_CLASSES = (
     ("must be an integer", "a size in config.json is not an integer"),
     ("own Python code", "needs its own code (trust_remote_code)"),
     ("encoder-decoders run on the CPU", "device"),
+    ("compressed entries", "attends to entries that are not tokens (DeepSeek-V4)"),
+    ("generic EncoderDecoderModel", "two models joined (transformers' EncoderDecoderModel)"),
 )
 
 
