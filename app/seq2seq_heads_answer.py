@@ -4,43 +4,22 @@ shapes: ``tokens`` the decoder's input, ``source_tokens`` the source, ``stack`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 
-from attention_core.analysis import Predictions
-
+from .ablation_answer import Ablated, Read, ablation_response, float32_grid
 from .limits import over_limit
 from .schemas.heads import (
     AblateRequest,
     AblateResponse,
     LogitLensRequest,
     LogitLensResponse,
-    Position,
 )
 from .settings import Settings
 
 if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
     from attention_core.models.hf.seq2seq import EncoderDecoder
-
-
-def _grid(tensor: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
-
-
-def _positions(
-    pieces: Callable[[Sequence[int]], list[str]], predictions: Predictions | None
-) -> list[Position] | None:
-    if predictions is None:
-        return None
-    return [
-        Position(top_tokens=pieces(ids), top_ids=ids, top_probs=probs)
-        for ids, probs in zip(
-            predictions.top_ids.tolist(), predictions.top_probs.tolist(), strict=True
-        )
-    ]
 
 
 def seq2seq_ablation(
@@ -70,28 +49,16 @@ def seq2seq_ablation(
     with torch.inference_mode():
         result = heads.ablate_stack(model, text, stack, chosen, body.mode) if chosen else None
         grid = heads.each_head_effects(model, text, stack, body.mode) if body.each_head else None
-    before = result.before if result else None
-    after = result.after if result else None
-    pieces = model.tokenizer.pieces
-    return AblateResponse(
-        model=name,
-        family=model.family,
-        causal=False,
-        tokens=list(text.target.tokens),
-        heads=[[layer + 1, head + 1] for layer, head in chosen],
-        mode=body.mode,
-        loss_before=before.loss if before else None,
-        loss_after=after.loss if after else None,
-        logprobs_before=_grid(before.next_logprobs) if before else None,
-        logprobs_after=_grid(after.next_logprobs) if after else None,
-        predictions_before=_positions(pieces, before),
-        predictions_after=_positions(pieces, after),
-        embedding_cosine=None,
-        each_head=_grid(grid) if grid is not None else None,
-        each_head_measure=None if grid is None else "delta_loss",
-        stack=stack,
-        source_tokens=list(model.tokenize(body.text).tokens),
+    read = Read(
+        name,
+        model.family,
+        False,
+        list(text.target.tokens),
+        model.tokenizer.pieces,
+        stack,
+        list(model.tokenize(body.text).tokens),
     )
+    return ablation_response(read, Ablated(chosen, body.mode, result, grid, "delta_loss"))
 
 
 def seq2seq_lens(model: EncoderDecoder, name: str, body: LogitLensRequest) -> LogitLensResponse:
@@ -110,7 +77,7 @@ def seq2seq_lens(model: EncoderDecoder, name: str, body: LogitLensRequest) -> Lo
         layers=len(ids),
         top_tokens=[[pieces(row) for row in layer] for layer in ids],
         top_ids=ids,
-        top_probs=_grid(result.top_probs),
+        top_probs=float32_grid(result.top_probs),
         stack="decoder",
         source_tokens=list(model.tokenize(body.text).tokens),
     )

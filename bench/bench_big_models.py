@@ -140,11 +140,37 @@ def transformers_side(
     return {"seconds": seconds, "cpu_seconds": cpu, "peak_gb": peak_kb() * 1024 / 1e9}
 
 
+def whole_last_layer() -> None:
+    """The pass as it was before ``maps_only``: the last layer's MLP and the final norm run
+    (``--whole``'s comparison; the head is skipped either way)."""
+    from attention_core.models.base import decoder_lm, stack
+
+    def whole(*args: Any, **kwargs: Any) -> Any:
+        return stack.run_blocks(*args, **{**kwargs, "maps_only": False})
+
+    decoder_lm.run_blocks = whole  # type: ignore[assignment]
+
+
+def mapped_weights() -> None:
+    """Weights left memory-mapped, their pages touched (``read_in(private=False)``), as
+    before each weight was copied privately as it is read in (``--mapped``'s comparison)."""
+    import functools
+
+    from attention_core.models.checkpoints.weight_dtype import read_in
+    from attention_core.models.text import text_model_base
+
+    text_model_base.read_in = functools.partial(read_in, private=False)  # type: ignore[assignment]
+
+
 def child(side: str, directory: Path, tokens: int, profile: int = 0) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(1)
-    if side == "ours":
+    if side == "ours-whole":
+        whole_last_layer()
+    if side == "ours-mapped":
+        mapped_weights()
+    if side.startswith("ours"):
         return ours(directory, tokens, profile)
     return transformers_side(directory, tokens, side, profile)
 
@@ -173,7 +199,17 @@ def main() -> None:
         "--long-shapes", default="llama-3.2-3b", help="the shapes that get the long figure"
     )
     parser.add_argument("--record", action="store_true")
-    parser.add_argument("--child", choices=["ours", "eager", "sdpa"])
+    parser.add_argument("--child", choices=["ours", "ours-whole", "ours-mapped", "eager", "sdpa"])
+    parser.add_argument(
+        "--mapped",
+        action="store_true",
+        help="also the T=128 figure with the weights left memory-mapped (no private copy)",
+    )
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="also the T=128 figure without maps_only (the last MLP and final norm run)",
+    )
     parser.add_argument("--dir", type=Path)
     parser.add_argument(
         "--profile",
@@ -184,8 +220,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.dir, args.tokens, args.profile)))
-        return
+        print(json.dumps(child(args.child, args.dir, args.tokens, args.profile)), flush=True)
+        # Out at once: tearing a big model down is seconds of freeing, and the interpreter's
+        # shutdown beside the app's threads sometimes aborted in torch's C++ teardown.
+        sys.stderr.flush()
+        os._exit(0)
     load = os.getloadavg()[0]
     rows = []
     for shape in args.shape.split(","):
@@ -197,6 +236,12 @@ def main() -> None:
             a = run_child("ours", directory, args.tokens)
             b = run_child("eager", directory, args.tokens)
             rows.append(figure(args, shape, stored, "maps", args.tokens, a, b, "eager"))
+            if args.whole:
+                w = run_child("ours-whole", directory, args.tokens)
+                rows.append(figure(args, shape, stored, "whole", args.tokens, w, b, "eager"))
+            if args.mapped:
+                m = run_child("ours-mapped", directory, args.tokens)
+                rows.append(figure(args, shape, stored, "mapped", args.tokens, m, b, "eager"))
         if args.long and shape in args.long_shapes.split(","):
             c, d = run_child("ours", directory, args.long), run_child("sdpa", directory, args.long)
             rows.append(figure(args, shape, stored, "long", args.long, c, d, "sdpa"))
@@ -230,7 +275,12 @@ def figure(
 ) -> dict[str, Any]:
     ratio = ours_["seconds"] / theirs["seconds"]
     cpu_ratio = ours_["cpu_seconds"] / theirs["cpu_seconds"]
-    what = "pooled maps of every head" if kind == "maps" else "the long path's pooled overview"
+    what = {
+        "maps": "pooled maps of every head",
+        "whole": "pooled maps of every head, the last MLP and final norm run (no maps_only)",
+        "mapped": "pooled maps of every head, the weights left memory-mapped",
+        "long": "the long path's pooled overview",
+    }[kind]
     their = (
         "transformers bf16 eager output_attentions=True"
         if baseline == "eager"
@@ -238,6 +288,8 @@ def figure(
     )
     command = f".venv/bin/python bench/bench_big_models.py --shape {args.shape} --root {args.root}"
     command += f" --tokens {args.tokens} --long {args.long} --long-shapes {args.long_shapes}"
+    command += " --whole" if args.whole else ""
+    command += " --mapped" if args.mapped else ""
     command += " --record" if args.record else ""
     return {
         "figure": f"{shape} shape, bf16 ({stored:.1f} GB stored), {what}, T={tokens}",
@@ -246,7 +298,7 @@ def figure(
         "baseline": f"{their}, same checkpoint, 1 thread",
         "baseline_value": round(theirs["seconds"], 1),
         "ratio": round(ratio, 2),
-        "goal": "<= 0.5x, peak <= stored + 3 GB" if kind == "maps" else "<= 0.6x",
+        "goal": "<= 0.6x" if kind == "long" else "<= 0.5x, peak <= stored + 3 GB",
         "note": (
             f"CPU seconds {ours_['cpu_seconds']:.1f} vs {theirs['cpu_seconds']:.1f} "
             f"({cpu_ratio:.2f}x: the ratio a loaded machine distorts least); "

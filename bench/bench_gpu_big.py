@@ -110,7 +110,7 @@ def ours(args: argparse.Namespace) -> dict[str, Any]:
     with TestClient(create_app(settings)) as client:
         overview(client, body, WARM_TOKENS, args.device)
         for tokens in (args.tokens, args.compare_tokens):
-            if tokens and not args.interpret:  # the kernel each length uses, built first
+            if tokens and args.pooling == "on" and not args.interpret:  # built first
                 warm = {**body, "pool": kernel_warm_pool(tokens, args.pool)}
                 overview(client, warm, KERNEL_WARM_TOKENS, args.device)
         pooled.clear()

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeGuard
 
-import numpy as np
 import torch
 from fastapi import APIRouter, Request, Response
 
 from attention_core.analysis import (
-    Predictions,
     ablate,
     ablation_cost,
     check_heads,
@@ -22,10 +20,11 @@ from attention_core.analysis import (
     head_model,
     logit_lens,
 )
-from attention_core.analysis.access import HeadModel
+from attention_core.analysis.clean_predictions import CLEAN
 from attention_core.analysis.model_scores import score_model
 from attention_core.models import ModelRegistry, TextModel
 
+from ..ablation_answer import Ablated, Measure, Read, ablation_response, float32_grid
 from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
@@ -38,7 +37,6 @@ from ..schemas.heads import (
     HeadScoresResponse,
     LogitLensRequest,
     LogitLensResponse,
-    Position,
 )
 from ..seq2seq_heads_answer import seq2seq_ablation, seq2seq_lens
 from ..settings import Settings
@@ -54,10 +52,6 @@ router = APIRouter(prefix="/api/model", tags=["model"])
 def _reads_target(model: TextModel) -> TypeGuard[EncoderDecoder]:
     """Whether ``model`` reads a target beside its text (its stacks say so)."""
     return model.capabilities.reads_target
-
-
-def _grid(tensor: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(tensor.detach().numpy(), dtype=np.float32)
 
 
 @router.post("/head-scores", response_model=HeadScoresResponse, responses=ERRORS)
@@ -87,7 +81,7 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
     )
     result = scored.scored
     layers, heads = result.scores.first_token.shape
-    found = {name: _grid(grid) for name, grid in result.scores.as_dict().items()}
+    found = {name: float32_grid(grid) for name, grid in result.scores.as_dict().items()}
     return json_response(
         HeadScoresResponse(
             model=entry.name,
@@ -111,17 +105,6 @@ def _head_scores(body: HeadScoresRequest, registry: ModelRegistry, settings: Set
             not_applicable=[name for name in SCORE_GRIDS if name not in found],
         )
     )
-
-
-def _positions(heads: HeadModel, predictions: Predictions | None) -> list[Position] | None:
-    if predictions is None:
-        return None
-    return [
-        Position(top_tokens=heads.token_texts(ids), top_ids=ids, top_probs=probs)
-        for ids, probs in zip(
-            predictions.top_ids.tolist(), predictions.top_probs.tolist(), strict=True
-        )
-    ]
 
 
 @router.post("/ablate", response_model=AblateResponse, responses=ERRORS)
@@ -155,31 +138,20 @@ def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settin
                 setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
             )
     with torch.inference_mode():
-        result = ablate(heads, ids, chosen, body.mode) if chosen else None
+        result = None
+        if chosen:  # a text ablated before: its clean predictions are kept
+            result = ablate(heads, ids, chosen, body.mode, CLEAN.get(heads, ids))
+            CLEAN.put(heads, ids, result.before)
         grid = each_head_effects(heads, ids, body.mode) if body.each_head else None
-    before = result.before if result else None
-    after = result.after if result else None
-    return json_response(
-        AblateResponse(
-            model=entry.name,
-            family=model.family,
-            causal=model.causal,
-            tokens=list(heads.tokenize(body.text).tokens),
-            heads=[[layer + 1, head + 1] for layer, head in chosen],
-            mode=body.mode,
-            loss_before=before.loss if before else None,
-            loss_after=after.loss if after else None,
-            logprobs_before=_grid(before.next_logprobs) if before else None,
-            logprobs_after=_grid(after.next_logprobs) if after else None,
-            predictions_before=_positions(heads, before),
-            predictions_after=_positions(heads, after),
-            embedding_cosine=result.embedding_cosine if result else None,
-            each_head=_grid(grid) if grid is not None else None,
-            each_head_measure=(
-                None if grid is None else "delta_loss" if model.causal else "embedding_cosine"
-            ),
-        )
+    read = Read(
+        entry.name,
+        model.family,
+        model.causal,
+        list(heads.tokenize(body.text).tokens),
+        heads.token_texts,
     )
+    measure: Measure = "delta_loss" if model.causal else "embedding_cosine"
+    return json_response(ablation_response(read, Ablated(chosen, body.mode, result, grid, measure)))
 
 
 @router.post("/logit-lens", response_model=LogitLensResponse, responses=ERRORS)
@@ -205,6 +177,6 @@ def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -
             layers=len(ids),
             top_tokens=[[heads.token_texts(row) for row in layer] for layer in ids],
             top_ids=ids,
-            top_probs=_grid(result.top_probs),
+            top_probs=float32_grid(result.top_probs),
         )
     )

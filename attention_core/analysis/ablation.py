@@ -13,7 +13,7 @@ batch grows layer by layer, so the layers below an ablated head run once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,6 +50,11 @@ class Predictions:
     @property
     def loss(self) -> float:
         return float(-self.next_logprobs.mean())
+
+    @property
+    def nbytes(self) -> int:
+        tensors = (self.next_logprobs, self.top_ids, self.top_probs)
+        return sum(t.numel() * t.element_size() for t in tensors)
 
 
 @dataclass(frozen=True)
@@ -108,17 +113,26 @@ def masked_edit(masks: dict[int, torch.Tensor], num_heads: int, mode: str) -> Co
     return edit
 
 
-def _predictions(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> Predictions:
-    """final (T, C) final-normed states, ids (T,) -> ``Predictions`` (the logits read a
-    block of positions at a time: ``unembedding``)."""
+def block_predictions(
+    blocks: Iterable[tuple[int, torch.Tensor]], following: torch.Tensor
+) -> Predictions:
+    """``Predictions`` from log-probabilities read a block of positions at a time ((first
+    position, (n, vocab)): ``unembedding``): position i scored on ``following[i]`` (the
+    positions past its end on none)."""
     nexts, top_ids, top_probs = [], [], []
-    for first, logprobs in log_prob_blocks(heads, final):  # (n, vocab)
-        following = ids[first + 1 : first + 1 + logprobs.shape[0]]  # the last has none
-        nexts.append(logprobs[: len(following)].gather(-1, following[:, None])[:, 0])
+    for first, logprobs in blocks:
+        picked = following[first : first + logprobs.shape[0]]
+        nexts.append(logprobs[: len(picked)].gather(-1, picked[:, None])[:, 0])
         top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
         top_ids.append(top.indices)
         top_probs.append(top.values.exp())
     return Predictions(torch.cat(nexts), torch.cat(top_ids), torch.cat(top_probs))
+
+
+def _predictions(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> Predictions:
+    """final (T, C) final-normed states, ids (T,) -> ``Predictions`` (each position scored
+    on the token that follows it; the last on none)."""
+    return block_predictions(log_prob_blocks(heads, final), ids[1:])
 
 
 def _sentence(final: torch.Tensor) -> torch.Tensor:
@@ -126,41 +140,64 @@ def _sentence(final: torch.Tensor) -> torch.Tensor:
 
 
 def ablate(
-    heads: HeadModel, ids: Sequence[int], chosen: Sequence[Sequence[int]], mode: str = "zero"
+    heads: HeadModel,
+    ids: Sequence[int],
+    chosen: Sequence[Sequence[int]],
+    mode: str = "zero",
+    clean: Predictions | None = None,
 ) -> Ablation:
-    """The text ``ids`` with the ``chosen`` (layer, head) pairs (0-based) ablated together."""
+    """The text ``ids`` with the ``chosen`` (layer, head) pairs (0-based) ablated together.
+    A decoder's ``clean`` predictions of ``ids`` (an earlier ablation's ``before``), when
+    given, are the answer's ``before``: only the ablated forward runs."""
     _check_mode(mode)
     check_heads(chosen, heads.num_layers, heads.num_heads)
     check_length(heads, len(ids))
-    batch = torch.tensor([list(ids)] * 2)  # row 0 unablated, row 1 ablated
-    masks: dict[int, torch.Tensor] = {}
-    for layer, head in chosen:
-        mask = masks.setdefault(layer, torch.zeros(2, heads.num_heads, dtype=torch.bool))
-        mask[1, head] = True
-    edit = masked_edit(masks, heads.num_heads, mode)
     pairs = tuple((int(layer), int(head)) for layer, head in chosen)
-    if isinstance(heads, DecoderHeadModel) and chosen:
-        # The rows are the same below the first ablated layer: run those layers once, then
-        # grow the batch by a copy of the text (as ``_decoder_effects`` does per head).
-        first = min(layer for layer, _ in pairs)
-
-        def grow(layer: int, x: torch.Tensor) -> torch.Tensor:
-            return torch.cat([x, x]) if layer == first else x
-
-        final = heads.run(batch[:1], edit=edit, grow=grow).hidden[-1]
-    else:
-        final = heads.run(batch, edit=edit).hidden[-1]
     if isinstance(heads, DecoderHeadModel):
-        return Ablation(
-            pairs,
-            mode,
-            _predictions(heads, final[0], batch[0]),
-            _predictions(heads, final[1], batch[1]),
-            None,
-        )
+        before, after = _decoder_ablation(heads, ids, pairs, mode, clean)
+        return Ablation(pairs, mode, before, after, None)
+    batch = torch.tensor([list(ids)] * 2)  # row 0 unablated, row 1 ablated
+    final = heads.run(
+        batch, edit=masked_edit(_masks(pairs, 2, heads.num_heads), heads.num_heads, mode)
+    ).hidden[-1]
     sentence = _sentence(final)
     cosine = float(F.cosine_similarity(sentence[1], sentence[0], dim=-1))
     return Ablation(pairs, mode, None, None, cosine)
+
+
+def _masks(pairs: Sequence[tuple[int, int]], rows: int, num_heads: int) -> dict[int, torch.Tensor]:
+    """Per layer, (rows, H): the ``pairs``' heads flagged in the last row only."""
+    masks: dict[int, torch.Tensor] = {}
+    for layer, head in pairs:
+        mask = masks.setdefault(layer, torch.zeros(rows, num_heads, dtype=torch.bool))
+        mask[-1, head] = True
+    return masks
+
+
+def _decoder_ablation(
+    heads: DecoderHeadModel,
+    ids: Sequence[int],
+    pairs: Sequence[tuple[int, int]],
+    mode: str,
+    clean: Predictions | None,
+) -> tuple[Predictions, Predictions]:
+    """(before, after).  Without ``clean`` the rows are the same below the first ablated
+    layer: those layers run once, then the batch grows by a copy of the text (as
+    ``_decoder_effects`` does per head); with it, the ablated text alone."""
+    text = torch.tensor([list(ids)])
+    H = heads.num_heads
+    if clean is not None:
+        edit = masked_edit(_masks(pairs, 1, H), H, mode)
+        final = heads.run(text, edit=edit).hidden[-1]
+        return clean, _predictions(heads, final[0], text[0])
+    first = min(layer for layer, _ in pairs)
+
+    def grow(layer: int, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, x]) if layer == first else x
+
+    edit = masked_edit(_masks(pairs, 2, H), H, mode)
+    final = heads.run(text, edit=edit, grow=grow).hidden[-1]
+    return _predictions(heads, final[0], text[0]), _predictions(heads, final[1], text[0])
 
 
 LossFn = Callable[[torch.Tensor], torch.Tensor]

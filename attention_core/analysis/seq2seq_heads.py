@@ -25,12 +25,12 @@ requests may run the same model at the same time).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 
 import torch
-import torch.nn.functional as F
 
 from ..errors import SpecError
 from ..models.base.capabilities import StackName
@@ -39,18 +39,18 @@ from ..models.hf.seq2seq import EncoderDecoder, TargetText
 from ..models.maps.context_pass import ContextPass
 from .ablation import (
     BATCH_CELLS,
-    TOP_K,
     Ablation,
     Predictions,
     ablation_cost,
+    block_predictions,
     check_heads,
     masked_edit,
 )
 from .access import editing
 from .logit_lens import LENS_TOP_K, LogitLens
+from .unembedding import unembedded_blocks
 
 FINAL_NORMS = ("model.decoder.layer_norm", "decoder.final_layer_norm")
-LOGITS_CELLS = 1 << 23  # logits (positions × vocabulary) unembedded at once
 
 HeadMasks = Mapping[tuple[StackName, int], torch.Tensor]
 """(stack, layer) -> (B, H): the heads ablated in each batch row."""
@@ -162,25 +162,12 @@ def unembed(model: EncoderDecoder, states: torch.Tensor) -> torch.Tensor:
     return logits if bias is None else logits + bias.float()
 
 
-def _log_prob_blocks(
-    model: EncoderDecoder, states: torch.Tensor
-) -> Iterator[tuple[int, torch.Tensor]]:
-    vocabulary = int(model.model.config.vocab_size)
-    step = max(1, LOGITS_CELLS // vocabulary)
-    for first in range(0, states.shape[0], step):
-        yield first, F.log_softmax(unembed(model, states[first : first + step]), dim=-1)
-
-
 def predictions(model: EncoderDecoder, final: torch.Tensor, labels: torch.Tensor) -> Predictions:
-    """final (T, C) decoder states -> each target token's log-probability and the top tokens."""
-    nexts, top_ids, top_probs = [], [], []
-    for first, logprobs in _log_prob_blocks(model, final):
-        picked = labels[first : first + logprobs.shape[0]]  # none without a target
-        nexts.append(logprobs[: len(picked)].gather(-1, picked[:, None])[:, 0])
-        top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
-        top_ids.append(top.indices)
-        top_probs.append(top.values.exp())
-    return Predictions(torch.cat(nexts), torch.cat(top_ids), torch.cat(top_probs))
+    """final (T, C) decoder states -> each target token's log-probability (none without a
+    target) and the top tokens."""
+    vocabulary = int(model.model.config.vocab_size)
+    blocks = unembedded_blocks(partial(unembed, model), vocabulary, final)
+    return block_predictions(blocks, labels)
 
 
 # --- the analyses ---------------------------------------------------------------------------

@@ -12,6 +12,9 @@ import { visibleToken } from "./labels.js";
 
 export const COMBINE = { mean: "averaged", sum: "summed" };
 
+/** The tokens the token view shows: several chosen, or the one chosen, or none. */
+export const chosenTokens = (state) => (state.tokens.length > 1 ? state.tokens : state.token === null ? [] : [state.token]);
+
 /** `toks`'s value as a sorted list of distinct token indices (bad entries dropped). */
 export function parseTokens(raw) {
   if (!raw) return [];

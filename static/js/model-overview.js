@@ -12,6 +12,7 @@ import { colourBar, framedMap, setColourBar } from "./colour-bar.js";
 import { el } from "./dom.js";
 import { decodeCompact } from "./model-data.js";
 import { plainModelError } from "./model-errors.js";
+import { canvasRowMarks } from "./model-row-marks.js";
 
 // Past this many tokens, or this many maps (layers × heads), the grid asks for pooled maps.
 export const LONG_TEXT = 128;
@@ -119,7 +120,8 @@ function zoomParts() {
   ]);
   const note = el("p", { class: "hint", "data-testid": "zoom-note", role: "status" });
   const root = el("div", { class: "canvas-zoom", "data-testid": "canvas-zoom" }, [framedMap(frame, bar, { testid: "zoom-axes" }), form, note]);
-  return { canvas, rect: frame.lastChild, bar, form, note, root, input: (name) => form.querySelector(`input[name='${name}']`) };
+  const marks = canvasRowMarks(frame, canvas);
+  return { canvas, rect: frame.querySelector(".zoom-box"), marks, bar, form, note, root, input: (name) => form.querySelector(`input[name='${name}']`) };
 }
 
 function fillFields(z) {
@@ -150,6 +152,7 @@ function draw(z) {
   canvas.style.aspectRatio = `${cols[1] - cols[0]} / ${rows[1] - rows[0]}`; // a region keeps its shape
   Object.assign(canvas.dataset, { rows: rows.join(","), cols: cols.join(","), block: map.block.join(","), key: ctx.key });
   z.note.textContent = noteText(z, map.region, log);
+  z.marks.region(rows);
   z.root.dataset.ready = `${ctx.key}:${rows.join(",")}:${cols.join(",")}`;
 }
 
@@ -261,6 +264,8 @@ export function canvasZoom(box, readout) {
     },
     /** Colours changed (scale, sink): draw again what is loaded. */
     redraw: () => draw(z),
+    /** Outline these token rows (the chosen tokens') where the map shows them. */
+    mark: (rows) => z.marks.rows(rows),
   };
 }
 

@@ -5,6 +5,7 @@ import { drawFigure } from "./heatmap.js";
 import { escapePlotly, tickLabel, tokenLabels } from "./labels.js";
 import { MASKED_COLOUR, VIRIDIS, maskedCell } from "./colour.js";
 import { toRows } from "./model-data.js";
+import { markShapes } from "./model-row-marks.js";
 
 // Above this many tokens, hover shows positions only (the readout under the
 // plot names the tokens): T² hover strings would cost more than the map.
@@ -54,16 +55,16 @@ function zoomTrace(z, esc, { T, zmax, causal }) {
 }
 
 /** The large map's layout: token ticks on both axes, the masked grey, the written rows outlined. */
-function zoomLayout(div, { tokens, labels, generated, causal }) {
+function zoomLayout(div, { tokens, labels, generated, causal, marked }) {
   const T = tokens.length;
-  const marked = labels.map((l, i) => (generated && generated[i] ? `${GENERATED_MARK}${l}` : l));
+  const named = labels.map((l, i) => (generated && generated[i] ? `${GENERATED_MARK}${l}` : l));
   const step = tickStep(T);
   const ticks = labels.map((_, i) => i).filter((i) => i % step === 0);
   const fontSize = T <= 24 ? 11 : 9;
   const axis = (title) => ({
     tickmode: "array",
     tickvals: ticks,
-    ticktext: ticks.map((i) => escapePlotly(tickLabel(marked[i]))),
+    ticktext: ticks.map((i) => escapePlotly(tickLabel(named[i]))),
     tickfont: { size: fontSize },
     title: { text: title, standoff: 4, font: { size: 11 } },
     automargin: true,
@@ -79,7 +80,7 @@ function zoomLayout(div, { tokens, labels, generated, causal }) {
     yaxis: { ...axis("attending (query)"), autorange: "reversed" },
     // Masked cells are gaps in the heatmap: this grey shows through them.
     plot_bgcolor: causal ? MASKED_COLOUR : "#ffffff",
-    shapes: first >= 0 ? [{ type: "rect", xref: "paper", x0: 0, x1: 1, yref: "y", y0: first - 0.5, y1: T - 0.5, line: { color: "#c2410c", width: 2 } }] : [],
+    shapes: [...(first >= 0 ? [{ type: "rect", xref: "paper", x0: 0, x1: 1, yref: "y", y0: first - 0.5, y1: T - 0.5, line: { color: "#c2410c", width: 2 } }] : []), ...markShapes(marked)],
   };
 }
 
@@ -101,15 +102,17 @@ function followHover(div, readout) {
  * The large map. opts: flat (Float32Array T×T), tokens (plain text), zmax,
  * filename (for export), readout (element that names the hovered pair),
  * causal (the upper triangle is masked: drawn grey, "masked" on hover),
- * generated (per token: written by the model; marked on the axes, rows outlined).
+ * generated (per token: written by the model; marked on the axes, rows outlined),
+ * marked (the chosen tokens' rows, outlined: model-row-marks.js).
  */
-export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = false, slidingWindow = null, positions = null, generated = null }) {
+export function drawZoom(div, { flat, tokens, zmax, filename, readout, causal = false, slidingWindow = null, positions = null, generated = null, marked = [] }) {
   const T = tokens.length;
   const z = zoomRows(flat, T, causal, slidingWindow, positions);
   const labels = tokenLabels(tokens);
   const trace = zoomTrace(z, labels.map(escapePlotly), { T, zmax, causal });
-  const layout = zoomLayout(div, { tokens, labels, generated, causal });
+  const layout = zoomLayout(div, { tokens, labels, generated, causal, marked });
   div.dataset.causal = String(causal); // the quick map's masked cells take their grey from CSS
+  div.dataset.marked = marked.join(",");
   return drawFigure(div, [trace], layout, filename).then(() => {
     if (!hoverTokens.has(div)) followHover(div, readout);
     hoverTokens.set(div, tokens.slice());

@@ -8,18 +8,16 @@
 import { errorText } from "./api.js";
 import { tokenLabels } from "./labels.js";
 import { plainModelError } from "./model-errors.js";
-import { adds, markTokens, mountTokenSelection, toggled } from "./model-multi-token.js";
+import { adds, chosenTokens, markTokens, mountTokenSelection, toggled } from "./model-multi-token.js";
 import { drawTokenView, rowFor, rowsOfLayers } from "./model-token-view.js";
 import { markChosenToken, renderGenerationSummary, renderTokenList } from "./model-tokens.js";
-
-const chosenOf = (state) => (state.tokens.length > 1 ? state.tokens : state.token === null ? [] : [state.token]);
 
 /** The token view's weights: the maps held (short texts: at once), or a promise of the
  * rows asked for (pooled maps). */
 function tokenViewRows(page, shows) {
   const { state, view } = page;
   const { info, meta } = view;
-  const chosen = chosenOf(state);
+  const chosen = chosenTokens(state);
   if (!view.overview || !view.rowSource || !chosen.length || chosen.some((t) => t >= meta.tokens.length)) return rowsOfLayers(view.layers);
   const rows = chosen.map((s) => rowFor({ s, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length }));
   if (rows.some((r) => r.query === null)) return rowsOfLayers(view.layers);
@@ -108,6 +106,7 @@ function chooseToken(page, t, i, { scroll = true, ev = null } = {}) {
   t.selection.update({ selection: state.tokens, tokens: meta.tokens, combine: state.combine });
   page.writeUrl();
   t.draw();
+  t.onChosen();
   const tokenView = $("token-view");
   if (scroll && tokenView.getBoundingClientRect().top > window.innerHeight - 80) tokenView.scrollIntoView({ block: "start", behavior: "instant" });
 }
@@ -119,6 +118,7 @@ function bind(page, t) {
     change(ev);
     page.writeUrl();
     t.draw();
+    t.onChosen(); // a written token's row is the one before it, or its own
   };
   const setTokens = (selection) => {
     state.tokens = selection;
@@ -126,6 +126,7 @@ function bind(page, t) {
     if (page.view.meta) t.render();
     page.writeUrl();
     t.draw();
+    t.onChosen();
   };
   // Several tokens at once (model-multi-token.js): the chips, "Select several", sum or mean.
   t.selection = mountTokenSelection($("tv-select"), {
@@ -141,11 +142,12 @@ function bind(page, t) {
 }
 
 /**
- * Mount the token list and view over the page; shows(l): whether the grid shows layer l.
+ * Mount the token list and view over the page; shows(l): whether the grid shows layer l;
+ * onChosen(): the chosen tokens changed (the large map marks their rows).
  * Returns {render(), draw(), choose(i, {scroll, ev})}.
  */
-export function mountTokens(page, { shows }) {
-  const t = { headViewMode: "lines", selection: null, shows };
+export function mountTokens(page, { shows, onChosen = () => {} }) {
+  const t = { headViewMode: "lines", selection: null, shows, onChosen };
   t.render = () => renderTokens(page, t);
   t.draw = () => drawTokens(page, t);
   t.choose = (i, options) => chooseToken(page, t, i, options);

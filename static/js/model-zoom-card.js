@@ -1,17 +1,20 @@
 // /model's zoom card: the map chosen in the grid, large.  A short text's map as a
 // Plotly (quick) plot with token labels; a long text's (fetched at full resolution, or
 // a region), the log scale or the sink apart on a canvas (model-overview.js).  Its
-// legend, the link to the head's steps in the explorer, the export bar, and a click on
-// a row choosing that token.  Mounted over the page (model-page.js).
+// legend, the link to the head's steps in the explorer, the export bar, a click on a row
+// choosing that token, and the chosen tokens' rows outlined (model-row-marks.js).
+// Mounted over the page (model-page.js).
 
 import { rangeTop } from "./colour.js";
 import { tokenLabels } from "./labels.js";
 import { mountExport } from "./model-export.js";
 import { mapName } from "./model-grid.js";
+import { chosenTokens } from "./model-multi-token.js";
 import { flatFor, maskOf, zmaxFor } from "./model-maps-card.js";
 import { canvasZoom, cropMap, fetchMap } from "./model-overview.js";
 import { drawZoom } from "./model-plots.js";
 import { URL_LIMIT, realHeadLink } from "./model-state.js";
+import { rowFor } from "./model-token-view.js";
 
 /** The legend under the large map: the grey (masked, beyond a window), the written tokens. */
 function legendText({ view }, layer, head) {
@@ -54,6 +57,14 @@ function markShown(zoom, layer, head, T) {
   zoom.dataset.tokens = String(T);
 }
 
+/** The rows of the chosen tokens (as the token view reads them: a written token's is the
+ * row before it), to mark on the large map. */
+function markedRows({ state, view }) {
+  const { info, meta } = view;
+  const rows = chosenTokens(state).map((s) => rowFor({ s, generated: meta.generated || null, positions: meta.positions, when: state.when, causal: info.causal, count: meta.tokens.length }).query);
+  return rows.filter((q) => q !== null && q < meta.tokens.length);
+}
+
 /** The large map on canvas: long texts (fetched at full resolution), the log scale, the sink apart. */
 function showCanvas(page, zoomCanvas, choose) {
   const { state, view } = page;
@@ -73,6 +84,7 @@ function showCanvas(page, zoomCanvas, choose) {
       log: state.scale === "log",
     }),
   });
+  zoomCanvas.mark(markedRows(page));
   markShown(page.$("zoom-plot"), layer, head, T);
 }
 
@@ -100,7 +112,7 @@ function drawSelected(page, zoomCanvas, choose) {
   legend.hidden = legend.textContent === "";
   if (onCanvas) return showCanvas(page, zoomCanvas, choose);
   const { tokens, generated } = view.meta;
-  drawZoom(zoom, { flat, tokens, zmax: zmaxFor(page, flat), filename: `model-layer${layer}-${head}`, readout: $("zoom-readout"), ...maskOf(page, layer, head), generated: generated || null }).then(() =>
+  drawZoom(zoom, { flat, tokens, zmax: zmaxFor(page, flat), filename: `model-layer${layer}-${head}`, readout: $("zoom-readout"), ...maskOf(page, layer, head), generated: generated || null, marked: markedRows(page) }).then(() =>
     markShown(zoom, layer, head, tokens.length),
   );
 }
@@ -129,6 +141,12 @@ export function mountZoom(page, { choose }) {
   });
   return {
     draw: () => drawSelected(page, zoomCanvas, choose),
+    /** The chosen tokens changed: their rows marked (a short text's map drawn again: 1-3 ms). */
+    mark() {
+      if (!view.meta) return;
+      if (!zoomCanvas.element.hidden) zoomCanvas.mark(markedRows(page));
+      else drawSelected(page, zoomCanvas, choose);
+    },
     redraw() {
       if (view.overview) zoomCanvas.redraw();
       else drawSelected(page, zoomCanvas, choose);

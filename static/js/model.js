@@ -47,7 +47,7 @@ function openHead(layer, head) {
 
 cards.progress = progressBar($("model-progress"));
 cards.maps = mountMaps(page, { select });
-cards.tokens = mountTokens(page, { shows: (l) => cards.maps.shows(l) });
+cards.tokens = mountTokens(page, { shows: (l) => cards.maps.shows(l), onChosen: () => cards.zoom.mark() });
 // Why a clicked cell (model-why.js): its click handler runs before the zoom card's,
 // which chooses the row's token and may scroll the token view into sight.
 cards.why = setupWhy({

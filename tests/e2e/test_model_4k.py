@@ -226,8 +226,8 @@ def test_4096_tokens_overview_zoom_region_token_view(browser: Browser, server_ur
 
 
 def analyses_at_4096(page: Page, server_url: str) -> None:
-    """Head scores, ablation and the logit lens of the 4,096-token text, from the page:
-    each equal to the API's answer for the same text."""
+    """Head scores, ablation and the logit lens of the 4,096-token text, from the page
+    (each equal to the API's answer for the same text), and attribution."""
     expect(page.get_by_test_id("overview-note")).not_to_contain_text("512")
     expect(page.get_by_test_id("head-analysis")).to_be_visible()
     page.get_by_test_id("scores-run").click()
@@ -254,7 +254,11 @@ def analyses_at_4096(page: Page, server_url: str) -> None:
     assert len(lens["top_tokens"][1]) == T
     last = page.get_by_test_id("lens-row").last.locator("td").last
     assert last.inner_text() == lens["top_tokens"][1][-1][0].replace(" ", "␣")
-    for testid in ("scores-error", "ablate-error", "lens-error"):
+    # Which heads matter (attribution patching): every head estimated at 4,096 tokens.
+    page.get_by_test_id("attr-run").click()
+    expect(page.get_by_test_id("attribution")).to_have_attribute("data-drawn", "1", timeout=WAIT)
+    expect(page.get_by_test_id("attr-estimate-L2-H1")).to_be_visible()
+    for testid in ("scores-error", "ablate-error", "lens-error", "attr-error"):
         expect(page.get_by_test_id(testid)).to_be_empty()
 
 

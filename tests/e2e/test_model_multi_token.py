@@ -67,6 +67,23 @@ def assert_rows(actual: list[list[float]], expected: list[list[float]], tol: flo
         assert max(abs(x - y) for x, y in zip(a, e, strict=True)) <= tol
 
 
+# The quick renderer's large map: the y tick label inside each outlined row, top to bottom.
+MARKED_LABELS = """() => {
+  const plot = document.querySelector("[data-testid='zoom-plot']");
+  const labels = [...plot.querySelectorAll('.ytick text')];
+  return [...plot.querySelectorAll('.quick-shape')].map((shape) => {
+    const b = shape.getBoundingClientRect();
+    const inside = labels.filter((t) => {
+      const r = t.getBoundingClientRect();
+      const y = r.top + r.height / 2;
+      return y > b.top && y < b.bottom;
+    });
+    return inside.map((t) => t.textContent).join('|');
+  });
+}"""
+TOKEN_LABELS = ["[CLS]", "the·1", "river", "bank", "was", "muddy", "after", "the·7", "rain"]
+
+
 def drawn(page: Page, queries: str, combine: str) -> None:
     view = page.get_by_test_id("token-view")
     expect(view).to_have_attribute("data-drawn-tokens", f"{queries}:{combine}", timeout=WAIT)
@@ -88,6 +105,9 @@ def test_several_tokens_averaged_and_summed(page: Page, server_url: str) -> None
         expect(tokens.nth(i)).to_have_attribute("aria-pressed", "true")
     maps = api(server_url, "/api/model/attention", {"text": TEXT})["attentions"]
     assert_rows(plot_data(page, "tv-strip"), combined(maps, [3, 5, 8], "mean"), UINT8_ERROR)
+    # The large map outlines the three rows: each outline around its row's label.
+    expect(page.get_by_test_id("zoom-plot")).to_have_attribute("data-marked", "3,5,8")
+    assert page.evaluate(MARKED_LABELS) == [TOKEN_LABELS[i] for i in (3, 5, 8)]
     expect(page.get_by_test_id("tv-what")).to_contain_text(
         "What 3 tokens read, their rows averaged"
     )
@@ -112,6 +132,9 @@ def test_several_tokens_averaged_and_summed(page: Page, server_url: str) -> None
         page.get_by_test_id("token-view").screenshot(
             path=str(ARTIFACTS / f"multi_token_{width}.png")
         )
+        page.get_by_test_id("zoom-card").screenshot(
+            path=str(ARTIFACTS / f"multi_token_map_{width}.png")
+        )
     page.set_viewport_size({"width": 1280, "height": 900})
 
     # The link restores it; a chip removes its token.
@@ -120,6 +143,7 @@ def test_several_tokens_averaged_and_summed(page: Page, server_url: str) -> None
     page.get_by_test_id("tv-chip").nth(0).click()
     drawn(page, "5,8", "sum")
     assert_rows(plot_data(page, "tv-strip"), combined(maps, [5, 8], "sum"), 2 * UINT8_ERROR)
+    expect(page.get_by_test_id("zoom-plot")).to_have_attribute("data-marked", "5,8")
     page.get_by_test_id("tv-clear").click()
     expect(page.get_by_test_id("tv-chip")).to_have_count(0)
     expect(page.get_by_test_id("token-view")).to_have_attribute(
@@ -164,7 +188,7 @@ def test_a_long_texts_tokens_are_asked_for_one_by_one(gpt_page: Page, gpt_server
     """Past 128 tokens the page holds pooled maps only: each chosen token's row is asked
     for at full resolution, and the rows are combined on the page."""
     page = gpt_page
-    text = " ".join([GPT_TEXT] * 12)  # 276 tokens
+    text = " ".join([GPT_TEXT] * 12)  # 265 tokens
     page.goto(f"/model?model={LONG_GPT}&text={quote(text)}")
     expect(page.get_by_test_id("head-grid")).to_have_attribute(
         "data-overview", "true", timeout=WAIT
@@ -183,3 +207,23 @@ def test_a_long_texts_tokens_are_asked_for_one_by_one(gpt_page: Page, gpt_server
             a, b = rows[150][layer][head][0], rows[240][layer][head][0]
             expected.append([((a[j] if j < len(a) else 0.0) + b[j]) / 2 for j in range(len(b))])
     assert_rows(plot_data(page, "tv-strip"), expected, FLOAT16)
+    # The canvas map outlines rows 150 and 240 where they are: at 150/T and 240/T of its
+    # height.
+    T = int(page.get_by_test_id("head-grid").get_attribute("data-tokens") or 0)
+    marks = page.get_by_test_id("zoom-marks")
+    expect(marks).to_have_attribute("data-rows", "150,240")
+    canvas = page.get_by_test_id("zoom-canvas").bounding_box()
+    assert canvas is not None
+    for q, mark in zip((150, 240), marks.locator(".row-mark").all(), strict=True):
+        box = mark.bounding_box()
+        assert box is not None
+        centre = box["y"] + box["height"] / 2
+        assert abs(centre - (canvas["y"] + canvas["height"] * (q + 0.5) / T)) <= 1.5
+        assert abs(box["width"] - canvas["width"]) <= 1
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_test_id("zoom-card").screenshot(path=str(ARTIFACTS / "multi_token_long_map.png"))
+    # A region of rows 200-T: only row 240 is in it.
+    for name, value in (("row0", 200), ("row1", T), ("col0", 0), ("col1", T)):
+        page.get_by_test_id(f"zoom-{name}").fill(str(value))
+    page.get_by_test_id("zoom-apply").click()
+    expect(marks).to_have_attribute("data-rows", "240", timeout=WAIT)

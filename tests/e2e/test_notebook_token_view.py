@@ -92,6 +92,8 @@ def test_several_tokens_in_the_notebooks_token_view(
     drawn(page, "2,4,7", "sum")
     strip = plot_data(page, "tv-strip")
     assert_rows(strip, combined(maps, [2, 4, 7], "sum", causal=True), 3 * FLOAT_ERROR)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_test_id("token-view").screenshot(path=str(ARTIFACTS / "notebook-several-1440.png"))
     # A chip removes its token; a plain click shows one token alone again.
     page.get_by_test_id("tv-chip").nth(0).click()
     drawn(page, "4,7", "sum")

@@ -24,7 +24,9 @@ def batch_sizes(decoder: Decoder, ids: list[int]) -> tuple[torch.Tensor, list[in
     def record(_m: torch.nn.Module, args: tuple[Any, ...]) -> None:
         seen.append(int(args[0].shape[0]))
 
-    hooks = [block.register_forward_pre_hook(record) for block in decoder.model.transformer.h]
+    # Each block's first norm: inside the block, so after a run's own pre-hooks (its grow).
+    norms = [block.ln_1 for block in decoder.model.transformer.h]
+    hooks = [norm.register_forward_pre_hook(record) for norm in norms]
     try:
         with torch.inference_mode():
             return each_head_effects(heads, ids, "zero"), seen

@@ -19,21 +19,27 @@ from attention_core.models.checkpoints.weight_dtype import compute_in_float32, r
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("buffer_rows", [512, 4096])
+@pytest.mark.parametrize("tokens", [5, 100])
 def test_the_buffer_gives_the_whole_upcast_weight(
-    dtype: torch.dtype, buffer_rows: int, monkeypatch: pytest.MonkeyPatch
+    dtype: torch.dtype, buffer_rows: int, tokens: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """2 x 5 rows of x: the few-rows way (blocks of ``CACHED_ELEMENTS``: 512, 512 and
+    276 rows of 2048); 2 x 100: the whole buffer's, 512 rows: three blocks; 4096: the
+    whole weight at once."""
     monkeypatch.setattr(module, "BUFFER_ELEMENTS", buffer_rows * 2048)
+    assert module.CACHED_ELEMENTS // 2048 == 512 and 10 <= module.FEW_ROWS < 200
     generator = torch.Generator().manual_seed(0)
     weight = (torch.randn(1300, 2048, generator=generator) * 0.02).to(dtype)
     bias = torch.randn(1300, generator=generator).to(dtype)
-    x = torch.randn(2, 5, 2048, generator=generator)
-    # 512 rows: three blocks (512, 512 and 276 rows); 4096: the whole weight at once.
+    x = torch.randn(2, tokens, 2048, generator=generator)
     assert block_rows(2048) == buffer_rows
     expected = F.linear(x, weight.float(), bias.float())
     for _ in range(2):  # the second call reuses the buffer
         out = float32_linear(x, weight, bias)
-        assert out.dtype == torch.float32 and out.shape == (2, 5, 1300)
-        torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-6)
+        assert out.dtype == torch.float32 and out.shape == (2, tokens, 1300)
+        assert out.is_contiguous()
+        # Float32 rounding: the few-rows way sums each row in another order.
+        torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_a_held_linear_runs_block_by_block_and_its_weight_still_reads_float32() -> None:

@@ -180,6 +180,7 @@ def test_long_pass_takes_it_when_asked_and_nothing_else_reads_the_blocks(
     context = pass_.attend(0, call)
     expected, expected_context = blocked_grid(call, whole(40, 5))
     assert calls == ([40] if used else [])
+    assert pass_.pooled_on_device == int(used)
     assert torch.allclose(pass_.grids[0].heads, expected.heads, atol=1e-5, rtol=0)
     assert torch.allclose(context, expected_context, atol=1e-5, rtol=0)
     assert pass_.layers[0].query.dtype == torch.float32  # the kept q/k: float32 either way
@@ -225,3 +226,25 @@ def test_a_models_overview_through_the_api_is_the_same_either_way(
         ours, theirs = torch.tensor(kernel[key]), torch.tensor(blocked[key])
         assert ours.shape == theirs.shape
         assert torch.allclose(ours, theirs, atol=1e-5, rtol=0), key
+
+
+def test_a_kernel_that_cannot_build_leaves_the_blocked_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Triton failing to build or launch (no C compiler for its launcher, say): the layer
+    goes the blocked way, and so does every later one in the process."""
+    monkeypatch.setattr(gpu_pooled, "FAILED", [])
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("Failed to find C compiler")
+
+    monkeypatch.setattr(gpu_pooled, "_launch", broken)
+    call = plain_call(T=40)
+    pass_ = LongPass(whole(40, 5), 1, device_pooling=True)
+    context = pass_.attend(0, call)
+    expected, expected_context = blocked_grid(call, whole(40, 5))
+    assert pass_.pooled_on_device == 0
+    assert torch.allclose(pass_.grids[0].heads, expected.heads, atol=1e-5, rtol=0)
+    assert torch.allclose(context, expected_context, atol=1e-5, rtol=0)
+    assert gpu_pooled.FAILED == ["RuntimeError: Failed to find C compiler"]
+    assert not gpu_pooled.kernel_available(torch.device("cuda"))

@@ -89,6 +89,36 @@ def test_ablation_is_the_cores_with_heads_from_1(client: TestClient, gpt2: Decod
     assert got["each_head"] is None and got["embedding_cosine"] is None
 
 
+def test_another_head_of_the_same_text_runs_the_ablated_forward_alone(
+    client: TestClient,
+) -> None:
+    """The first ablation of a text runs the clean and the ablated rows (a batch of 2 at
+    the final norm); the next one of the same text (another head) reuses the clean
+    predictions and runs the ablated text alone (a batch of 1), with the same answer as
+    a first ablation of that head would give."""
+    model = client.app.state.models.load("tiny-gpt2")  # type: ignore[attr-defined]
+    heads = head_model(model)
+    text = TEXT + " Once more."  # a text no other test ablated
+    rows: list[int] = []
+    hook = heads.final_norm.register_forward_pre_hook(
+        lambda _m, args: rows.append(int(args[0].shape[0]))
+    )
+    try:
+        body = {"model": "tiny-gpt2", "text": text}
+        first = post(client, "/api/model/ablate", {**body, "heads": [[1, 2]]})
+        second = post(client, "/api/model/ablate", {**body, "heads": [[2, 3]]})
+    finally:
+        hook.remove()
+    assert rows == [2, 1]
+    assert second["logprobs_before"] == first["logprobs_before"]
+    ids = heads.tokenize(text).ids
+    with torch.inference_mode():
+        expected = ablate(heads, ids, [(1, 2)])
+    assert expected.after is not None
+    close(second["logprobs_after"], expected.after.next_logprobs)
+    assert second["loss_after"] == pytest.approx(expected.after.loss, abs=1e-6)
+
+
 def test_each_head_is_a_grid_of_delta_losses(client: TestClient, gpt2: Decoder) -> None:
     text = "The cat sat on the mat"  # 6 tokens: 2 x 4 x 36 cells, under the limit
     got = post(client, "/api/model/ablate", {"model": "tiny-gpt2", "text": text, "each_head": True})

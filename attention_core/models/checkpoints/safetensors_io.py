@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import mmap
 import struct
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -44,6 +45,8 @@ MAX_TENSOR_DIMS = 8
 HF_REPO_PREFIX = "models--"  # a Hugging Face cache repository (see discovery)
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
+# Each memory map ``load_safetensors`` made, by the address of its first byte (``private_copy``).
+_MAPS: dict[int, weakref.ref[mmap.mmap]] = {}
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,8 @@ def load_safetensors(path: Path) -> dict[str, torch.Tensor]:
         return {}
     with path.open("rb") as f:
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    base = torch.frombuffer(mapped, dtype=torch.uint8, count=1).data_ptr()
+    _MAPS[base] = weakref.ref(mapped, lambda _: _MAPS.pop(base, None))
     tensors = {}
     for name, entry in header.entries.items():
         count = _numel(entry.shape)
@@ -197,6 +202,26 @@ def load_safetensors(path: Path) -> dict[str, torch.Tensor]:
         flat = torch.frombuffer(mapped, dtype=entry.dtype, count=count, offset=entry.begin)
         tensors[name] = flat.view(entry.shape)
     return tensors
+
+
+def private_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` copied into this process's own memory.  When it is a view of one of
+    ``load_safetensors``' maps, the whole pages it spans there are given back
+    (``MADV_DONTNEED``): the file's pages leave the process (its resident memory stays
+    about one copy) and the page cache may drop them, so a forward pass never waits on
+    them being read again when memory runs short.  The map is copy-on-write and its
+    tensors are never written, so a view still reading those bytes reads the file's."""
+    copy = tensor.clone(memory_format=torch.contiguous_format)
+    start = tensor.data_ptr()
+    for base, ref in list(_MAPS.items()):
+        mapped = ref()
+        if mapped is None or not base <= start < base + len(mapped):
+            continue
+        first = -(-(start - base) // mmap.PAGESIZE) * mmap.PAGESIZE
+        last = (start - base + tensor.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        if last > first and tensor.is_contiguous() and hasattr(mapped, "madvise"):
+            mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
+    return copy
 
 
 def checkpoint_files(directory: Path) -> list[Path]:

@@ -33,7 +33,7 @@ from torch.utils.hooks import RemovableHandle
 
 from ...progress import report
 from .float32_linear import float32_linear
-from .safetensors_io import SafetensorsHeader
+from .safetensors_io import SafetensorsHeader, private_copy
 
 DTYPE_SETTING = "ATTENTION_VIZ_DTYPE"
 AUTO = "auto"
@@ -216,10 +216,13 @@ def float32_copy(value: T) -> T:
     return dataclasses.replace(value, **changes) if changes else value
 
 
-def read_in(model: nn.Module) -> None:
-    """Read every CPU weight's pages now, a layer at a time, reporting ``("load", part,
-    parts)``: a memory-mapped checkpoint is otherwise read from disk by its first forward
-    pass (a minute for 16 GB), with no sign of why it is slow."""
+def read_in(model: nn.Module, private: bool = True) -> None:
+    """Read every CPU weight now, a layer at a time, reporting ``("load", part, parts)``:
+    a memory-mapped checkpoint is otherwise read from disk by its first forward pass (a
+    minute for 16 GB), with no sign of why it is slow.  ``private``: each weight copied
+    into the process's own memory as it is read, its file pages given back
+    (``safetensors_io.private_copy``: under memory pressure the kernel would otherwise
+    drop mapped pages and the next pass read them again); else its pages only touched."""
     parts: dict[int, list[torch.Tensor]] = {}
     seen: set[int] = set()
     for name, param in model.named_parameters():
@@ -230,7 +233,10 @@ def read_in(model: nn.Module) -> None:
         parts.setdefault(int(match.group(1)) if match else -1, []).append(param)
     with torch.no_grad():
         for done, key in enumerate(sorted(parts), start=1):
-            for tensor in parts[key]:
-                step = max(PAGE_BYTES // tensor.element_size(), 1)
-                tensor.detach().reshape(-1)[::step].sum()  # one value a page: the page is read
+            for weight in parts[key]:
+                if private:
+                    weight.data = private_copy(weight.data)
+                    continue
+                step = max(PAGE_BYTES // weight.element_size(), 1)
+                weight.detach().reshape(-1)[::step].sum()  # one value a page: the page is read
             report("load", done, len(parts))

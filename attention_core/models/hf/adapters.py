@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import torch
@@ -37,6 +37,22 @@ from torch import nn
 from .capture import as_allowed, carried, core_attention
 
 Forward = Callable[..., Any]
+
+
+def _attend(
+    self: Any,
+    qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    mask: torch.Tensor | None,
+    kwargs: Mapping[str, Any],
+    scaling: float,
+    bias: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``core_attention`` over ``qkv``, ``bias`` the score bias, with the forward's run
+    carried on from the module's ``kwargs`` (``carried``): every adapter's one call."""
+    query, key, value = qkv
+    return core_attention(
+        self, query, key, value, mask, scaling=scaling, position_bias=bias, **carried(kwargs)
+    )
 
 
 def _bloom(
@@ -58,15 +74,8 @@ def _bloom(
     if layer_past is not None:
         key, value = layer_past.update(key, value, self.layer_idx)
     bias = alibi.view(batch, self.num_heads, 1, -1) * self.beta
-    context, weights = core_attention(
-        self,
-        query,
-        key,
-        value,
-        attention_mask,
-        scaling=self.inv_norm_factor,
-        position_bias=bias,
-        **carried(kwargs),
+    context, weights = _attend(
+        self, (query, key, value), attention_mask, kwargs, self.inv_norm_factor, bias
     )
     output = self.dense(context.reshape(batch, length, self.hidden_size))
     output = dropout_add(output, residual, self.hidden_dropout, self.training)
@@ -100,16 +109,7 @@ def _mpt(
         first_key = max(0, position_bias.size(2) - key.shape[-2])
         bias = position_bias[:, first_query:, first_key:]
     allowed = None if attention_mask is None else ~attention_mask.to(torch.bool)
-    context, weights = core_attention(
-        self,
-        query,
-        key,
-        value,
-        allowed,
-        scaling=self.softmax_scale,
-        position_bias=bias,
-        **carried(kwargs),
-    )
+    context, weights = _attend(self, (query, key, value), allowed, kwargs, self.softmax_scale, bias)
     return self.out_proj(context.reshape(batch, length, -1)), weights
 
 
@@ -147,16 +147,7 @@ def _falcon(
     else:
         scaling = self.inv_norm_factor
         bias = alibi.view(batch, self.num_heads, 1, -1) * self.inv_norm_factor
-    context, weights = core_attention(
-        self,
-        query,
-        key,
-        value,
-        attention_mask,
-        scaling=scaling,
-        position_bias=bias,
-        **carried(kwargs),
-    )
+    context, weights = _attend(self, (query, key, value), attention_mask, kwargs, scaling, bias)
     return self.dense(context.reshape(batch, length, self.num_heads * self.head_dim)), weights
 
 
@@ -196,15 +187,8 @@ def _disentangled(terms: Callable[[Any, _Given], _Disentangled]) -> Forward:
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         t = terms(self, _Given(hidden_states, query_states, relative_pos, rel_embeddings))
         scaling = 1 / math.sqrt(t.query.shape[-1] * t.factor)
-        context, weights = core_attention(
-            self,
-            t.query,
-            t.key,
-            t.value,
-            attention_mask.bool(),
-            scaling=scaling,
-            position_bias=t.bias,
-            **carried(kwargs),
+        context, weights = _attend(
+            self, (t.query, t.key, t.value), attention_mask.bool(), kwargs, scaling, t.bias
         )
         return context.reshape(*context.shape[:2], -1), weights
 
@@ -294,9 +278,7 @@ def _gpt_neo(
     if attention_mask is not None:
         given, bias = as_allowed(attention_mask)
         allowed = allowed if given is None else allowed & given
-    context, weights = core_attention(
-        self, query, key, value, allowed, scaling=1.0, position_bias=bias, **carried(kwargs)
-    )
+    context, weights = _attend(self, (query, key, value), allowed, kwargs, 1.0, bias)
     output = self.out_proj(context.reshape(*context.shape[:2], -1))
     return self.resid_dropout(output), weights
 
@@ -316,14 +298,8 @@ def _git(
     )
     if cache is not None:
         key, value = cache.update(key, value, self.layer_idx, kwargs=kwargs)
-    context, weights = core_attention(
-        self,
-        query,
-        key,
-        value,
-        attention_mask,
-        scaling=1 / math.sqrt(self.attention_head_size),
-        **carried(kwargs),
+    context, weights = _attend(
+        self, (query, key, value), attention_mask, kwargs, 1 / math.sqrt(self.attention_head_size)
     )
     return context.reshape(*context.shape[:2], self.all_head_size), weights
 
@@ -360,8 +336,8 @@ def _led(
     allowed = (distance <= self.one_sided_attn_window_size)[None, None]
     if is_index_masked is not None:
         allowed = allowed & ~is_index_masked[:, None, None, :]
-    context, weights = core_attention(
-        self, query, key, value, allowed, scaling=1 / math.sqrt(self.head_dim), **carried(kwargs)
+    context, weights = _attend(
+        self, (query, key, value), allowed, kwargs, 1 / math.sqrt(self.head_dim)
     )
     output = context.reshape(batch, length, self.embed_dim)
     return (output, weights) if output_attentions else (output,)
@@ -407,9 +383,7 @@ def _led_decoder(
             if cross and hasattr(cache, "is_updated"):
                 cache.is_updated[self.layer_idx] = True
     query = self.q_proj(hidden_states).view(batch, length, self.num_heads, -1).transpose(1, 2)
-    context, weights = core_attention(
-        self, query, key, value, attention_mask, scaling=self.scaling, **carried(kwargs)
-    )
+    context, weights = _attend(self, (query, key, value), attention_mask, kwargs, self.scaling)
     return self.out_proj(context.reshape(batch, length, width)), weights, cache
 
 
@@ -453,9 +427,7 @@ def _fsmt(
         allowed = allowed & (attn_mask > torch.finfo(attn_mask.dtype).min / 2)
     if key_padding_mask is not None and key_padding_mask.dim() > 0:
         allowed = allowed & ~key_padding_mask.to(torch.bool)[:, None, None, :]
-    context, weights = core_attention(
-        self, queries, keys, values, allowed, scaling=self.scaling, **carried(kwargs)
-    )
+    context, weights = _attend(self, (queries, keys, values), allowed, kwargs, self.scaling)
     return self.out_proj(context.transpose(0, 1).reshape(length, batch, width)), weights
 
 

@@ -28,7 +28,7 @@ from transformers import (
 )
 
 from ...errors import SpecError
-from ...progress import Cancelled, muted
+from ...progress import muted
 from ..base.device import CPU
 from ..base.kv_cache import KVCache
 from ..base.outputs import DecoderOutput, LayerTrace
@@ -55,6 +55,7 @@ from .capture import (
     register,
 )
 from .failures import FailureWatch, guarded
+from .load_errors import files_at_fault
 from .unrotated import Unrotated, grabbing_unrotated, uses_rope
 
 # Families whose position ids start after the padding id (RoBERTa's layout): the
@@ -195,7 +196,7 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
     headers = [read_header(path) for path in checkpoint_files(directory)]
     dtype = stored_dtype(headers) if placement is None else placement.dtype
     spread = {} if placement is None else placement.from_pretrained_arguments()
-    try:
+    with files_at_fault(directory):
         config = AutoConfig.from_pretrained(
             directory, local_files_only=True, trust_remote_code=False
         )
@@ -213,13 +214,6 @@ def load_model(directory: Path, kind: Kind, placement: Placement | None = None) 
                 use_safetensors=True,
                 **spread,
             )
-    except Cancelled:
-        raise  # the request's, not the checkpoint's
-    except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
-        raise SpecError(
-            f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
-            field="model",
-        ) from exc
     install_adapters(model)
     model.eval().requires_grad_(False)
     if placement is None:

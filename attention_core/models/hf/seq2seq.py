@@ -58,6 +58,7 @@ from .capture import (
     register,
 )
 from .failures import FailureWatch, guarded
+from .load_errors import files_at_fault
 from .seq2seq_rules import apply_rules, generation_rules
 
 
@@ -202,7 +203,8 @@ class EncoderDecoder:
 
         tokenizer_path = tokenizer_file(directory)
         register()
-        try:  # offline, safetensors only (no pickle), never the checkpoint's own code
+        # Offline, safetensors only (no pickle), never the checkpoint's own code.
+        with files_at_fault(directory):
             headers = [read_header(path) for path in checkpoint_files(directory)]
             model = AutoModelForSeq2SeqLM.from_pretrained(
                 directory,
@@ -212,11 +214,6 @@ class EncoderDecoder:
                 use_safetensors=True,
                 dtype=stored_dtype(headers),
             ).eval()
-        except Exception as exc:  # an untrusted checkpoint: whatever fails is the files' fault
-            raise SpecError(
-                f"{directory.name}: transformers could not load it: {type(exc).__name__}: {exc}",
-                field="model",
-            ) from exc
         install_adapters(model)
         run_on(model, CPU)
         context = getattr(model.config, "max_position_embeddings", None)

@@ -26,6 +26,7 @@ trace keeps every step in float32 through ``attention_with_steps``.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 
 import torch
@@ -51,10 +52,21 @@ FLOAT16_RANGE = 2.0**15
 CPU_INTERPRETER = False
 
 
+class KernelFailed(RuntimeError):
+    """Triton could not build or launch the kernel here (no C compiler for its launcher,
+    an unsupported GPU...): this layer and every later one go the blocked way."""
+
+
+# Why the kernel failed in this process (empty: it has not).
+FAILED: list[str] = []
+logger = logging.getLogger(__name__)
+
+
 def kernel_available(device: torch.device) -> bool:
     """Whether the kernel can run on ``device``: CUDA with Triton, or the CPU in Triton's
-    interpreter where asked (``CPU_INTERPRETER`` and ``TRITON_INTERPRET=1``)."""
-    if importlib.util.find_spec("triton") is None:
+    interpreter where asked (``CPU_INTERPRETER`` and ``TRITON_INTERPRET=1``); not after
+    it failed once (``FAILED``)."""
+    if FAILED or importlib.util.find_spec("triton") is None:
         return False
     if device.type == "cuda":
         return True
@@ -95,26 +107,27 @@ def attention_dtype(call: AttentionCall) -> torch.dtype:
     if call.query.device.type == "cpu":
         return torch.float32
     tensors = (call.query, call.key, call.value)
-    largest = max(float(t.abs().amax()) for t in tensors)
+    largest = float(torch.stack([t.abs().amax() for t in tensors]).amax())  # one sync
     return torch.float16 if largest < FLOAT16_RANGE else torch.bfloat16
 
 
-def flash_context(call: AttentionCall, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def flash_context(
+    call: AttentionCall, q: torch.Tensor, k: torch.Tensor, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The context (1, H, T, D) float32 and the log-sum-exp (H, T) float32 (natural log
-    of each row's Σ exp(scale·q·k)) of ``call`` by the flash attention op of its device.
-    Shapes: query (1, H, T, D), key and value (1, H_kv, S, D)."""
-    H, H_kv = int(call.query.shape[1]), int(call.key.shape[1])
-    q = call.query.to(dtype)
-    k = call.key.to(dtype).repeat_interleave(H // H_kv, dim=1)
-    v = call.value.to(dtype).repeat_interleave(H // H_kv, dim=1)
+    of each row's Σ exp(scale·q·k)) of ``call`` by the flash attention op of its device,
+    from q (1, H, T, D) and k (1, H_kv, S, D) already in ``dtype``."""
+    H, H_kv = int(q.shape[1]), int(k.shape[1])
+    keys = k.repeat_interleave(H // H_kv, dim=1)
+    values = call.value.to(dtype).repeat_interleave(H // H_kv, dim=1)
     scale = call.scale_factor
     if q.device.type == "cuda":
         out = torch.ops.aten._scaled_dot_product_flash_attention(
-            q, k, v, 0.0, call.is_causal, False, scale=scale
+            q, keys, values, 0.0, call.is_causal, False, scale=scale
         )
     else:
         out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, call.is_causal, scale=scale
+            q, keys, values, 0.0, call.is_causal, scale=scale
         )
     context, lse = out[0], out[1]
     T = int(q.shape[2])
@@ -144,21 +157,42 @@ def pool_layer(
     (H, T, D), k (H_kv, S, D) and the forward's log-sum-exp (H, T), by ``pooled_kernel``.
 
     Every head is pooled (the average reads them all); the grid keeps its own."""
+    H = int(query.shape[0])
+    cells_r, cells_c = grid.spec.shape
+    heads = torch.zeros(H, cells_r, cells_c, device=query.device)
+    average = torch.zeros(cells_r, cells_c, device=query.device)
+    q, k = query.contiguous(), key.contiguous()
+    _launch(q, k, lse.contiguous(), heads, average, grid, scale, causal)
+    if grid.spec.heads is not None:
+        heads = heads.index_select(0, torch.tensor(grid.spec.heads, device=heads.device))
+    grid.heads.copy_(heads)
+    if grid.average is not None:
+        grid.average.copy_(average)
+    return grid
+
+
+def _launch(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    lse: torch.Tensor,
+    heads: torch.Tensor,
+    average: torch.Tensor,
+    grid: MapGrid,
+    scale: float,
+    causal: bool,
+) -> None:
+    """``pooled_kernel.pooled_maps_kernel`` over q (H, T, D), k (H_kv, S, D) and lse
+    (H, T), contiguous, into ``heads`` (H, r, c) and ``average`` (r, c): ``grid``'s cells."""
     from .pooled_kernel import LOG2E, pooled_maps_kernel  # lazy: Triton only when used
 
-    H, T, D = (int(n) for n in query.shape)
-    S = int(key.shape[1])
+    H, T, D = (int(n) for n in q.shape)
+    S = int(k.shape[1])
     block_r, block_c = grid.spec.block
     cells_r, cells_c = grid.spec.shape
     rows, two_rows = tiles(block_r, TILE_ROWS)
     cols, two_cols = tiles(block_c, TILE_COLS)
     padded = max(TILE_MIN, 1 << (D - 1).bit_length())  # the head dim, a power of two
-    heads = torch.zeros(H, cells_r, cells_c, device=query.device)
-    average = torch.zeros(cells_r, cells_c, device=query.device)
-    q, k = query.contiguous(), key.contiguous()
-    lse = lse.contiguous()
-    launch = (_cdiv(T, rows), _cdiv(S, cols))
-    pooled_maps_kernel[launch](
+    pooled_maps_kernel[(_cdiv(T, rows), _cdiv(S, cols))](
         q,
         k,
         lse,
@@ -179,7 +213,7 @@ def pool_layer(
         scale * LOG2E,
         1.0 / H,
         H=H,
-        GROUP=H // int(key.shape[0]),
+        GROUP=H // int(k.shape[0]),
         CAUSAL=causal,
         AVERAGE=grid.average is not None,
         TWO_CELLS=two_rows and two_cols,
@@ -190,12 +224,6 @@ def pool_layer(
         BK=min(DOT_CHUNK, padded),
         num_warps=8 if rows * cols >= TILE_ROWS * TILE_COLS else 4,
     )
-    if grid.spec.heads is not None:
-        heads = heads.index_select(0, torch.tensor(grid.spec.heads, device=heads.device))
-    grid.heads.copy_(heads)
-    if grid.average is not None:
-        grid.average.copy_(average)
-    return grid
 
 
 def _cdiv(n: int, d: int) -> int:
@@ -205,9 +233,17 @@ def _cdiv(n: int, d: int) -> int:
 
 def pooled_attend(call: AttentionCall, grid: MapGrid) -> torch.Tensor:
     """The context (1, H, T, D) float32 of ``call`` (a ``fits`` one), its maps pooled into
-    ``grid``: flash attention's context and log-sum-exp, then ``pool_layer``."""
-    dtype = attention_dtype(call)
-    context, lse = flash_context(call, dtype)
-    q, k = call.query[0].to(dtype), call.key[0].to(dtype)
-    pool_layer(q, k, lse, call.scale_factor, call.is_causal, grid)
+    ``grid``: flash attention's context and log-sum-exp, then ``pool_layer``.  A
+    ``KernelFailed`` (and ``FAILED`` says why) when either cannot run here."""
+    try:
+        dtype = attention_dtype(call)
+        q, k = call.query.to(dtype), call.key.to(dtype)
+        context, lse = flash_context(call, q, k, dtype)
+        pool_layer(q[0], k[0], lse, call.scale_factor, call.is_causal, grid)
+    except torch.cuda.OutOfMemoryError:
+        raise
+    except Exception as exc:  # Triton's build or launch, the flash op: the blocked path
+        FAILED.append(f"{type(exc).__name__}: {exc}"[:500])
+        logger.warning("the GPU overview's kernel failed (%s): the blocked path instead", FAILED[0])
+        raise KernelFailed(FAILED[0]) from exc
     return context

@@ -280,11 +280,8 @@ class LongPass:
                     sink(r0, c0, weights[0])
 
         own = replace(call, query=kept.query[None], key=kept.key[None])  # contiguous
-        on_device = self._device_grid(own, grid, average, watcher)
-        if on_device is not None:
-            context = gpu_pooled.pooled_attend(own, on_device)
-            self.pooled_on_device += 1
-        else:
+        context = self._pooled(own, self._device_grid(own, grid, average, watcher))
+        if context is None:
             context = blocked_attention(
                 own if kept.value is None else replace(own, value=kept.value[None]),
                 block_rows=rows_per_block(H, S, self.block_cells, device=query.device),
@@ -297,6 +294,18 @@ class LongPass:
             self.averages[layer] = average.average
         if self.report_layers:
             report("forward", len(self.layers), self.num_layers)
+        return context
+
+    def _pooled(self, call: AttentionCall, grid: MapGrid | None) -> torch.Tensor | None:
+        """The context by ``gpu_pooled``, its view pooled into ``grid``; None when it does
+        not gather this layer (no grid) or Triton failed (``gpu_pooled.KernelFailed``)."""
+        if grid is None:
+            return None
+        try:
+            context = gpu_pooled.pooled_attend(call, grid)
+        except gpu_pooled.KernelFailed:
+            return None
+        self.pooled_on_device += 1
         return context
 
     def _device_grid(
