@@ -2,6 +2,10 @@
 
     .venv/bin/python bench/bench_gpu_big.py --root /tmp/bigckpt [--record]
 
+On a GPU machine without network whose image has torch and Triton, ``bash
+scripts/offline-wheels.sh`` here first (the app's other packages as wheels in .whl/),
+then there ``. .whl/setup.sh && python3 bench/bench_gpu_big.py --record``.
+
 One run, each side in a fresh child process (with its own time limit, printed as it
 ends), the checkpoint written first by ``bench/big_checkpoint.py`` (16 GB of random
 bf16 weights, tensor by tensor; ~27 s on an H200):

@@ -9,7 +9,7 @@
 // different lengths show the two maps alone, and say why.
 
 import { post } from "./api.js";
-import { byTestId, el } from "./dom.js";
+import { el } from "./dom.js";
 import { drawHeatmap } from "./heatmap.js";
 import { visibleToken } from "./labels.js";
 

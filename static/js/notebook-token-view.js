@@ -39,45 +39,51 @@ function layersOf(maps, L, H) {
   return layers;
 }
 
-/** The token chips and the token view of a square section's maps (decoded (L, H, T, T)). */
-export function tokenViewParts(section, maps, H) {
+/** The token listing's fields of a square section, as /model's token listing has them. */
+function sectionMeta(section) {
   const tokens = section.queries;
-  const meta = {
+  return {
     tokens,
     positions: tokens.map((_, i) => i),
     special: section.special || tokens.map(() => false),
     token_type_ids: section.token_type_ids || tokens.map(() => 0),
     generated: null,
   };
-  const list = el("ol", { class: "wp-tokens", "data-testid": "wp-tokens" });
-  const tv = tokenViewCard();
-  const base = { labels: tokenLabels(tokens), tokens, generated: null, positions: meta.positions, causal: section.causal, row: rowsOfLayers(layersOf(maps, section.layers.length, H)), L: section.layers.length, H, when: "input" };
-  // The last token first: in a decoder, the one that reads every other.
-  const s = { chosen: tokens.length - 1, several: [], combine: "mean", layer: 1, mode: "lines" };
-  let selection = null;
-  const draw = () => {
-    renderTokenList(list, meta, { chosen: s.chosen, onChoose: choose });
-    if (s.several.length > 1) markTokens(list, s.several);
-    selection.update({ selection: s.several, tokens, combine: s.combine });
-    const view = { ...base, chosen: s.chosen, queries: s.several.length > 1 ? s.several : null, combine: s.combine, layer: s.layer };
-    drawTokenView(tv, view, { onChoose: (i) => choose(i), onMode: (m) => (s.mode = m), headViewMode: s.mode }).then(() => {
-      tv.dataset.token = String(s.chosen);
-      tv.dataset.drawnTokens = s.several.length > 1 ? `${s.several.join(",")}:${s.combine}` : "";
-    });
-  };
-  /** Token i shown alone, or (shift/ctrl-click, "Select several") added to or removed from the chosen ones. */
-  function choose(i, ev = null) {
-    s.several = adds(ev, selection.selecting()) ? toggled(s.several, s.chosen, i) : [];
-    if (s.several.length) s.chosen = s.several.includes(i) ? i : s.several[s.several.length - 1];
-    else s.chosen = i;
-    draw();
-  }
+}
+
+/** What drawTokenView needs of the section whatever the tokens chosen. */
+function baseView(section, meta, maps, H) {
+  const L = section.layers.length;
+  const row = rowsOfLayers(layersOf(maps, L, H));
+  return { labels: tokenLabels(meta.tokens), tokens: meta.tokens, generated: null, positions: meta.positions, causal: section.causal, row, L, H, when: "input" };
+}
+
+/** The token list and the token view drawn for the chosen token(s) in s. */
+function drawChosen(parts, s, selection, choose) {
+  const { list, tv, meta, base } = parts;
+  const several = s.several.length > 1;
+  renderTokenList(list, meta, { chosen: s.chosen, onChoose: choose });
+  if (several) markTokens(list, s.several);
+  selection.update({ selection: s.several, tokens: meta.tokens, combine: s.combine });
+  const view = { ...base, chosen: s.chosen, queries: several ? s.several : null, combine: s.combine, layer: s.layer };
+  drawTokenView(tv, view, { onChoose: (i) => choose(i), onMode: (m) => (s.mode = m), headViewMode: s.mode }).then(() => {
+    tv.dataset.token = String(s.chosen);
+    tv.dataset.drawnTokens = s.several.length > 1 ? `${s.several.join(",")}:${s.combine}` : "";
+  });
+}
+
+/** The several tokens' chips, clear and sum/mean, and the layer menu: each changes s and redraws. */
+function mountControls(tv, s, draw) {
   const setSeveral = (next) => {
     s.several = next;
     if (next.length) s.chosen = next[next.length - 1];
     draw();
   };
-  selection = mountTokenSelection(tv.querySelector("[data-testid='tv-select']"), {
+  tv.querySelector("[data-testid='tv-layer']").addEventListener("change", (ev) => {
+    s.layer = Number(ev.target.value);
+    draw();
+  });
+  return mountTokenSelection(tv.querySelector("[data-testid='tv-select']"), {
     onRemove: (i) => setSeveral(s.several.filter((x) => x !== i)),
     onClear: () => setSeveral([]),
     onCombine: (combine) => {
@@ -86,10 +92,30 @@ export function tokenViewParts(section, maps, H) {
     },
     onSelecting: () => {},
   });
-  tv.querySelector("[data-testid='tv-layer']").addEventListener("change", (ev) => {
-    s.layer = Number(ev.target.value);
+}
+
+/** Chooses tokens in the list and the view and draws them; the last token first (in a decoder, the one that reads every other). */
+function wireTokenView(parts) {
+  const s = { chosen: parts.meta.tokens.length - 1, several: [], combine: "mean", layer: 1, mode: "lines" };
+  let selection = null;
+  const draw = () => drawChosen(parts, s, selection, choose);
+  /** Token i shown alone, or (shift/ctrl-click, "Select several") added to or removed from the chosen ones. */
+  function choose(i, ev = null) {
+    s.several = adds(ev, selection.selecting()) ? toggled(s.several, s.chosen, i) : [];
+    if (s.several.length) s.chosen = s.several.includes(i) ? i : s.several[s.several.length - 1];
+    else s.chosen = i;
     draw();
-  });
+  }
+  selection = mountControls(parts.tv, s, draw);
   draw();
-  return [card("Tokens", el("p", { class: "hint", text: "Choose a token to see what it reads in every head; shift- or ctrl-click more tokens for their rows at once." }), list), tv];
+}
+
+/** The token chips and the token view of a square section's maps (decoded (L, H, T, T)). */
+export function tokenViewParts(section, maps, H) {
+  const meta = sectionMeta(section);
+  const list = el("ol", { class: "wp-tokens", "data-testid": "wp-tokens" });
+  const tv = tokenViewCard();
+  wireTokenView({ list, tv, meta, base: baseView(section, meta, maps, H) });
+  const hint = "Choose a token to see what it reads in every head; shift- or ctrl-click more tokens for their rows at once.";
+  return [card("Tokens", el("p", { class: "hint", text: hint }), list), tv];
 }

@@ -15,7 +15,7 @@ import { drawHeatmap } from "./heatmap.js";
 import { tokenLabels } from "./labels.js";
 import { attributionNodes } from "./model-attribution.js";
 import { drawMap, mapMax } from "./colour.js";
-import { decodeCompact, mapView } from "./model-data.js";
+import { decodeCompact } from "./model-data.js";
 import { drawZoom } from "./model-plots.js";
 import { whyNodes } from "./model-why.js";
 import { tokenViewParts } from "./notebook-token-view.js";
