@@ -7,8 +7,6 @@ reach outside the runs directory is refused with the reason (404 or 409).
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 
 from attention_core import SpecError
@@ -17,7 +15,7 @@ from attention_core.training.runs import NotARun, RunNotFound, delete_run, list_
 from ..errors import error_response
 from ..model_registry import get_registry
 from ..schemas.attention import ErrorBody
-from ..schemas.runs import RunDeleted, RunList
+from ..schemas.runs import RunDeleted, RunList, run_summary
 from ..training.sse import model_url
 from .common import ERRORS, SettingsDep, json_response
 
@@ -28,10 +26,8 @@ router = APIRouter(prefix="/api/runs", tags=["train"])
 def runs(settings: SettingsDep) -> Response:
     """The runs in the runs directory, newest first, with their settings and losses."""
     runs_dir = settings.runs_path()
-    listed: list[dict[str, Any]] = [
-        {**run.to_dict(), "model_url": model_url(run.name)} for run in list_runs(runs_dir)
-    ]
-    return json_response({"runs_dir": str(runs_dir), "keep": settings.runs_keep, "runs": listed})
+    listed = [run_summary(run, model_url(run.name)) for run in list_runs(runs_dir)]
+    return json_response(RunList(runs_dir=str(runs_dir), keep=settings.runs_keep, runs=listed))
 
 
 @router.delete(
@@ -55,4 +51,4 @@ def remove_run(name: str, request: Request, settings: SettingsDep) -> Response:
         return error_response(422, ["path", "name"], exc.message, "spec_error")
     gone = path.resolve()
     get_registry(request).loaded.discard(lambda key: key[0].resolve() == gone)
-    return json_response({"deleted": name})
+    return json_response(RunDeleted(deleted=name))

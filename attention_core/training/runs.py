@@ -8,27 +8,16 @@ reason, never touched.
 
 from __future__ import annotations
 
+import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from ..errors import SpecError
 from .checkpoint import TRAINING_FILE, check_run_name, is_run, read_training
 
-# What a listing shows of training.json (the history, samples and tensors stay on disk).
-SUMMARY_FIELDS = (
-    "architecture",
-    "steps",
-    "val_loss",
-    "train_loss",
-    "untrained_val_loss",
-    "baseline_val_loss",
-    "elapsed_s",
-    "parameters",
-    "vocab_size",
-    "text_source",
-)
+log = logging.getLogger(__name__)
 
 
 class RunNotFound(SpecError):
@@ -39,20 +28,66 @@ class NotARun(SpecError):
     """A name in the runs directory that is not a run this package wrote (never deleted)."""
 
 
+def _fact(description: str) -> Any:
+    return field(default=None, metadata={"description": description})
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a listing shows of training.json (the history, samples and tensors stay on
+    disk); None: absent from the file, or not of the field's type."""
+
+    architecture: str | None = _fact("the model's architecture (a training preset's)")
+    steps: int | None = _fact("optimizer steps taken")
+    val_loss: float | None = _fact("the last validation loss")
+    train_loss: float | None = _fact("the last loss estimated on the training text")
+    untrained_val_loss: float | None = _fact("the validation loss before the first step")
+    baseline_val_loss: float | None = _fact("a bigram model's validation loss")
+    elapsed_s: float | None = _fact("seconds the training took")
+    parameters: int | None = _fact("the model's parameter count")
+    vocab_size: int | None = _fact("tokens in its vocabulary")
+    text_source: str | None = _fact("what it was trained on")
+
+    def given(self) -> dict[str, str | int | float]:
+        """The facts the file gave (with their types), by name."""
+        found = {item.name: getattr(self, item.name) for item in fields(self)}
+        return {name: value for name, value in found.items() if value is not None}
+
+
+def _kinds() -> dict[str, tuple[type, ...]]:
+    """Each fact's types (a float may be written as an int)."""
+    found: dict[str, tuple[type, ...]] = {}
+    for name, hint in get_type_hints(RunFacts).items():
+        kinds = tuple(kind for kind in get_args(hint) if kind is not type(None))
+        found[name] = (*kinds, int) if float in kinds else kinds
+    return found
+
+
+def read_facts(training: dict[str, Any]) -> tuple[RunFacts, tuple[str, ...]]:
+    """A run's facts from its training.json, and the names of those of the wrong type
+    (dropped: a shared runs directory may hold a file edited or written by another version)."""
+    kinds = _kinds()
+    present = {name: training[name] for name in kinds if training.get(name) is not None}
+    wrong = tuple(
+        name
+        for name, value in present.items()
+        if isinstance(value, bool) or not isinstance(value, kinds[name])  # true is no count
+    )
+    return RunFacts(**{k: v for k, v in present.items() if k not in wrong}), wrong
+
+
 @dataclass(frozen=True)
 class RunSummary:
     name: str
     modified: float  # seconds since the epoch (the directory's mtime: when it was saved)
     config: dict[str, Any]  # the effective settings
-    facts: dict[str, Any]  # SUMMARY_FIELDS present in training.json
+    facts: RunFacts
+    unreadable: tuple[str, ...] = ()  # facts of training.json dropped for their type
 
     @property
     def probe(self) -> str | None:
         probe = self.config.get("probe")
         return probe if isinstance(probe, str) else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "modified": self.modified, "config": self.config, **self.facts}
 
 
 def run_probe(directory: Path) -> str | None:
@@ -79,10 +114,11 @@ def list_runs(runs_dir: Path) -> list[RunSummary]:
         except OSError:  # removed meanwhile
             continue
         config = training.get("config")
-        facts = {k: training[k] for k in SUMMARY_FIELDS if k in training}
-        found.append(
-            RunSummary(entry.name, modified, config if isinstance(config, dict) else {}, facts)
-        )
+        facts, wrong = read_facts(training)
+        if wrong:
+            log.warning("run %r: %s of training.json dropped (wrong type)", entry.name, wrong)
+        settings = config if isinstance(config, dict) else {}
+        found.append(RunSummary(entry.name, modified, settings, facts, wrong))
     found.sort(key=lambda run: (run.modified, run.name), reverse=True)
     return found
 

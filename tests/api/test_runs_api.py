@@ -108,3 +108,22 @@ def test_run_names_that_reach_outside_the_runs_directory_are_refused(runs_dir: P
         with pytest.raises(SpecError, match="must be 1-100 letters"):
             run_directory(runs_dir, name)
     assert (outside / "training.json").exists()
+
+
+def test_facts_of_the_wrong_type_are_left_out_and_named(client: TestClient, runs_dir: Path) -> None:
+    """A shared runs directory may hold a training.json edited by hand or by another version:
+    its facts of the wrong type are dropped and named, never a 500, never passed on."""
+    shutil.copytree(runs_dir / "tiny-run", runs_dir / "odd-run")
+    path = runs_dir / "odd-run" / "training.json"
+    training = json.loads(path.read_text())
+    training.update(steps="many", val_loss="low", parameters=True, vocab_size=3.5, config=[1])
+    path.write_text(json.dumps(training))
+    answer = client.get("/api/runs")
+    assert answer.status_code == 200, answer.text
+    odd = next(run for run in answer.json()["runs"] if run["name"] == "odd-run")
+    assert odd["unreadable"] == ["steps", "val_loss", "parameters", "vocab_size"]
+    assert not {"steps", "val_loss", "parameters", "vocab_size"} & set(odd)
+    assert odd["config"] == {} and odd["train_loss"] == training["train_loss"]
+    assert odd["architecture"] == "gpt"
+    tiny = next(run for run in answer.json()["runs"] if run["name"] == "tiny-run")
+    assert "unreadable" not in tiny and tiny["steps"] == 2
