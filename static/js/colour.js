@@ -14,15 +14,10 @@ export const VIRIDIS = [
   [0.9411764705882353, "#d8e219"], [1, "#fde725"],
 ];
 
-// Differences (a − b): blue below 0, white at 0, red above (ColorBrewer's RdBu, reversed).
+// Signed values and differences (a − b), in the Plotly heatmaps (heatmap.js) and on a
+// canvas (paintCells' diverging, the colour bar's): ColorBrewer's RdBu in five classes
+// (colour-blind safe), negative = blue, white at 0, positive = red.
 export const DIVERGING = [
-  [0, "#2166ac"], [0.1, "#4393c3"], [0.2, "#92c5de"], [0.35, "#d1e5f0"], [0.5, "#f7f7f7"],
-  [0.65, "#fddbc7"], [0.8, "#f4a582"], [0.9, "#d6604d"], [1, "#b2182b"],
-];
-
-// Signed values in the Plotly heatmaps (heatmap.js): ColorBrewer's RdBu in five classes
-// (colour-blind safe), negative = blue, positive = red, white at 0.
-export const SIGNED = [
   [0, "#0571b0"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4a582"], [1, "#ca0020"],
 ];
 

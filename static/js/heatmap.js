@@ -7,7 +7,7 @@
 // Marks for bench/: "first-heatmap" (first figure on screen), "plot-drawn"
 // (after every draw, detail = the plot's test id), "plotly-ready", "first-plotly".
 
-import { SIGNED } from "./colour.js";
+import { DIVERGING } from "./colour.js";
 import { escapePlotly, tickLabel } from "./labels.js";
 import { plotlyReady } from "./plotly-loader.js";
 import { drawQuickChart } from "./quick-chart.js";
@@ -340,7 +340,7 @@ function weightScale(opts, z, range) {
 function signedScale(opts, z) {
   const [lo, hi] = dataRange(z);
   const mabs = opts.zrange || Math.max(Math.abs(lo), Math.abs(hi)) || 1;
-  const scale = { colorscale: SIGNED, zmid: 0, zmin: -mabs, zmax: mabs };
+  const scale = { colorscale: DIVERGING, zmid: 0, zmin: -mabs, zmax: mabs };
   if (opts.scaleTitle) scale.colorbar = colourBar(opts.scaleTitle);
   return scale;
 }

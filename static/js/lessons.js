@@ -64,6 +64,41 @@ function save() {
   writeLessonState({ dim: $("dim-slider").value, scale: $("scale-slider").value, scores: $("scores-input").value });
 }
 
+const strong = (text) => Object.assign(document.createElement("strong"), { textContent: text });
+
+/** The widest d_k's variances, unscaled and scaled. */
+function showVariance(d, lesson) {
+  const last = lesson.variance[lesson.variance.length - 1];
+  $("variance-readout").replaceChildren(
+    `d_k = ${d}: Var(q·k) ≈ `,
+    strong(last.variance_unscaled.toFixed(2)),
+    ", Var(q·k / sqrt(d_k)) ≈ ",
+    strong(last.variance_scaled.toFixed(2)),
+    ` (${lesson.trials} random pairs).`,
+  );
+}
+
+/** Var(q·k) and Var(q·k / sqrt(d_k)) against d_k, both axes log. */
+function drawVariance(rows) {
+  const x = rows.map((r) => r.dim);
+  return drawFigure(
+    $("plot-variance"),
+    [
+      { type: "scatter", mode: "lines+markers", name: "q·k (unscaled)", x, y: rows.map((r) => r.variance_unscaled), line: { color: "#ca0020" }, hovertemplate: "d_k=%{x}<br>variance %{y:.3f}<extra>unscaled</extra>" },
+      { type: "scatter", mode: "lines+markers", name: "q·k / sqrt(d_k)", x, y: rows.map((r) => r.variance_scaled), line: { color: "#0571b0" }, hovertemplate: "d_k=%{x}<br>variance %{y:.3f}<extra>scaled</extra>" },
+    ],
+    {
+      height: 300,
+      margin: { l: 60, r: 10, t: 10, b: 50 },
+      uirevision: "variance",
+      legend: { orientation: "h", y: 1.12 },
+      xaxis: { type: "log", title: { text: "d_k (width of q and k)" }, range: [-0.15, Math.log10(dimOf(MAX_POWER)) + 0.15], dtick: Math.log10(2) * 2, tickformat: "d" },
+      yaxis: { type: "log", title: { text: "variance of the score" }, range: [-1, 3.3], dtick: 1 },
+    },
+    "lesson-variance",
+  );
+}
+
 async function updateVariance() {
   const index = Number($("dim-slider").value);
   const d = dimOf(index);
@@ -75,39 +110,45 @@ async function updateVariance() {
     if (mine !== varianceSeq) return;
     clearFieldErrors($("dims-controls"));
     stale("variance", null);
-    const rows = lesson.variance;
-    const lastRow = rows[rows.length - 1];
-    const readout = $("variance-readout");
-    readout.replaceChildren();
-    readout.append(
-      `d_k = ${d}: Var(q·k) ≈ `,
-      Object.assign(document.createElement("strong"), { textContent: lastRow.variance_unscaled.toFixed(2) }),
-      ", Var(q·k / sqrt(d_k)) ≈ ",
-      Object.assign(document.createElement("strong"), { textContent: lastRow.variance_scaled.toFixed(2) }),
-      ` (${lesson.trials} random pairs).`,
-    );
-    const x = rows.map((r) => r.dim);
-    await drawFigure(
-      $("plot-variance"),
-      [
-        { type: "scatter", mode: "lines+markers", name: "q·k (unscaled)", x, y: rows.map((r) => r.variance_unscaled), line: { color: "#ca0020" }, hovertemplate: "d_k=%{x}<br>variance %{y:.3f}<extra>unscaled</extra>" },
-        { type: "scatter", mode: "lines+markers", name: "q·k / sqrt(d_k)", x, y: rows.map((r) => r.variance_scaled), line: { color: "#0571b0" }, hovertemplate: "d_k=%{x}<br>variance %{y:.3f}<extra>scaled</extra>" },
-      ],
-      {
-        height: 300,
-        margin: { l: 60, r: 10, t: 10, b: 50 },
-        uirevision: "variance",
-        legend: { orientation: "h", y: 1.12 },
-        xaxis: { type: "log", title: { text: "d_k (width of q and k)" }, range: [-0.15, Math.log10(dimOf(MAX_POWER)) + 0.15], dtick: Math.log10(2) * 2, tickformat: "d" },
-        yaxis: { type: "log", title: { text: "variance of the score" }, range: [-1, 3.3], dtick: 1 },
-      },
-      "lesson-variance",
-    );
+    showVariance(d, lesson);
+    await drawVariance(lesson.variance);
   } catch (err) {
     if (mine !== varianceSeq) return;
     const shown = showFieldErrors($("dims-controls"), err, () => ({ key: "dims", label: "d_k" }));
     stale("variance", shown.length ? "" : null);
   }
+}
+
+/** The chosen scale's max weight and entropy, beside a uniform row's entropy over n scores. */
+function showSharpness(scale, chosen, n) {
+  $("sharpness-readout").replaceChildren(
+    `× ${scale}: max weight `,
+    strong(chosen.max_weight.toFixed(3)),
+    ", entropy ",
+    strong(chosen.entropy.toFixed(3)),
+    ` nats (uniform = ${Math.log(n).toFixed(3)}, one-hot = 0).`,
+  );
+}
+
+/** softmax(scores) and softmax(scores × scale) side by side, bar for bar. */
+function drawSharpness(scale, scores, base, chosen) {
+  const labels = scores.map((s, i) => `score ${i + 1}: ${s}`);
+  return drawFigure(
+    $("plot-sharpness"),
+    [
+      { type: "bar", name: "softmax(scores)", x: labels, y: base.weights, marker: { color: "#9ca3af" }, hovertemplate: "%{y:.3f}<extra>× 1</extra>" },
+      { type: "bar", name: `softmax(scores × ${scale})`, x: labels, y: chosen.weights, marker: { color: "#0571b0" }, hovertemplate: "%{y:.3f}<extra>chosen</extra>" },
+    ],
+    {
+      height: 300,
+      barmode: "group",
+      margin: { l: 60, r: 10, t: 10, b: 50 },
+      uirevision: "sharpness",
+      legend: { orientation: "h", y: 1.12 },
+      yaxis: { range: [0, 1], title: { text: "attention weight" } },
+    },
+    "lesson-sharpness",
+  );
 }
 
 async function updateSharpness() {
@@ -127,32 +168,8 @@ async function updateSharpness() {
     if (mine !== sharpSeq) return;
     stale("sharpness", null);
     const [base, chosen] = lesson.sharpness;
-    const labels = scores.map((s, i) => `score ${i + 1}: ${s}`);
-    const uniform = Math.log(scores.length);
-    const readout = $("sharpness-readout");
-    readout.replaceChildren(
-      `× ${scale}: max weight `,
-      Object.assign(document.createElement("strong"), { textContent: chosen.max_weight.toFixed(3) }),
-      ", entropy ",
-      Object.assign(document.createElement("strong"), { textContent: chosen.entropy.toFixed(3) }),
-      ` nats (uniform = ${uniform.toFixed(3)}, one-hot = 0).`,
-    );
-    await drawFigure(
-      $("plot-sharpness"),
-      [
-        { type: "bar", name: "softmax(scores)", x: labels, y: base.weights, marker: { color: "#9ca3af" }, hovertemplate: "%{y:.3f}<extra>× 1</extra>" },
-        { type: "bar", name: `softmax(scores × ${scale})`, x: labels, y: chosen.weights, marker: { color: "#0571b0" }, hovertemplate: "%{y:.3f}<extra>chosen</extra>" },
-      ],
-      {
-        height: 300,
-        barmode: "group",
-        margin: { l: 60, r: 10, t: 10, b: 50 },
-        uirevision: "sharpness",
-        legend: { orientation: "h", y: 1.12 },
-        yaxis: { range: [0, 1], title: { text: "attention weight" } },
-      },
-      "lesson-sharpness",
-    );
+    showSharpness(scale, chosen, scores.length);
+    await drawSharpness(scale, scores, base, chosen);
   } catch (err) {
     if (mine !== sharpSeq) return;
     const shown = showFieldErrors(controls, err, () => ({ key: "scores", label: "Scores" }));

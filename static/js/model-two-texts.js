@@ -56,11 +56,12 @@ function modelOptions(models, defaultModel) {
 
 const PANELS = ["a", "b", "diff"];
 
-/** The form's controls: the two texts, B's model, the layer, the head and the error line. */
+/** The form's controls: the two texts (no length cap here: the server's limit follows the
+ * model's token limit, and its 422 is shown), B's model, the layer, the head and the error line. */
 function controls(models, defaultModel) {
   return {
-    textA: el("textarea", { rows: 2, "data-testid": "tt-text-a", maxlength: 40000 }),
-    textB: el("textarea", { rows: 2, "data-testid": "tt-text-b", maxlength: 40000 }),
+    textA: el("textarea", { rows: 2, "data-testid": "tt-text-a" }),
+    textB: el("textarea", { rows: 2, "data-testid": "tt-text-b" }),
     modelB: el("select", { "data-testid": "tt-model-b" }, modelOptions(models, defaultModel)),
     layer: el("input", { type: "number", min: 1, step: 1, value: 1, "data-testid": "tt-layer", inputmode: "numeric" }),
     head: el("input", { type: "number", min: 1, step: 1, value: 1, "data-testid": "tt-head", inputmode: "numeric" }),

@@ -64,6 +64,29 @@ export function captionPipeline(container, cross) {
   }
 }
 
+/** Why a step has no matrix. */
+function emptyNote(trace, step) {
+  return trace.mode === "causal_average" && ["q", "k"].includes(step.key)
+    ? "Not used: causal averaging has no queries or keys, every past step counts the same."
+    : "Not computed for this example.";
+}
+
+/** One step's matrix z, its rows and columns labelled by tokens or dimensions. */
+function drawStep(plot, step, z, width, qLabels, kLabels) {
+  return drawHeatmap(plot, {
+    z,
+    rows: step.rows === "q" ? qLabels : kLabels,
+    cols: step.cols === "k" ? kLabels : dimLabels(z[0].length),
+    kind: step.weights ? "weights" : "signed",
+    rowTitle: step.rows === "q" ? "attends (query)" : "attended to (key)",
+    colTitle: step.cols === "k" ? "attended to (key)" : "dimension",
+    thinCols: step.cols === "dim",
+    width: width || undefined,
+    filename: `attention-${step.key}`,
+    uirevision: `${qLabels.join("|")}/${kLabels.join("|")}`,
+  });
+}
+
 /**
  * Draw every step of the trace for one view ("0", "1", … or "avg"). Widths are
  * read once, before anything is written; the plots in view are drawn first, each
@@ -94,25 +117,10 @@ export async function drawPipeline(container, trace, view) {
     plot.hidden = empty;
     note.hidden = !empty;
     if (empty) {
-      note.textContent = trace.mode === "causal_average" && ["q", "k"].includes(step.key)
-        ? "Not used: causal averaging has no queries or keys, every past step counts the same."
-        : "Not computed for this example.";
+      note.textContent = emptyNote(trace, step);
       continue;
     }
-    const rows = step.rows === "q" ? qLabels : kLabels;
-    const cols = step.cols === "k" ? kLabels : dimLabels(z[0].length);
-    await drawHeatmap(plot, {
-      z,
-      rows,
-      cols,
-      kind: step.weights ? "weights" : "signed",
-      rowTitle: step.rows === "q" ? "attends (query)" : "attended to (key)",
-      colTitle: step.cols === "k" ? "attended to (key)" : "dimension",
-      thinCols: step.cols === "dim",
-      width: width || undefined,
-      filename: `attention-${step.key}`,
-      uirevision: `${qLabels.join("|")}/${kLabels.join("|")}`,
-    });
+    await drawStep(plot, step, z, width, qLabels, kLabels);
   }
   return container.dataset.generation === generation;
 }

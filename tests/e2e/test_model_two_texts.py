@@ -101,6 +101,20 @@ def test_a_head_out_of_range_is_said(page: Page) -> None:
     expect(page.get_by_test_id("tt-error")).to_contain_text("heads", timeout=WAIT)
 
 
+@pytest.mark.allow_console("422")
+def test_a_text_past_the_servers_limit_is_sent_and_its_limit_said(page: Page) -> None:
+    """No cap of the page's own: the server's, which follows the model's token limit."""
+    page.goto(f"/model?text={quote(A)}")
+    expect(page.get_by_test_id("tt-text-a")).to_have_value(A)
+    long = "x" * 50_000
+    page.get_by_test_id("tt-text-b").fill(long)
+    assert len(page.get_by_test_id("tt-text-b").input_value()) == len(long)
+    page.get_by_test_id("tt-run").click()
+    error = page.get_by_test_id("tt-error")
+    expect(error).to_contain_text("text is 50000 characters; the limit is", timeout=WAIT)
+    expect(error).to_contain_text("16 characters a token")
+
+
 @pytest.fixture(scope="module")
 def snapshots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Two checkpoints of one family with one tokenizer (two 'training snapshots')."""
