@@ -33,15 +33,20 @@ from attention_core.projections import ProjectionSpec
 from .schemas.attention import (
     AttentionOptions,
     AttentionRequest,
+    AttentionResponse,
+    CompareResponse,
     EmbeddingIn,
     ExplicitEmbeddingIn,
     ExplicitProjectionIn,
     HashedEmbeddingIn,
+    HeadTrace,
     IdentityProjectionIn,
+    PresetSummary,
     ProjectionIn,
     SeededLinearProjectionIn,
     SeededRandomEmbeddingIn,
     SeededRandProjectionIn,
+    SharedTokenOut,
     Strict,
     VocabularyEmbeddingIn,
 )
@@ -127,8 +132,9 @@ def projection_from_core(p: ProjectionSpec) -> ProjectionIn:
 
 
 def request_from_spec(spec: AttentionSpec) -> AttentionRequest:
-    """The API body that describes ``spec`` (for GET /api/presets/{name})."""
-    return AttentionRequest(
+    """The API body that describes ``spec`` (for GET /api/presets/{name}), every field set
+    (an answer writes the fields it was given: the defaults too, each kind named)."""
+    written = AttentionRequest(
         tokens=list(spec.tokens),
         embedding=embedding_from_core(spec.embedding),
         projection=projection_from_core(spec.projection),
@@ -138,18 +144,19 @@ def request_from_spec(spec: AttentionSpec) -> AttentionRequest:
         if spec.source_embedding is None
         else embedding_from_core(spec.source_embedding),
     )
+    return AttentionRequest.model_validate(written.model_dump())
 
 
 def _array(t: Any) -> np.ndarray:
     return np.ascontiguousarray(t.detach().numpy(), dtype=np.float32)
 
 
-def trace_to_json(
+def trace_answer(
     trace: AttentionTrace,
     spec: AttentionSpec,
     steps: Iterable[str] | None = None,
-) -> dict[str, Any]:
-    """The AttentionResponse body as plain dicts and float32 arrays (for orjson)."""
+) -> AttentionResponse:
+    """The AttentionResponse of a trace: its steps as float32 arrays (written by orjson)."""
     wanted = set(STEP_NAMES if steps is None else steps)
     heads: list[dict[str, Any]] = [{} for _ in range(trace.num_heads)]
     for name in HEAD_STEPS:
@@ -158,49 +165,53 @@ def trace_to_json(
             for h in range(trace.num_heads):
                 heads[h][name] = stacked[h]
     source_tokens = spec.source_tokens if spec.source_tokens is not None else spec.tokens
-    return {
-        "tokens": list(spec.tokens),
-        "source_tokens": list(source_tokens),
-        "mode": spec.mode,
-        "num_heads": trace.num_heads,
-        "causal": trace.causal,
-        "cross": trace.cross,
-        "scale": trace.scale,
-        "shapes": {
-            "x": list(trace.x.shape),
-            "source": list(trace.source.shape),
-            "q": list(trace.q.shape),
-            "k": list(trace.k.shape),
-            "v": list(trace.v.shape),
-            "attn_weights": list(trace.attn_weights.shape),
-            "context_vec": list(trace.context_vec.shape),
-            "output": list(trace.output.shape),
-        },
-        "x": _array(trace.x) if "x" in wanted else None,
-        "source": _array(trace.source) if "x" in wanted else None,
-        "heads": heads,
-        "output": _array(trace.output) if "output" in wanted else None,
-    }
+    shapes = {name: list(getattr(trace, name).shape) for name in _SHAPES}
+    return AttentionResponse(
+        tokens=list(spec.tokens),
+        source_tokens=list(source_tokens),
+        mode=spec.mode,
+        num_heads=trace.num_heads,
+        causal=trace.causal,
+        cross=trace.cross,
+        scale=trace.scale,
+        shapes=shapes,
+        x=_array(trace.x) if "x" in wanted else None,
+        source=_array(trace.source) if "x" in wanted else None,
+        heads=[HeadTrace(**head) for head in heads],
+        output=_array(trace.output) if "output" in wanted else None,
+    )
 
 
-def comparison_to_json(
+_SHAPES = ("x", "source", "q", "k", "v", "attn_weights", "context_vec", "output")
+
+
+def trace_to_json(
+    trace: AttentionTrace,
+    spec: AttentionSpec,
+    steps: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """The AttentionResponse body as plain dicts and float32 arrays (for orjson)."""
+    return trace_answer(trace, spec, steps).model_dump(exclude_unset=True)
+
+
+def comparison_answer(
     comparison: Comparison,
     spec_a: AttentionSpec,
     spec_b: AttentionSpec,
     steps: Iterable[str] | None,
-) -> dict[str, Any]:
-    return {
-        "a": trace_to_json(comparison.trace_a, spec_a, steps),
-        "b": trace_to_json(comparison.trace_b, spec_b, steps),
-        "shared": [asdict(s) for s in comparison.shared],
-    }
+) -> CompareResponse:
+    return CompareResponse(
+        a=trace_answer(comparison.trace_a, spec_a, steps),
+        b=trace_answer(comparison.trace_b, spec_b, steps),
+        shared=[SharedTokenOut(**asdict(s)) for s in comparison.shared],
+    )
 
 
-def preset_summary(preset: Preset) -> dict[str, Any]:
-    return {
-        "name": preset.name,
-        "title": preset.title,
-        "description": preset.description,
-        "source": preset.source,
-        "compare_tokens": None if preset.compare_tokens is None else list(preset.compare_tokens),
-    }
+def preset_summary(preset: Preset) -> PresetSummary:
+    return PresetSummary(
+        name=preset.name,
+        title=preset.title,
+        description=preset.description,
+        source=preset.source,
+        compare_tokens=None if preset.compare_tokens is None else list(preset.compare_tokens),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Any
 
 import orjson
@@ -20,14 +21,15 @@ from attention_core import (
 
 from ..compute import offload, width_of
 from ..convert import (
-    comparison_to_json,
+    comparison_answer,
     preset_summary,
     request_from_spec,
     spec_from_options,
     spec_from_request,
-    trace_to_json,
+    trace_answer,
 )
 from ..errors import error_response
+from ..json_reply import json_bytes
 from ..limits import check_attention_request, check_lesson, check_options, check_tokens
 from ..schemas.attention import (
     MAX_ABS_VALUE,
@@ -38,9 +40,12 @@ from ..schemas.attention import (
     CompareResponse,
     Limits,
     PresetDetail,
-    PresetSummary,
+    PresetList,
     ScalingLesson,
+    SharpnessRowOut,
+    VarianceRowOut,
     Vocabulary,
+    VocabularyList,
 )
 from ..settings import Settings
 from .common import ERRORS, SettingsDep, json_response
@@ -48,16 +53,16 @@ from .common import ERRORS, SettingsDep, json_response
 router = APIRouter(prefix="/api", tags=["attention"])
 
 
-def _trace(body: AttentionRequest) -> dict[str, Any]:
+def _trace(body: AttentionRequest) -> AttentionResponse:
     spec = spec_from_request(body)
-    return trace_to_json(run(spec), spec, body.steps)
+    return trace_answer(run(spec), spec, body.steps)
 
 
-def _compare(body: CompareRequest) -> dict[str, Any]:
+def _compare(body: CompareRequest) -> CompareResponse:
     spec = spec_from_options(body, body.tokens_a)
     result = compare(spec, tuple(body.tokens_a), tuple(body.tokens_b))
     spec_b = spec_from_options(body, body.tokens_b)
-    return comparison_to_json(result, spec, spec_b, body.steps)
+    return comparison_answer(result, spec, spec_b, body.steps)
 
 
 @router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
@@ -79,9 +84,9 @@ async def compare_sentences(body: CompareRequest, settings: SettingsDep) -> Resp
     return json_response(await offload(work, _compare, body))
 
 
-def _expand(body: AttentionRequest) -> dict[str, Any]:
+def _expand(body: AttentionRequest) -> AttentionRequest:
     expanded = request_from_spec(expand(spec_from_request(body)))
-    return expanded.model_copy(update={"steps": body.steps}).model_dump(mode="json")
+    return expanded.model_copy(update={"steps": body.steps})
 
 
 @router.post("/expand", response_model=AttentionRequest, responses=ERRORS)
@@ -92,7 +97,7 @@ async def expand_request(body: AttentionRequest, settings: SettingsDep) -> Respo
     return json_response(await offload(work, _expand, body))
 
 
-def published_limits(settings: Settings) -> dict[str, Any]:
+def published_limits(settings: Settings) -> Limits:
     """The limits a client needs to keep its requests legal (also in each page's initial data)."""
     computed: dict[str, Any] = {
         "max_abs_value": MAX_ABS_VALUE,
@@ -100,7 +105,7 @@ def published_limits(settings: Settings) -> dict[str, Any]:
     }
     # Every other limit is the setting of the same name.
     named = {name: getattr(settings, name) for name in Limits.model_fields if name not in computed}
-    return Limits(**named, **computed).model_dump()
+    return Limits(**named, **computed)
 
 
 @router.get("/limits", response_model=Limits)
@@ -109,19 +114,19 @@ async def limits(settings: SettingsDep) -> Response:
     return json_response(published_limits(settings))
 
 
-@router.get("/presets", response_model=list[PresetSummary])
+@router.get("/presets", response_model=PresetList)
 async def list_presets() -> Response:
     """The seed tutorials, one preset per reproducible computation."""
-    return json_response([preset_summary(p) for p in PRESETS.values()])
+    return json_response(PresetList([preset_summary(p) for p in PRESETS.values()]))
 
 
-def _preset_detail(name: str) -> dict[str, Any]:
+def _preset_detail(name: str) -> PresetDetail:
     preset = get_preset(name)
-    return {
-        **preset_summary(preset),
-        "spec": request_from_spec(preset.spec).model_dump(mode="json"),
-        "expanded": request_from_spec(expand(preset.spec)).model_dump(mode="json"),
-    }
+    return PresetDetail(
+        **preset_summary(preset).model_dump(),
+        spec=request_from_spec(preset.spec),
+        expanded=request_from_spec(expand(preset.spec)),
+    )
 
 
 _PRESET_CACHE: dict[str, bytes] = {}
@@ -138,15 +143,15 @@ async def preset_detail(name: str) -> Response:
             "not_found",
         )
     if name not in _PRESET_CACHE:  # presets are constants: expand each once
-        _PRESET_CACHE[name] = orjson.dumps(_preset_detail(name))
+        _PRESET_CACHE[name] = json_bytes(_preset_detail(name))
     return Response(_PRESET_CACHE[name], media_type="application/json")
 
 
-@router.get("/vocabularies", response_model=list[Vocabulary])
+@router.get("/vocabularies", response_model=VocabularyList)
 async def vocabularies() -> Response:
     """The toy vocabulary of seed 004 and its vectors."""
     words = {w: list(v) for w, v in TOY_VOCABULARY.items()}
-    return json_response([{"name": "toy", "dim": 4, "words": words}])
+    return json_response(VocabularyList([Vocabulary(name="toy", dim=4, words=words)]))
 
 
 LESSON_CACHE_SIZE = 64
@@ -155,16 +160,17 @@ _LESSON_CACHE: dict[bytes, bytes] = {}
 
 def _lesson(
     dims: list[int], trials: int, seed: int, scores: list[float], scales: list[float]
-) -> dict[str, Any]:
-    return {
-        "trials": trials,
-        "seed": seed,
-        "variance": [r.__dict__ for r in dot_product_variance(dims, trials=trials, seed=seed)],
-        "scores": scores,
-        "sharpness": [
-            {**r.__dict__, "weights": list(r.weights)} for r in softmax_sharpness(scores, scales)
-        ],
-    }
+) -> bytes:
+    variance = dot_product_variance(dims, trials=trials, seed=seed)
+    sharpness = softmax_sharpness(scores, scales)
+    lesson = ScalingLesson(
+        trials=trials,
+        seed=seed,
+        variance=[VarianceRowOut(**asdict(row)) for row in variance],
+        scores=scores,
+        sharpness=[SharpnessRowOut(**asdict(row)) for row in sharpness],
+    )
+    return json_bytes(lesson)
 
 
 @router.get("/lessons/scaling", response_model=ScalingLesson, responses=ERRORS)
@@ -209,8 +215,7 @@ async def scaling_lesson(
     body = _LESSON_CACHE.get(key)
     if body is None:
         work = sum(dims) * trials
-        payload = await offload(work, _lesson, dims, trials, seed, scores, scales)
-        body = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY)
+        body = await offload(work, _lesson, dims, trials, seed, scores, scales)
         _LESSON_CACHE[key] = body
         while len(_LESSON_CACHE) > LESSON_CACHE_SIZE:  # mutated on the event loop only
             del _LESSON_CACHE[next(iter(_LESSON_CACHE))]  # the oldest

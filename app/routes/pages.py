@@ -33,7 +33,7 @@ def _initial_data() -> dict[str, Any]:
     return {
         "presets": [
             {
-                **preset_summary(p),
+                **preset_summary(p).model_dump(),
                 "spec": request_from_spec(p.spec).model_dump(mode="json", exclude={"steps"}),
             }
             for p in PRESETS.values()
@@ -58,7 +58,7 @@ def _server_data(request: Request, settings: Settings) -> dict[str, Any]:
     """What depends on the server: the limits pages cap their controls to (the same as
     ``GET /api/limits``) and whether MiniLM word vectors can be asked for."""
     return {
-        "limits": published_limits(settings),
+        "limits": published_limits(settings).model_dump(),
         "model_vectors": _model_vectors_available(request),
     }
 

@@ -9,8 +9,6 @@ the runs directory, which replicas can share.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 
 from attention_core.training import ARCHITECTURES, DEFAULT_PROBE, FIXED_SETTINGS, TRAINING_PRESETS
@@ -68,15 +66,15 @@ def train_limits(settings: Settings) -> dict[str, int | float]:
 
 
 @router.get("/presets", response_model=TrainPresets)
-async def train_presets(settings: SettingsDep) -> dict[str, Any]:
+async def train_presets(settings: SettingsDep) -> TrainPresets:
     """The ladder's steps, each step's default settings, and this server's training limits."""
-    return {
-        "architectures": ARCHITECTURES,
-        "presets": {name: config.to_dict() for name, config in TRAINING_PRESETS.items()},
-        "fixed": FIXED_SETTINGS,
-        "default_probe": DEFAULT_PROBE,
-        "limits": train_limits(settings),
-    }
+    return TrainPresets(
+        architectures=ARCHITECTURES,
+        presets={name: config.to_dict() for name, config in TRAINING_PRESETS.items()},
+        fixed=FIXED_SETTINGS,
+        default_probe=DEFAULT_PROBE,
+        limits=train_limits(settings),
+    )
 
 
 @router.post(

@@ -6,15 +6,17 @@ Structure is validated here; size limits (which are settings) are checked in
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from attention_core.compare import SharedToken
+from attention_core.lessons import SharpnessRow, VarianceRow
 
 from ..steps import StepName
 from .json_int import JsonInt
+from .tensors import FloatArray, documented_as
 
 # Bounded so that no product inside a 256-wide layer can overflow float32.
 MAX_ABS_VALUE = 1e6
@@ -200,19 +202,30 @@ class CompareRequest(AttentionOptions):
 InputMatrix = list[list[Annotated[float, Field(ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE)]]]
 WeightMatrix = list[list[Annotated[float, Field(ge=0, le=1)]]]
 ResultMatrix = list[list[float]]
+# The answer holds the core's float32 arrays as they are, documented as the lists above.
+if TYPE_CHECKING:
+    InputArray = FloatArray
+    WeightArray = FloatArray
+    ResultArray = FloatArray
+    NullableArray = FloatArray
+else:
+    InputArray = documented_as(InputMatrix)
+    WeightArray = documented_as(WeightMatrix)
+    ResultArray = documented_as(ResultMatrix)
+    NullableArray = documented_as(NullableMatrix)
 
 
 class HeadTrace(BaseModel):
     """One head's steps; a step not asked for is null. Masked entries are null."""
 
-    q: ResultMatrix | None = None
-    k: ResultMatrix | None = None
-    v: ResultMatrix | None = None
-    attn_scores: ResultMatrix | None = None
-    scaled_scores: ResultMatrix | None = None
-    masked_scores: NullableMatrix | None = None
-    attn_weights: WeightMatrix | None = Field(None, description="softmax rows, each in [0, 1]")
-    context_vec: ResultMatrix | None = None
+    q: ResultArray | None = None
+    k: ResultArray | None = None
+    v: ResultArray | None = None
+    attn_scores: ResultArray | None = None
+    scaled_scores: ResultArray | None = None
+    masked_scores: NullableArray | None = None
+    attn_weights: WeightArray | None = Field(None, description="softmax rows, each in [0, 1]")
+    context_vec: ResultArray | None = None
 
 
 class AttentionResponse(BaseModel):
@@ -227,10 +240,10 @@ class AttentionResponse(BaseModel):
     cross: bool
     scale: float
     shapes: dict[str, list[int]]
-    x: InputMatrix | None = Field(None, description="the embeddings, as given or generated")
-    source: InputMatrix | None = None
+    x: InputArray | None = Field(None, description="the embeddings, as given or generated")
+    source: InputArray | None = None
     heads: list[HeadTrace]
-    output: ResultMatrix | None = None
+    output: ResultArray | None = None
 
 
 # attention_core's SharedToken as the API writes it (the fields are the core dataclass's).
@@ -253,6 +266,10 @@ class PresetSummary(BaseModel):
     compare_tokens: list[str] | None
 
 
+class PresetList(RootModel[list[PresetSummary]]):
+    """The seed tutorials, in order."""
+
+
 class PresetDetail(PresetSummary):
     spec: AttentionRequest = Field(description="the preset as written, seeds and all")
     expanded: AttentionRequest = Field(description="the same with every number written out")
@@ -264,17 +281,19 @@ class Vocabulary(BaseModel):
     words: dict[str, list[float]]
 
 
-class VarianceRowOut(BaseModel):
-    dim: int
-    variance_unscaled: float
-    variance_scaled: float
+class VocabularyList(RootModel[list[Vocabulary]]):
+    """The vocabularies a toy request may name."""
 
 
-class SharpnessRowOut(BaseModel):
-    scale: float
-    weights: list[float]
-    max_weight: float
-    entropy: float
+# attention_core's lesson rows as the API writes them (the fields are the core dataclasses').
+@pydantic_dataclass(frozen=True)
+class VarianceRowOut(VarianceRow):
+    pass
+
+
+@pydantic_dataclass(frozen=True)
+class SharpnessRowOut(SharpnessRow):
+    pass
 
 
 class ScalingLesson(BaseModel):

@@ -51,3 +51,10 @@ MapsOut = Annotated[
     _WRITE,
     WithJsonSchema({"anyOf": [_MATRIX, {"type": "array", "items": _MATRIX}]}),
 ]
+
+
+def documented_as(documented: Any) -> Any:
+    """A float32 array field (kept and written as ``MatrixOut`` is) whose schema is the
+    type ``documented``'s, bounds and all (for the toy API's steps)."""
+    schema = TypeAdapter(documented).json_schema()
+    return Annotated[FloatArray, _KEEP, _WRITE, WithJsonSchema(schema)]
