@@ -47,13 +47,10 @@ export function disagreement(estimate, exact, method) {
   return parts.join(" ");
 }
 
-/** AtP*'s GradDrop (Kramár et al. 2024): its score grid, the heads whose estimate may be a
- * cancellation marked ⇄ in both grids and listed with both numbers, and a sentence. */
-function cancellation(answer, estimateGrid, openHead) {
-  if (!answer.graddrop) return { figures: [], note: "" };
-  const scoreGrid = heatGrid({ values: answer.graddrop, testid: "attr-graddrop", label: "GradDrop score", click: openHead });
-  for (const { layer, head } of answer.cancelled)
-    for (const grid of [estimateGrid, scoreGrid]) {
+/** Mark the cancelled heads' cells ⇄ in every grid of `grids`, in their words too. */
+function markCancelled(cancelled, grids) {
+  for (const { layer, head } of cancelled)
+    for (const grid of grids) {
       const cell = grid.querySelector(`[data-testid$="-L${layer}-H${head}"]`);
       cell.classList.add("attr-cancelled");
       cell.dataset.cancelled = "1";
@@ -61,12 +58,10 @@ function cancellation(answer, estimateGrid, openHead) {
       cell.setAttribute("aria-label", words);
       cell.title = words;
     }
-  const figures = [
-    el("figure", { class: "attr-grid" }, [
-      el("figcaption", { text: "GradDrop score (AtP*'s ranking, unsigned)" }),
-      scoreGrid,
-    ]),
-  ];
+}
+
+/** The heads whose estimate may be cancelled: each with its estimate and GradDrop score. */
+function cancelledTable(answer, openHead) {
   const rows = answer.cancelled.map(({ layer, head }) =>
     el("tr", { "data-testid": "attr-cancelled-row" }, [
       el("th", { scope: "row" }, [el("button", { type: "button", class: "link", text: `${CANCEL} ${headName(layer, head)}`, onclick: () => openHead(layer, head) })]),
@@ -74,24 +69,37 @@ function cancellation(answer, estimateGrid, openHead) {
       el("td", { class: "num", text: answer.graddrop[layer - 1][head - 1].toFixed(2) }),
     ]),
   );
-  if (rows.length)
-    figures.push(
-      el("figure", { class: "attr-grid", "data-testid": "attr-cancelled" }, [
-        el("table", { class: "attr-table" }, [
-          el("caption", { text: `${CANCEL} Estimates that may be cancelled` }),
-          el("thead", {}, [el("tr", {}, ["head", "estimate", "GradDrop"].map((t) => el("th", { scope: "col", text: t })))]),
-          el("tbody", {}, rows),
-        ]),
-        el("p", {
-          class: "attr-cancel-why",
-          text: "Such a head changes the loss through several later layers in opposite directions, and in the estimate those effects cancel out: a small estimate does not mean that it does not matter. Ablate it to see.",
-        }),
-      ]),
-    );
+  return el("figure", { class: "attr-grid", "data-testid": "attr-cancelled" }, [
+    el("table", { class: "attr-table" }, [
+      el("caption", { text: `${CANCEL} Estimates that may be cancelled` }),
+      el("thead", {}, [el("tr", {}, ["head", "estimate", "GradDrop"].map((t) => el("th", { scope: "col", text: t })))]),
+      el("tbody", {}, rows),
+    ]),
+    el("p", {
+      class: "attr-cancel-why",
+      text: "Such a head changes the loss through several later layers in opposite directions, and in the estimate those effects cancel out: a small estimate does not mean that it does not matter. Ablate it to see.",
+    }),
+  ]);
+}
+
+/** AtP*'s GradDrop (Kramár et al. 2024): its score grid, the heads whose estimate may be a
+ * cancellation marked ⇄ in both grids and listed with both numbers, and a sentence. */
+function cancellation(answer, estimateGrid, openHead) {
+  if (!answer.graddrop) return { figures: [], note: "" };
+  const scoreGrid = heatGrid({ values: answer.graddrop, testid: "attr-graddrop", label: "GradDrop score", click: openHead });
+  markCancelled(answer.cancelled, [estimateGrid, scoreGrid]);
+  const figures = [
+    el("figure", { class: "attr-grid" }, [
+      el("figcaption", { text: "GradDrop score (AtP*'s ranking, unsigned)" }),
+      scoreGrid,
+    ]),
+  ];
+  const count = answer.cancelled.length;
+  if (count) figures.push(cancelledTable(answer, openHead));
   const how =
     "AtP* also re-estimates every head with the path through one later layer cut, one layer at a time (GradDrop), and ranks heads by the average size of those estimates.";
-  const found = rows.length
-    ? ` ${CANCEL} marks ${rows.length === 1 ? "a head" : `${rows.length} heads`} whose GradDrop score is over twice the size of ${rows.length === 1 ? "its estimate" : "their estimates"}.`
+  const found = count
+    ? ` ${CANCEL} marks ${count === 1 ? "a head" : `${count} heads`} whose GradDrop score is over twice the size of ${count === 1 ? "its estimate" : "their estimates"}.`
     : " No head's GradDrop score is over twice its estimate: no estimate looks cancelled.";
   return { figures, note: `${how}${found}` };
 }
@@ -99,6 +107,40 @@ function cancellation(answer, estimateGrid, openHead) {
 function targetText(answer) {
   if (!answer.target) return "the next-token loss over the text";
   return `−log p('${shown(answer.target_text)}') after '${shown(answer.tokens[answer.target.position])}' (position ${answer.target.position})`;
+}
+
+/** The confirmed heads' table: each head's estimate and its exact Δloss ("" when none). */
+function confirmedTable(answer, openHead) {
+  const rows = answer.confirmed.map((c) =>
+    el("tr", { "data-testid": "attr-confirmed-row" }, [
+      el("th", { scope: "row" }, [el("button", { type: "button", class: "link", text: headName(c.layer, c.head), onclick: () => openHead(c.layer, c.head) })]),
+      el("td", { class: "num", text: `≈ ${signed(c.estimate)}` }),
+      el("td", { class: "num", text: signed(c.exact) }),
+    ]),
+  );
+  return rows.length
+    ? el("table", { class: "attr-table", "data-testid": "attr-table" }, [
+        el("caption", {
+          text: answer.graddrop
+            ? `The ${rows.length} largest GradDrop scores, confirmed by ablating each head alone`
+            : `The ${rows.length} largest estimates, confirmed by ablating each head alone`,
+        }),
+        el("thead", {}, [el("tr", {}, ["head", "estimated Δloss", "exact Δloss"].map((t) => el("th", { scope: "col", text: t })))]),
+        el("tbody", {}, rows),
+      ])
+    : "";
+}
+
+/** Whether the exact Δloss bears the estimates out: the grids' disagreement, or the confirmed heads'. */
+function confirmNote(answer) {
+  const wrong = answer.confirmed.filter((c) => Math.abs(c.exact - c.estimate) > Math.max(0.1, 0.5 * Math.abs(c.exact)));
+  return answer.exact
+    ? disagreement(answer.estimate, answer.exact, answer.method === "exact" ? "attribution_patching" : answer.method)
+    : wrong.length
+      ? `The estimate is off at ${wrong.map((c) => `${headName(c.layer, c.head)} (≈ ${signed(c.estimate)}, exactly ${signed(c.exact)})`).join(", ")}.`
+      : answer.confirmed.length
+        ? "The confirmed heads' exact effects agree with their estimates; heads outside the table are estimates only (ask for the exact grid to check them all)."
+        : "";
 }
 
 /** The grids, the confirmed heads' table and the sentence for a /api/model/attribute answer
@@ -118,40 +160,15 @@ export function attributionNodes(answer, openHead) {
         heatGrid({ values: answer.exact, testid: "attr-exact-grid", label: "exact Δloss", click: openHead }),
       ]),
     );
-  const rows = answer.confirmed.map((c) =>
-    el("tr", { "data-testid": "attr-confirmed-row" }, [
-      el("th", { scope: "row" }, [el("button", { type: "button", class: "link", text: headName(c.layer, c.head), onclick: () => openHead(c.layer, c.head) })]),
-      el("td", { class: "num", text: `≈ ${signed(c.estimate)}` }),
-      el("td", { class: "num", text: signed(c.exact) }),
-    ]),
-  );
-  const table = rows.length
-    ? el("table", { class: "attr-table", "data-testid": "attr-table" }, [
-        el("caption", {
-          text: answer.graddrop
-            ? `The ${rows.length} largest GradDrop scores, confirmed by ablating each head alone`
-            : `The ${rows.length} largest estimates, confirmed by ablating each head alone`,
-        }),
-        el("thead", {}, [el("tr", {}, ["head", "estimated Δloss", "exact Δloss"].map((t) => el("th", { scope: "col", text: t })))]),
-        el("tbody", {}, rows),
-      ])
-    : "";
+  const table = confirmedTable(answer, openHead);
   const loss0 = `Loss: ${targetText(answer)} = ${answer.loss.toFixed(3)} nats.`;
   const estimates = `Numbers marked ≈ are ${name} estimates; the exact Δloss comes from ablating the head alone${answer.exact ? " (every head, right grid)" : ` (the ${answer.confirmed.length} heads in the table)`}.`;
-  const wrong = answer.confirmed.filter((c) => Math.abs(c.exact - c.estimate) > Math.max(0.1, 0.5 * Math.abs(c.exact)));
-  const confirmNote = answer.exact
-    ? disagreement(answer.estimate, answer.exact, answer.method === "exact" ? "attribution_patching" : answer.method)
-    : wrong.length
-      ? `The estimate is off at ${wrong.map((c) => `${headName(c.layer, c.head)} (≈ ${signed(c.estimate)}, exactly ${signed(c.exact)})`).join(", ")}.`
-      : answer.confirmed.length
-        ? "The confirmed heads' exact effects agree with their estimates; heads outside the table are estimates only (ask for the exact grid to check them all)."
-        : "";
-  const note = [loss0, estimates, cancelled.note, confirmNote].filter(Boolean).join(" ");
+  const note = [loss0, estimates, cancelled.note, confirmNote(answer)].filter(Boolean).join(" ");
   return { grids, table, note };
 }
 
-/** The card's controls and boxes, built into `card`. */
-function build(card) {
+/** The three menus: the estimate's method, what replaces a head, and the loss. */
+function choices() {
   const method = el("select", { id: "attr-method", "data-testid": "attr-method" }, [
     el("option", { value: "attribution_patching", text: "attribution patching (gradient × change)" }),
     el("option", { value: "atp_star", text: "AtP* (later softmaxes recomputed)" }),
@@ -164,6 +181,12 @@ function build(card) {
     el("option", { value: "last", text: "its own next token at the end" }),
     el("option", { value: "text", text: "next-token loss over the text" }),
   ]);
+  return { method, mode, loss };
+}
+
+/** The card's controls and boxes, built into `card`. */
+function build(card) {
+  const { method, mode, loss } = choices();
   const run = el("button", { type: "button", "data-testid": "attr-run", text: "Estimate every head" });
   const exact = el("button", { type: "button", class: "secondary", "data-testid": "attr-exact", text: "Exact for every head" });
   const status = el("p", { class: "status", "data-testid": "attr-status", "aria-live": "polite" });

@@ -28,6 +28,19 @@ function lensTable(answer) {
   ]);
 }
 
+/** The card: its title, what the lens is, and `parts` (the button, status, error and table box). */
+function lensCard(parts) {
+  return el("section", { class: "card lens-card", "data-testid": "lens-card", "aria-labelledby": "lens-title" }, [
+    el("h2", { id: "lens-title", text: "Logit lens: what each layer would predict" }),
+    el("p", {
+      class: "hint",
+      text:
+        "After each layer, the residual stream of every position through the final norm and the language-model head: its most likely next token (hover for the top five). The last row is the model's own prediction.",
+    }),
+    ...parts,
+  ]);
+}
+
 /** Mount the lens card (live: {seq(), signal()}); {element, show(context)}; context = {model, text, causal, ablation}. */
 export function mountLens({ live }) {
   const run = el("button", { type: "button", "data-testid": "lens-run", text: "Show the logit lens" });
@@ -35,18 +48,7 @@ export function mountLens({ live }) {
   const error = el("p", { class: "error", role: "alert", "data-testid": "lens-error" });
   const box = el("div", { class: "lens-box", "data-testid": "lens-box" });
   const bar = colourBar("lens-colour-bar", { horizontal: true });
-  const card = el("section", { class: "card lens-card", "data-testid": "lens-card", "aria-labelledby": "lens-title" }, [
-    el("h2", { id: "lens-title", text: "Logit lens: what each layer would predict" }),
-    el("p", {
-      class: "hint",
-      text:
-        "After each layer, the residual stream of every position through the final norm and the language-model head: its most likely next token (hover for the top five). The last row is the model's own prediction.",
-    }),
-    run,
-    status,
-    error,
-    box,
-  ]);
+  const card = lensCard([run, status, error, box]);
   let context = null;
 
   async function lens() {

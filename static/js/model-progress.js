@@ -31,6 +31,22 @@ export function progressText(p, since = 0) {
   return `${stage.what}: ${stage.unit} ${p.done} of ${p.total}${left}`;
 }
 
+/** The bar's words, ARIA values and fill for the last progress event (null: not yet), `elapsed` seconds after it. */
+function paintProgress(root, { fill, text }, last, elapsed) {
+  const words = progressText(last, elapsed);
+  text.textContent = words;
+  root.setAttribute("aria-valuetext", words);
+  const measured = last && last.total > 0;
+  if (measured) {
+    root.setAttribute("aria-valuemax", String(last.total));
+    root.setAttribute("aria-valuenow", String(last.done));
+  } else {
+    root.removeAttribute("aria-valuenow"); // indeterminate
+  }
+  root.dataset.stage = last ? last.stage : "";
+  fill.style.width = measured ? `${(100 * last.done) / last.total}%` : "0%";
+}
+
 /**
  * The bar in `root` (role="progressbar", with a .model-progress-fill and a
  * .model-progress-text inside): start() when a request starts, update(event) on each
@@ -44,20 +60,7 @@ export function progressBar(root) {
   let last = null;
   let lastAt = 0;
 
-  function render() {
-    const words = progressText(last, (performance.now() - lastAt) / 1000);
-    text.textContent = words;
-    root.setAttribute("aria-valuetext", words);
-    const measured = last && last.total > 0;
-    if (measured) {
-      root.setAttribute("aria-valuemax", String(last.total));
-      root.setAttribute("aria-valuenow", String(last.done));
-    } else {
-      root.removeAttribute("aria-valuenow"); // indeterminate
-    }
-    root.dataset.stage = last ? last.stage : "";
-    fill.style.width = measured ? `${(100 * last.done) / last.total}%` : "0%";
-  }
+  const render = () => paintProgress(root, { fill, text }, last, (performance.now() - lastAt) / 1000);
 
   return {
     start() {
