@@ -21,6 +21,7 @@ MAPS = example({"model": ENCODER, "text": "The bank approved it."})
 GENERATE = example({"model": DECODER, "prompt": DECODER_TEXT, "max_new_tokens": 4})
 HEAD = example({"model": ENCODER, "text": "The cat sat on the mat", "layer": 1, "head": 1})
 HEAD_SCORES = example({"model": ENCODER, "text": "The bank approved it."})
+ABLATE = example({"model": ENCODER, "text": "The bank approved it.", "heads": [[1, 2]]})
 LOGIT_LENS = example({"model": DECODER, "text": DECODER_TEXT})
 TRAIN = example({"architecture": "bigram", "max_steps": 5, "eval_every": 0, "sample_chars": 0})
 MONEY_TEXT = "Kim counted the cash, then went to the bank "

@@ -98,6 +98,8 @@ HeadPair = tuple[JsonInt, JsonInt]
 
 
 class AblateRequest(Strict):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=examples.ABLATE)
+
     model: ModelName | None = None
     text: str = TextField
     heads: list[HeadPair] | None = Field(
