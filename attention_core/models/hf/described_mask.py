@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -54,7 +55,7 @@ def describing_now() -> Described | None:
     return _STATE.get()
 
 
-def mask_arguments(kwargs: dict[str, object]) -> tuple[dict[str, object], Described | None]:
+def mask_arguments(kwargs: dict[str, Any]) -> tuple[dict[str, Any], Described | None]:
     """transformers' mask arguments as ``sdpa_mask`` should take them here: outside
     ``describing()`` never a causal skip; inside, transformers' own skip rule for a causal
     mask and never a bidirectional skip (so a None means causal)."""
