@@ -47,9 +47,16 @@ def dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-@pytest.fixture(scope="module")
-def models(dirs: dict[str, Path]) -> dict[str, TextModelBase[Any]]:
-    return {family: load(directory, family) for family, directory in dirs.items()}
+@pytest.fixture(scope="module", params=["llama", "qwen3"])
+def case(
+    request: pytest.FixtureRequest, dirs: dict[str, Path]
+) -> tuple[TextModelBase[Any], list[torch.Tensor]]:
+    """One family's model through the transformers backend and transformers' eager maps
+    of TEXT, (H, T, T) per layer."""
+    family: str = request.param
+    model = load(dirs[family], family)
+    ids = tuple(model.tokenize(TEXT).input_ids)
+    return model, [maps[0] for maps in eager_attentions(dirs[family], ids)]
 
 
 @pytest.fixture
@@ -63,18 +70,10 @@ def interpreter() -> Iterator[None]:
         yield
 
 
-def eager(dirs: dict[str, Path], model: TextModelBase[Any], family: str) -> list[torch.Tensor]:
-    """transformers' eager maps of TEXT, (H, T, T) per layer."""
-    ids = tuple(model.tokenize(TEXT).input_ids)
-    return [maps[0] for maps in eager_attentions(dirs[family], ids)]
-
-
-@pytest.mark.parametrize("family", ["llama", "qwen3"])
 def test_the_long_pass_keeps_causal_calls_and_equals_eager_maps(
-    dirs: dict[str, Path], models: dict[str, TextModelBase[Any]], family: str
+    case: tuple[TextModelBase[Any], list[torch.Tensor]],
 ) -> None:
-    model = models[family]
-    want = eager(dirs, model, family)
+    model, want = case
     T = want[0].shape[-1]
     assert 280 <= T <= 340
     options = PassOptions(view=lambda *_: whole(T))  # full resolution: every map whole
@@ -89,12 +88,10 @@ def test_the_long_pass_keeps_causal_calls_and_equals_eager_maps(
 
 
 @pytest.mark.usefixtures("interpreter")
-@pytest.mark.parametrize("family", ["llama", "qwen3"])
 def test_the_gpu_overview_kernel_pools_every_layer(
-    dirs: dict[str, Path], models: dict[str, TextModelBase[Any]], family: str
+    case: tuple[TextModelBase[Any], list[torch.Tensor]],
 ) -> None:
-    model = models[family]
-    want = eager(dirs, model, family)
+    model, want = case
     T = want[0].shape[-1]
     block = (-(-T // 9), -(-T // 9))
     ids = torch.tensor([model.tokenize(TEXT).input_ids])
