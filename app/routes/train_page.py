@@ -44,12 +44,6 @@ def train_page(request: Request) -> HTMLResponse:
             excerpt=corpus[:CORPUS_EXCERPT_CHARS],
         ),
     )
-    return templates.TemplateResponse(
-        request=request,
-        name="train.html",
-        context={
-            "page": "train",
-            "title": "Train a tiny GPT",
-            "initial": initial.model_dump(mode="json"),
-        },
-    )
+    page = {"page": "train", "title": "Train a tiny GPT"}
+    context = {**page, "initial": initial.model_dump(mode="json")}
+    return templates.TemplateResponse(request=request, name="train.html", context=context)
