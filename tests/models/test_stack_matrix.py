@@ -75,6 +75,8 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make_llama(root / "llama", seed=2, max_position_embeddings=LONG_TOKENS)  # 4 heads, 2 kv
     make_hf(root / "qwen3", "tiny-qwen3", seed=3, max_position_embeddings=LONG_TOKENS)
     for seed, (name, (model_type, overrides)) in enumerate(SEQ2SEQ.items(), start=4):
+        if model_type != "t5":  # T5's positions are relative: no table, no limit
+            overrides = {"max_position_embeddings": LONG_TOKENS, **overrides}
         make_seq2seq(root / name, model_type, seed=seed, **overrides)
     return root
 
@@ -541,16 +543,18 @@ def seq2seq_reference(models_dir: Path) -> dict[str, torch.nn.Module]:
 def test_seq2seq_generation_writes_greedily_and_its_stacks_are_transformers_over_it(
     served: tuple[str, TestClient], seq2seq_reference: dict[str, torch.nn.Module], name: str
 ) -> None:
-    """The written ids are transformers' greedy ``generate``; the generation keeps no map
-    and its three stacks (whole, one head, pooled) are transformers' eager maps of the
-    source and the start token with every written id."""
+    """At ≈20 and ≈300 source tokens (past the full-maps budget): the written ids are
+    transformers' greedy ``generate``; the generation keeps no map and its three stacks
+    (whole, one head, pooled) are transformers' eager maps of the source and the start
+    token with every written id."""
     length, client = served
     hf = seq2seq_reference[name]
-    source = torch.tensor([loaded(client, name).tokenize(TEXT).input_ids])
+    text = analysed_text(length, client, name)
+    source = torch.tensor([loaded(client, name).tokenize(text).input_ids])
     with torch.inference_mode():
         expected = hf.generate(source, do_sample=False, num_beams=1, max_new_tokens=6)
         out = hf(input_ids=source, decoder_input_ids=expected, output_attentions=True)
-    body = {"model": name, "prompt": TEXT, "max_new_tokens": 6, "layers": [2]}
+    body = {"model": name, "prompt": text, "max_new_tokens": 6, "layers": [2]}
     answers = {}
     for shape in ({}, {"heads": [3]}, {"pool": 4}):
         response = client.post("/api/model/generate", json={**body, **shape})
@@ -581,11 +585,15 @@ def test_seq2seq_induction_equals_transformers_maps_of_the_repeated_block(
 ) -> None:
     """The induction score of the self-attention stacks, summed block by block from a
     pass that holds no map, equals ``induction_score`` of transformers' eager maps of the
-    repeated block (the source, or the decoder's input behind its start token)."""
-    _, client = served
-    scores = post(client, name, "/api/model/head-scores", stack=stack, induction_length=20)
+    repeated block (the source, or the decoder's input behind its start token; the
+    decoder's source ≈300 tokens past the full-maps budget)."""
+    length, client = served
+    text = analysed_text(length, client, name)
+    scores = post(
+        client, name, "/api/model/head-scores", text=text, stack=stack, induction_length=20
+    )
     model = loaded(client, name)
-    close(scores["induction"], eager_induction(seq2seq_reference[name], model, stack, TEXT, scores))
+    close(scores["induction"], eager_induction(seq2seq_reference[name], model, stack, text, scores))
 
 
 # Each stack's output projections (T5's: ``o`` of SelfAttention and EncDecAttention).
@@ -625,10 +633,11 @@ def test_seq2seq_ablation_equals_transformers_with_the_heads_zeroed(
     name: str,
 ) -> None:
     """One head, two heads together and each head alone of any stack, read in the decoder's
-    log-probabilities of the target's tokens (the forward holds no map)."""
-    _, client = served
-    model = loaded(client, name)
-    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
+    log-probabilities of the target's tokens, at ≈20 and ≈300 source tokens (the forward
+    holds no map)."""
+    length, client = served
+    model, text = loaded(client, name), analysed_text(length, client, name)
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
     labels = torch.tensor(target.labels)
 
     def logprobs(heads: list[tuple[int, int]]) -> torch.Tensor:
@@ -639,12 +648,13 @@ def test_seq2seq_ablation_equals_transformers_with_the_heads_zeroed(
     clean = logprobs([])
     for heads in ([(0, 1)], [(0, 0), (1, 2)]):
         pairs = [[a + 1, b + 1] for a, b in heads]
-        answer = post(client, name, "/api/model/ablate", heads=pairs, stack=stack)
+        answer = post(client, name, "/api/model/ablate", text=text, heads=pairs, stack=stack)
         assert answer["stack"] == stack and answer["tokens"] == list(target.tokens)
         close(answer["logprobs_before"], clean)
         close(answer["logprobs_after"], logprobs(heads))
         assert answer["loss_after"] == pytest.approx(float(-logprobs(heads).mean()), abs=1e-5)
-    grid = post(client, name, "/api/model/ablate", each_head=True, stack=stack)["each_head"]
+    each = post(client, name, "/api/model/ablate", text=text, each_head=True, stack=stack)
+    grid = each["each_head"]
     for layer, head in [(0, 0), (1, 3)]:
         want = clean.mean() - logprobs([(layer, head)]).mean()
         assert grid[layer][head] == pytest.approx(float(want), abs=1e-5)
@@ -669,12 +679,13 @@ def test_seq2seq_logit_lens_equals_transformers_decoder_states_unembedded(
 ) -> None:
     """After each decoder layer, transformers' decoder hidden state through the LM head
     (``unembedded``); the last layer's is the model's own logits.  The encoder's lens says
-    why it has none."""
-    _, client = served
+    why it has none.  At ≈20 and ≈300 source tokens."""
+    length, client = served
     model, hf = loaded(client, name), seq2seq_reference[name]
-    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
+    text = analysed_text(length, client, name)
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
     out = seq2seq_ablated(hf, source, list(target.input_ids), "decoder", [])
-    lens = post(client, name, "/api/model/logit-lens")
+    lens = post(client, name, "/api/model/logit-lens", text=text)
     hidden = out.decoder_hidden_states
     assert lens["layers"] == len(hidden) - 1 and lens["stack"] == "decoder"
     for layer in range(1, len(hidden)):
