@@ -35,7 +35,7 @@ import torch
 
 from ..errors import SpecError
 from ..models.base.capabilities import StackName
-from ..models.hf.capture import AttentionRun, handing
+from ..models.hf.capture import AttentionRun
 from ..models.hf.seq2seq import EncoderDecoder, TargetText
 from ..models.maps.context_pass import ContextPass
 from .ablation import (
@@ -130,16 +130,9 @@ def decoder_states(
     no map held."""
     source = torch.tensor([text.source]).expand(rows, -1)
     decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
-    base = model.model.base_model  # no LM head: the logits are read in blocks
     run = AttentionRun(blocked=ContextPass())  # no map: each context block by block
-    with _ablating(model, masks or {}, mode), handing(run, model.adapted) as keywords:
-        out = base(
-            input_ids=source,
-            decoder_input_ids=decoder_input,
-            output_hidden_states=True,
-            use_cache=False,
-            **keywords,
-        )
+    with _ablating(model, masks or {}, mode):  # no LM head: the logits are read in blocks
+        out = model.stacks_with(run, source, decoder_input, hidden_states=True)
     return tuple(out.decoder_hidden_states)
 
 
