@@ -166,11 +166,31 @@ def final_norm(model: EncoderDecoder) -> torch.nn.Module | None:
     return None
 
 
+# The T5 family as transformers 4 wrote it: decoder states scaled by d_model**-0.5 before a
+# tied LM head (MT5 left out: transformers 5 never scales it, and its checkpoints are untied).
+_SCALED_WHEN_TIED = frozenset({"t5", "umt5", "longt5", "switch_transformers", "pop2piano"})
+
+
+def decoder_output_scale(config: Any) -> float:
+    """What the model's forward multiplies its final decoder states by before the LM head.
+
+    transformers 5's T5 configs say it (``scale_decoder_outputs``: the saved
+    ``tie_word_embeddings`` not false, while ``tie_word_embeddings`` itself is always
+    true once loaded); older ones, and Switch Transformers, scale when tied.
+    """
+    scaled = getattr(config, "scale_decoder_outputs", None)
+    if scaled is None:
+        family = getattr(config, "model_type", None)
+        scaled = family in _SCALED_WHEN_TIED and bool(config.tie_word_embeddings)
+    return float(config.d_model) ** -0.5 if scaled else 1.0
+
+
 def unembed(model: EncoderDecoder, states: torch.Tensor) -> torch.Tensor:
     """(..., C) final-normed decoder states -> (..., vocab) logits, as the model's head."""
     hf = model.model
-    if getattr(hf.config, "model_type", None) == "t5" and hf.config.tie_word_embeddings:
-        states = states * hf.model_dim**-0.5
+    scale = decoder_output_scale(hf.config)
+    if scale != 1.0:
+        states = states * scale
     logits: torch.Tensor = hf.lm_head(states).float()
     bias = getattr(hf, "final_logits_bias", None)
     return logits if bias is None else logits + bias.float()

@@ -154,6 +154,9 @@ def make_seq2seq(
             if model_type == "t5" and param.dim() == 2:
                 param.normal_(std=0.4)  # T5's init is tiny; BART and Marian's is init_std
         randomize_norms(model)
+        bias = getattr(model, "final_logits_bias", None)  # BART, Marian: a buffer, zeros
+        if bias is not None:
+            bias.normal_(std=2.0)
     model.generation_config = transformers.GenerationConfig.from_model_config(config)
     model.generation_config.update(**_generation_settings(model_type, vocab))
     model.to(dtype).save_pretrained(directory)

@@ -26,7 +26,7 @@ from typing import Any, Unpack, cast
 
 import torch
 
-from ...errors import LimitExceeded, SpecError
+from ...errors import SpecError
 from ...progress import report
 from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
 from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
@@ -43,6 +43,7 @@ from ..maps.context_pass import context_only
 from ..maps.long_maps import StackedPass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
+from ..text.text_chars import check_token_count
 from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
 from ..text.text_tokenizer import TextTokenizer, TokenizedText
 from .adapters import adapted_modules, install_adapters
@@ -307,15 +308,8 @@ class EncoderDecoder:
                 field=field,
             )
         limit = self.max_tokens - 1  # the start token is a position too
-        if len(ids) > limit:
-            raise LimitExceeded(
-                f"{field} is {len(ids)} tokens; the limit is {limit} "
-                f"({self.tokenizer.limit_source}, less the start token)",
-                field=field,
-                limit=limit,
-                found=len(ids),
-                setting=self.tokenizer.limit_setting,
-            )
+        source = f"{self.tokenizer.limit_source}, less the start token"
+        check_token_count(len(ids), field, limit, source, self.tokenizer.limit_setting)
         start, start_special = self.start_token()
         special_ids = self.tokenizer.special_ids
         return TargetText(
