@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from attention_core import SpecError
 
-from .limits import over_limit
 from .model_payloads import float_array
 from .schemas.why import AttributeRequest, AttributeResponse, Confirmed, WhyRequest, WhyResponse
+from .seq2seq_heads_answer import check_each_head
 from .settings import Settings
 from .why_payloads import why_payload
 
@@ -50,17 +50,9 @@ def seq2seq_attribute_answer(
         )
     text = heads.read(model, body.text, body.target, "attribution")
     if body.method == "exact":
-        cost, limit = heads.each_head_cost(model, stack, text), settings.max_ablation_cells
-        if cost > limit:
-            raise over_limit(
-                ["body", "method"],
-                f"exact ablation costs the {stack} stack's layers × heads × (source + target "
-                f"tokens)² = {cost}; the limit is {limit} (ATTENTION_VIZ_MAX_ABLATION_CELLS): "
-                "use a shorter text or target, or attribution_patching",
-                limit=limit,
-                found=cost,
-                setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
-            )
+        check_each_head(
+            model, stack, text, settings, "method", "exact", ", or attribution_patching"
+        )
     result = seq2seq_attribute(model, text, stack, body.method, body.ablation, body.confirm_top)
     return AttributeResponse(
         model=name,

@@ -888,3 +888,16 @@ def test_marian_attribution_says_why_it_needs_a_target_and_refuses_atp_star(
         response = client.post("/api/model/attribute", json={**one, **extra})
         assert response.status_code == 422, response.text
         assert response.json()["detail"][0]["loc"][-1] == field
+
+
+def test_seq2seq_exact_attribution_over_its_limit_is_refused_on_method(models_dir: Path) -> None:
+    """``exact`` ablates each head of the stack: past ATTENTION_VIZ_MAX_ABLATION_CELLS a 422
+    on ``method`` with the limit, before any work; attribution patching still answers."""
+    body = {"model": "marian", "text": TEXT, "target": TARGET, "stack": "decoder"}
+    with _client(models_dir, max_ablation_cells=100) as client:
+        response = client.post("/api/model/attribute", json={**body, "method": "exact"})
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"] == ["body", "method"] and detail["ctx"]["limit"] == 100
+        assert detail["msg"].startswith("exact costs the decoder stack's")
+        assert client.post("/api/model/attribute", json=body).status_code == 200
