@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from . import examples
 from .heads import Grid, TextField
-from .model import ModelName, Strict
+from .model import TARGET_FIELD, ModelName, Stack, Strict
 
 MAX_PAIRS = 1000
 
@@ -23,9 +23,22 @@ class WhyRequest(Strict):
     text: str = TextField
     layer: StrictInt = Field(ge=1, description="the head's layer, from 1")
     head: StrictInt = Field(ge=1, description="the head, from 1")
-    row: StrictInt = Field(ge=0, description="the query token's index, from 0")
+    row: StrictInt = Field(
+        ge=0,
+        description="the query token's index, from 0 (an encoder-decoder's decoder and cross "
+        "stacks: a position of the decoder's input)",
+    )
     col: StrictInt = Field(
-        ge=0, description="the key token's index, from 0 (a decoder's col must be ≤ row)"
+        ge=0,
+        description="the key token's index, from 0 (a decoder's col must be ≤ row; "
+        "cross-attention's: a source token)",
+    )
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the stack of the head ('encoder', the default: query "
+        "and key source tokens; 'decoder': causal self-attention over the target; 'cross': "
+        "a target position's query, a source token's key)",
     )
     top: StrictInt = Field(
         20,
@@ -62,7 +75,24 @@ class WhyResponse(BaseModel):
     components: list[str] = Field(
         description="what wrote to the residual stream before the layer: 'embedding', "
         "'L1 H3' (layer 1 head 3's output), 'L1 MLP', and 'biases' (the projections' "
-        "biases and the norms' shifts); norms frozen at the forward's values"
+        "biases and the norms' shifts); norms frozen at the forward's values.  An "
+        "encoder-decoder's decoder stream also has 'L1 cross H3' (its cross-attention's "
+        "heads); a cross-attention query's components include its own layer's "
+        "self-attention.  The grid's rows (and columns, without ``key_components``)"
+    )
+    key_components: list[str] | None = Field(
+        default=None,
+        description="cross-attention: the key side's components, the encoder output's "
+        "('encoder embedding', 'encoder L1 H3', 'encoder L1 MLP', 'encoder biases'), the "
+        "grid's columns; null: the key side's are ``components``",
+    )
+    stack: Stack | None = Field(
+        default=None, description="encoder-decoders: the stack of the head; null otherwise"
+    )
+    source_tokens: list[str] | None = Field(
+        default=None,
+        description="encoder-decoders: the source's tokens (``tokens`` are the rows': the "
+        "source for the encoder stack, the decoder's input for decoder and cross)",
     )
     contributions: list[Contribution] = Field(description="the largest pairs, by |value|")
     rest: float = Field(description="score − the listed values")

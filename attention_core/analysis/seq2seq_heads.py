@@ -26,7 +26,7 @@ requests may run the same model at the same time).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -35,7 +35,7 @@ import torch
 
 from ..errors import SpecError
 from ..models.base.capabilities import StackName
-from ..models.hf.capture import AttentionRun, handing
+from ..models.hf.capture import AttentionRun
 from ..models.hf.seq2seq import EncoderDecoder, TargetText
 from ..models.maps.context_pass import ContextPass
 from .ablation import (
@@ -96,7 +96,7 @@ def check_stack_heads(
 # --- the forward --------------------------------------------------------------------------
 
 
-def _out_projection(model: EncoderDecoder, stack: StackName, layer: int) -> torch.nn.Module:
+def out_projection(model: EncoderDecoder, stack: StackName, layer: int) -> torch.nn.Module:
     _, module = model.layer_modules[(stack, layer)]
     found: torch.nn.Module = next(
         getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
@@ -114,8 +114,26 @@ def _ablating(model: EncoderDecoder, masks: HeadMasks, mode: str) -> AbstractCon
     def edit(index: int, context: torch.Tensor) -> torch.Tensor:
         return edits[index](0, context)
 
-    projections = [_out_projection(model, stack, layer) for stack, layer in keys]
+    projections = [out_projection(model, stack, layer) for stack, layer in keys]
     return editing(projections, [], edit if keys else None)
+
+
+def seq2seq_forward(
+    model: EncoderDecoder,
+    text: Seq2SeqText,
+    rows: int = 1,
+    hooks: AbstractContextManager[None] | None = None,
+    blocked: ContextPass | None = None,
+) -> Any:
+    """The model's two stacks (no LM head: logits are read in blocks) over ``rows`` copies
+    of ``text``, inside ``hooks`` (``access.editing``'s pre-hooks); no map held (``blocked``,
+    a ``ContextPass``: each context block by block).  Its output has both stacks' hidden
+    states."""
+    source = torch.tensor([text.source]).expand(rows, -1)
+    decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
+    run = AttentionRun(blocked=blocked or ContextPass())
+    with hooks or nullcontext():
+        return model.stacks_with(run, source, decoder_input, hidden_states=True)
 
 
 def decoder_states(
@@ -128,18 +146,7 @@ def decoder_states(
     """The decoder's hidden states (L + 1 of them, each (rows, T, C), the last after the final
     norm where the family has one) of ``rows`` copies of ``text``, ``masks``' heads ablated;
     no map held."""
-    source = torch.tensor([text.source]).expand(rows, -1)
-    decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
-    base = model.model.base_model  # no LM head: the logits are read in blocks
-    run = AttentionRun(blocked=ContextPass())  # no map: each context block by block
-    with _ablating(model, masks or {}, mode), handing(run, model.adapted) as keywords:
-        out = base(
-            input_ids=source,
-            decoder_input_ids=decoder_input,
-            output_hidden_states=True,
-            use_cache=False,
-            **keywords,
-        )
+    out = seq2seq_forward(model, text, rows, _ablating(model, masks or {}, mode))
     return tuple(out.decoder_hidden_states)
 
 

@@ -53,7 +53,7 @@ MODELS = {"gpt2": "decoder", "llama": "decoder", "qwen3": "decoder", BERT: "enco
 # analyses that read the LM head run on it.
 SEQ2SEQ: dict[str, tuple[str, dict[str, Any]]] = {
     "marian": ("marian", {}),
-    "t5": ("t5", {}),
+    "t5": ("t5", {"d_kv": 12}),  # heads × d_kv = 48, not d_model (as T5 v1.1 small)
     "bart": ("bart", {}),
     "t5-tied": ("t5", {"tie_word_embeddings": True}),
 }
@@ -478,6 +478,64 @@ def test_why_a_cell_equals_transformers_map_at_any_length(
         assert float(np.sum(answer["grid"])) == pytest.approx(answer["score"], abs=1e-3)
     log_ratio = float(torch.log(want[cols[0]] / want[cols[1]]))
     assert answers[0]["score"] - answers[1]["score"] == pytest.approx(log_ratio, abs=1e-3)
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_marian_why_a_cell_equals_transformers_map_on_each_stack(
+    served: tuple[str, TestClient], eager: dict[tuple[str, str], torch.Tensor], stack: str
+) -> None:
+    """Marian's three stacks (the forward holds no map): the weight is transformers' eager
+    map there, two cells' score difference is the log-ratio of their weights, and the
+    components add up to the score; cross-attention's keys are the encoder output's
+    components, its queries the decoder stream's."""
+    _, client = served
+    maps = eager[("marian", stack)][1, 1]  # layer 2, head 2: (T, S)
+    T, S = maps.shape
+    row, cols = T - 2, (1, S - 3)
+    answers = [
+        post(client, "marian", "/api/model/why", stack=stack, layer=2, head=2, row=row, col=col)
+        for col in cols
+    ]
+    for answer, col in zip(answers, cols, strict=True):
+        assert answer["stack"] == stack and len(answer["tokens"]) == T
+        assert answer["weight"] == pytest.approx(float(maps[row, col]), abs=1e-5)
+        assert float(np.sum(answer["grid"])) == pytest.approx(answer["score"], abs=1e-3)
+        keys = answer["key_components"] or answer["components"]
+        assert np.shape(answer["grid"]) == (len(answer["components"]), len(keys))
+    if stack == "cross":
+        assert "L2 H1" in answers[0]["components"] and "L1 cross H4" in answers[0]["components"]
+        assert answers[0]["key_components"][0] == "encoder embedding"
+        assert "encoder L2 MLP" in answers[0]["key_components"]
+    else:
+        assert answers[0]["key_components"] is None
+    log_ratio = float(torch.log(maps[row, cols[0]] / maps[row, cols[1]]))
+    assert answers[0]["score"] - answers[1]["score"] == pytest.approx(log_ratio, abs=1e-3)
+
+
+def test_marian_why_refuses_a_cell_outside_its_stack_naming_the_field(
+    served: tuple[str, TestClient], eager: dict[tuple[str, str], torch.Tensor]
+) -> None:
+    """A decoder cell after its row, a cross-attention column past the source, a row past
+    the source, a layer the stack lacks: 422 on that field; a one-stack model refuses
+    ``stack`` and ``target``."""
+    _, client = served
+    T, S = eager[("marian", "cross")].shape[-2:]
+    cell = {"model": "marian", "text": TEXT, "target": TARGET, "layer": 1, "head": 1}
+    bad = [
+        ({"stack": "decoder", "row": 1, "col": 2}, "col"),
+        ({"stack": "cross", "row": 1, "col": S}, "col"),
+        ({"stack": "encoder", "row": S, "col": 0}, "row"),
+        ({"stack": "cross", "row": 0, "col": 0, "layer": 3}, "layer"),
+    ]
+    for body, field in bad:
+        response = client.post("/api/model/why", json={**cell, **body})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["loc"][-1] == field
+    one = {"model": "gpt2", "text": TEXT, "layer": 1, "head": 1, "row": 2, "col": 1}
+    for extra, field in (({"stack": "cross"}, "stack"), ({"target": TARGET}, "target")):
+        response = client.post("/api/model/why", json={**one, **extra})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["loc"][-1] == field
 
 
 def patching_oracle(module: torch.nn.Module, name: str, ids: list[int]) -> torch.Tensor:
