@@ -35,7 +35,7 @@ import torch
 
 from ..errors import SpecError
 from ..models.base.capabilities import StackName
-from ..models.hf.capture import AttentionRun, handing
+from ..models.hf.capture import AttentionRun
 from ..models.hf.seq2seq import EncoderDecoder, TargetText
 from ..models.maps.context_pass import ContextPass
 from .ablation import (
@@ -125,21 +125,15 @@ def seq2seq_forward(
     hooks: AbstractContextManager[None] | None = None,
     blocked: ContextPass | None = None,
 ) -> Any:
-    """transformers' base model (no LM head: logits are read in blocks) over ``rows`` copies
+    """The model's two stacks (no LM head: logits are read in blocks) over ``rows`` copies
     of ``text``, inside ``hooks`` (``access.editing``'s pre-hooks); no map held (``blocked``,
     a ``ContextPass``: each context block by block).  Its output has both stacks' hidden
     states."""
     source = torch.tensor([text.source]).expand(rows, -1)
     decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
     run = AttentionRun(blocked=blocked or ContextPass())
-    with hooks or nullcontext(), handing(run, model.adapted) as keywords:
-        return model.model.base_model(
-            input_ids=source,
-            decoder_input_ids=decoder_input,
-            output_hidden_states=True,
-            use_cache=False,
-            **keywords,
-        )
+    with hooks or nullcontext():
+        return model.stacks_with(run, source, decoder_input, hidden_states=True)
 
 
 def decoder_states(

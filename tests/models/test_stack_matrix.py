@@ -53,7 +53,7 @@ MODELS = {"gpt2": "decoder", "llama": "decoder", "qwen3": "decoder", BERT: "enco
 # analyses that read the LM head run on it.
 SEQ2SEQ: dict[str, tuple[str, dict[str, Any]]] = {
     "marian": ("marian", {}),
-    "t5": ("t5", {}),
+    "t5": ("t5", {"d_kv": 12}),  # heads × d_kv = 48, not d_model (as T5 v1.1 small)
     "bart": ("bart", {}),
     "t5-tied": ("t5", {"tie_word_embeddings": True}),
 }
