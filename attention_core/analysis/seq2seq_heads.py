@@ -35,7 +35,7 @@ import torch
 
 from ..errors import SpecError
 from ..models.base.capabilities import StackName
-from ..models.hf.capture import AttentionRun, handing
+from ..models.hf.capture import AttentionRun
 from ..models.hf.seq2seq import EncoderDecoder, TargetText
 from ..models.maps.context_pass import ContextPass
 from .ablation import (
@@ -125,21 +125,15 @@ def seq2seq_forward(
     hooks: AbstractContextManager[None] | None = None,
     blocked: ContextPass | None = None,
 ) -> Any:
-    """transformers' base model (no LM head: logits are read in blocks) over ``rows`` copies
+    """The model's two stacks (no LM head: logits are read in blocks) over ``rows`` copies
     of ``text``, inside ``hooks`` (``access.editing``'s pre-hooks); no map held (``blocked``,
     a ``ContextPass``: each context block by block).  Its output has both stacks' hidden
     states."""
     source = torch.tensor([text.source]).expand(rows, -1)
     decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
     run = AttentionRun(blocked=blocked or ContextPass())
-    with hooks or nullcontext(), handing(run, model.adapted) as keywords:
-        return model.model.base_model(
-            input_ids=source,
-            decoder_input_ids=decoder_input,
-            output_hidden_states=True,
-            use_cache=False,
-            **keywords,
-        )
+    with hooks or nullcontext():
+        return model.stacks_with(run, source, decoder_input, hidden_states=True)
 
 
 def decoder_states(
@@ -241,9 +235,23 @@ def each_head_effects(
 ) -> torch.Tensor:
     """(L, H) of ``stack``: the target's loss without that head − the loss with all."""
     L, H = model.layers_of(stack), model.info().heads
+    pairs = [(layer, head) for layer in range(L) for head in range(H)]
+    return heads_effects(model, text, stack, pairs, mode).view(L, H)
+
+
+def heads_effects(
+    model: EncoderDecoder,
+    text: Seq2SeqText,
+    stack: StackName,
+    pairs: Sequence[tuple[int, int]],
+    mode: str = "zero",
+) -> torch.Tensor:
+    """(k,): for each (layer, head) of ``stack`` (0-based) ablated alone, the target's loss
+    without it − the loss with all; the ablations the batch of a few forward passes."""
+    H = model.info().heads
     tokens = len(text.source) + len(text.target)
     per_pass = max(1, BATCH_CELLS // (H * tokens * tokens))
-    rows = 1 + L * H
+    rows = 1 + len(pairs)
     labels = text.labels
     losses: list[torch.Tensor] = []
     for first in range(0, rows, per_pass):
@@ -251,7 +259,7 @@ def each_head_effects(
         masks: dict[tuple[StackName, int], torch.Tensor] = {}
         for b, row in enumerate(range(first, first + count)):
             if row:
-                layer, head = divmod(row - 1, H)
+                layer, head = pairs[row - 1]
                 mask = masks.setdefault((stack, layer), torch.zeros(count, H, dtype=torch.bool))
                 mask[b, head] = True
         final = decoder_states(model, text, count, masks, mode)[-1]
@@ -259,7 +267,7 @@ def each_head_effects(
             predictions(model, final[b], labels).next_logprobs.mean().neg() for b in range(count)
         ]
     found = torch.stack(losses)
-    return (found[1:] - found[0]).view(L, H)
+    return found[1:] - found[0]
 
 
 def lens_stack(model: EncoderDecoder, stack: str | None) -> None:

@@ -146,7 +146,8 @@ def make_seq2seq(
     directory.mkdir(parents=True, exist_ok=True)
     tokenizer = seq2seq_tokenizer(model_type)
     vocab = tokenizer.get_vocab()
-    config = _config(model_type, vocab, tokenizer.get_vocab_size(), **overrides)
+    size = overrides.pop("vocab_size", tokenizer.get_vocab_size())  # larger: ids unused
+    config = _config(model_type, vocab, size, **overrides)
     torch.manual_seed(seed)
     model = getattr(transformers, MODEL_CLASSES[model_type])(config)
     with torch.no_grad():
