@@ -18,7 +18,7 @@ from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
-from ..seq2seq_why_answer import seq2seq_why_answer
+from ..seq2seq_why_answer import seq2seq_attribute_answer, seq2seq_why_answer
 from ..settings import Settings
 from ..why_payloads import attribute_payload, why_payload
 from .common import ERRORS, SettingsDep, json_response, reads_target
@@ -105,12 +105,18 @@ def _attribute_heads(
     body: AttributeRequest, registry: ModelRegistry, settings: Settings
 ) -> Response:
     entry, model = load(registry, body.model)
+    if reads_target(model):
+        return json_response(seq2seq_attribute_answer(model, entry.name, body, settings))
+    target = body.target
+    model.capabilities.check_fields(
+        entry.name, target if isinstance(target, str) else None, body.stack
+    )
     heads = decoder_heads(head_model(model), entry.name)
     tokens = heads.tokenize(body.text)
     _check_cost(heads, body.method, len(tokens.ids), settings)
     asked = None
-    if body.target is not None:
-        asked = (body.target.position, _token_id(heads, body.target.token))
+    if target is not None and not isinstance(target, str):
+        asked = (target.position, _token_id(heads, target.token))
     result = attribute(
         heads, tokens.ids, body.method, body.ablation, asked, entry.name, body.confirm_top
     )

@@ -123,9 +123,18 @@ class AttributeRequest(Strict):
     ablation: Literal["zero", "mean"] = Field(
         "zero", description="a head's context vector replaced by 0 or by its mean over positions"
     )
-    target: Target | None = Field(
+    target: Target | StrictStr | None = Field(
         None,
-        description="null: the text's mean next-token loss; else −log p(token) at position",
+        description="decoders: null, the text's mean next-token loss; else {position, token}: "
+        "−log p(token) at position.  Encoder-decoders: the decoder's text (a string, "
+        "needed), the loss the mean of −log p(target token i | source, target tokens "
+        "before i) over its tokens, as ablation's",
+    )
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the stack whose grids are ``estimate``, ``exact`` and "
+        "``confirmed`` ('encoder', the default, 'decoder' or 'cross'); ``stacks`` has every "
+        "stack's estimate from the same pass",
     )
     confirm_top: StrictInt = Field(
         0,
@@ -155,7 +164,10 @@ class AttributeResponse(BaseModel):
     method: str
     ablation: str
     target: Target | None
-    target_text: str | None = Field(description="the scored token's text")
+    target_text: str | None = Field(
+        description="the scored token's text (encoder-decoders: the target, each of whose "
+        "tokens is scored)"
+    )
     loss: float = Field(description="the loss without any ablation, nats")
     estimate: Grid = Field(
         description="[layer][head] estimated Δloss (ablated − clean): atp_star's with "
@@ -177,8 +189,23 @@ class AttributeResponse(BaseModel):
         "layers cancel in the estimate, so a small estimate there may hide a head that matters",
     )
     confirmed: list[Confirmed] = Field(description="with confirm_top: those heads, exactly")
-    direct: Grid = Field(
+    direct: Grid | None = Field(
         description="[layer][head] direct logit attribution: the head's output through the "
         "frozen final norm onto the scored token's unembedding (the mean over positions of "
-        "the next token's, without a target), a logit"
+        "the next token's, without a target), a logit; null for encoder-decoders (not "
+        "computed: a head's output reaches their logits through later post-norms or, from "
+        "the encoder, only through the cross-attention)"
+    )
+    stack: Stack | None = Field(
+        default=None, description="encoder-decoders: the stack of the grids; null otherwise"
+    )
+    stacks: dict[Stack, Grid] | None = Field(
+        default=None,
+        description="encoder-decoders: every stack's [layer][head] estimate ('encoder', "
+        "'decoder', 'cross'), from the same forward and backward",
+    )
+    source_tokens: list[str] | None = Field(
+        default=None,
+        description="encoder-decoders: the source's tokens (``tokens`` are the decoder's "
+        "input, position i predicting the target's token i)",
     )

@@ -235,9 +235,23 @@ def each_head_effects(
 ) -> torch.Tensor:
     """(L, H) of ``stack``: the target's loss without that head − the loss with all."""
     L, H = model.layers_of(stack), model.info().heads
+    pairs = [(layer, head) for layer in range(L) for head in range(H)]
+    return heads_effects(model, text, stack, pairs, mode).view(L, H)
+
+
+def heads_effects(
+    model: EncoderDecoder,
+    text: Seq2SeqText,
+    stack: StackName,
+    pairs: Sequence[tuple[int, int]],
+    mode: str = "zero",
+) -> torch.Tensor:
+    """(k,): for each (layer, head) of ``stack`` (0-based) ablated alone, the target's loss
+    without it − the loss with all; the ablations the batch of a few forward passes."""
+    H = model.info().heads
     tokens = len(text.source) + len(text.target)
     per_pass = max(1, BATCH_CELLS // (H * tokens * tokens))
-    rows = 1 + L * H
+    rows = 1 + len(pairs)
     labels = text.labels
     losses: list[torch.Tensor] = []
     for first in range(0, rows, per_pass):
@@ -245,7 +259,7 @@ def each_head_effects(
         masks: dict[tuple[StackName, int], torch.Tensor] = {}
         for b, row in enumerate(range(first, first + count)):
             if row:
-                layer, head = divmod(row - 1, H)
+                layer, head = pairs[row - 1]
                 mask = masks.setdefault((stack, layer), torch.zeros(count, H, dtype=torch.bool))
                 mask[b, head] = True
         final = decoder_states(model, text, count, masks, mode)[-1]
@@ -253,7 +267,7 @@ def each_head_effects(
             predictions(model, final[b], labels).next_logprobs.mean().neg() for b in range(count)
         ]
     found = torch.stack(losses)
-    return (found[1:] - found[0]).view(L, H)
+    return found[1:] - found[0]
 
 
 def lens_stack(model: EncoderDecoder, stack: str | None) -> None:

@@ -385,3 +385,31 @@ def test_an_encoder_decoders_why_on_each_stack_after_4000_tokens_holds_no_map(
         for stack, (row, col) in cells.items():
             seq2seq_why(model, text, stack, 1, 2, row, col)  # type: ignore[arg-type]
     assert watched.largest < S * S // 2
+
+
+def test_an_encoder_decoders_attribution_after_4000_tokens_holds_no_map(
+    marian: TestClient,
+) -> None:
+    """Attribution patching of every head of Marian's three stacks, a ≈4,000-token source
+    and a ≈2,000-token target: the forward computes each attention's context in blocks of
+    rows, which the backward reads back; no op makes a tensor of S²/2 elements (equal to
+    transformers' autograd at ≈300 tokens: test_stack_matrix.py)."""
+    from attention_core.analysis import seq2seq_heads
+    from attention_core.analysis.seq2seq_attribution import seq2seq_attribute
+
+    model = marian.app.state.models.load(MARIAN)  # type: ignore[attr-defined]
+    per_sentence = len(model.tokenize(SENTENCE * 10).input_ids) / 10
+    source = SENTENCE * int(3990 / per_sentence)
+    target = SENTENCE * int(1990 / per_sentence)
+    body = {"model": MARIAN, "text": source, "target": target, "stack": "cross"}
+    answer = marian.post("/api/model/attribute", json=body)
+    assert answer.status_code == 200, answer.text[:300]
+    stacks = answer.json()["stacks"]
+    assert sorted(stacks) == ["cross", "decoder", "encoder"]
+    assert all(np.isfinite(np.array(grid)).all() for grid in stacks.values())
+    text = seq2seq_heads.read(model, source, target)
+    S = len(text.source)
+    with LargestOutput() as watched:
+        result = seq2seq_attribute(model, text, "cross")
+    np.testing.assert_allclose(result.estimate.numpy(), stacks["cross"], atol=1e-5, rtol=0)
+    assert watched.largest < S * S // 2

@@ -480,25 +480,45 @@ def test_why_a_cell_equals_transformers_map_at_any_length(
     assert answers[0]["score"] - answers[1]["score"] == pytest.approx(log_ratio, abs=1e-3)
 
 
+def seq2seq_maps(
+    hf: torch.nn.Module, source: list[int], decoder_input: list[int], stack: str
+) -> torch.Tensor:
+    """transformers' eager maps of one stack, (L, H, T, S)."""
+    with torch.inference_mode():
+        out = hf(
+            input_ids=torch.tensor([source]),
+            decoder_input_ids=torch.tensor([decoder_input]),
+            output_attentions=True,
+        )
+    key = {"encoder": "encoder_attentions", "decoder": "decoder_attentions"}
+    return torch.cat(getattr(out, key.get(stack, "cross_attentions")))
+
+
+@pytest.mark.parametrize("name", ["marian", "bart"])
 @pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
-def test_marian_why_a_cell_equals_transformers_map_on_each_stack(
-    served: tuple[str, TestClient], eager: dict[tuple[str, str], torch.Tensor], stack: str
+def test_seq2seq_why_a_cell_equals_transformers_map_on_each_stack(
+    served: tuple[str, TestClient],
+    seq2seq_reference: dict[str, torch.nn.Module],
+    stack: str,
+    name: str,
 ) -> None:
-    """Marian's three stacks (the forward holds no map): the weight is transformers' eager
-    map there, two cells' score difference is the log-ratio of their weights, and the
-    components add up to the score; cross-attention's keys are the encoder output's
-    components, its queries the decoder stream's."""
-    _, client = served
-    maps = eager[("marian", stack)][1, 1]  # layer 2, head 2: (T, S)
-    T, S = maps.shape
+    """The post-norm encoder-decoders' three stacks at ≈20 and ≈300 source tokens (the
+    forward holds no map): the weight is transformers' eager map there, two cells' score
+    difference is the log-ratio of their weights, and the components add up to the score;
+    cross-attention's keys are the encoder output's components, its queries the decoder
+    stream's."""
+    length, client = served
+    model, text = loaded(client, name), analysed_text(length, client, name)
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
+    maps = seq2seq_maps(seq2seq_reference[name], source, list(target.input_ids), stack)
+    want = maps[1, 1]  # layer 2, head 2: (T, S)
+    T, S = want.shape
     row, cols = T - 2, (1, S - 3)
-    answers = [
-        post(client, "marian", "/api/model/why", stack=stack, layer=2, head=2, row=row, col=col)
-        for col in cols
-    ]
+    cell = {"stack": stack, "layer": 2, "head": 2, "row": row}
+    answers = [post(client, name, "/api/model/why", text=text, col=col, **cell) for col in cols]
     for answer, col in zip(answers, cols, strict=True):
         assert answer["stack"] == stack and len(answer["tokens"]) == T
-        assert answer["weight"] == pytest.approx(float(maps[row, col]), abs=1e-5)
+        assert answer["weight"] == pytest.approx(float(want[row, col]), abs=1e-5)
         assert float(np.sum(answer["grid"])) == pytest.approx(answer["score"], abs=1e-3)
         keys = answer["key_components"] or answer["components"]
         assert np.shape(answer["grid"]) == (len(answer["components"]), len(keys))
@@ -508,7 +528,7 @@ def test_marian_why_a_cell_equals_transformers_map_on_each_stack(
         assert "encoder L2 MLP" in answers[0]["key_components"]
     else:
         assert answers[0]["key_components"] is None
-    log_ratio = float(torch.log(maps[row, cols[0]] / maps[row, cols[1]]))
+    log_ratio = float(torch.log(want[row, cols[0]] / want[row, cols[1]]))
     assert answers[0]["score"] - answers[1]["score"] == pytest.approx(log_ratio, abs=1e-3)
 
 
@@ -736,8 +756,8 @@ def test_seq2seq_logit_lens_equals_transformers_decoder_states_unembedded(
     served: tuple[str, TestClient], seq2seq_reference: dict[str, torch.nn.Module], name: str
 ) -> None:
     """After each decoder layer, transformers' decoder hidden state through the LM head
-    (``unembedded``); the last layer's is the model's own logits.  The encoder's lens says
-    why it has none.  At ≈20 and ≈300 source tokens."""
+    (``unembedded``); the last layer's is the model's own logits.  The encoder's and the
+    cross stack's lens say why they have none.  At ≈20 and ≈300 source tokens."""
     length, client = served
     model, hf = loaded(client, name), seq2seq_reference[name]
     text = analysed_text(length, client, name)
@@ -755,8 +775,132 @@ def test_seq2seq_logit_lens_equals_transformers_decoder_states_unembedded(
     own = torch.softmax(out.logits[0].float(), dim=-1).topk(5, dim=-1)
     close(lens["top_probs"][-1], own.values)
     assert lens["top_ids"][-1] == own.indices.tolist()
-    response = client.post(
-        "/api/model/logit-lens",
-        json={"model": name, "text": TEXT, "target": TARGET, "stack": "encoder"},
-    )
-    assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "stack"
+    for stack, why in (("encoder", "never by the LM head"), ("cross", "stack 'decoder' reads")):
+        response = client.post(
+            "/api/model/logit-lens",
+            json={"model": name, "text": TEXT, "target": TARGET, "stack": stack},
+        )
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"][-1] == "stack" and why in detail["msg"]
+
+
+def seq2seq_patching_oracle(
+    hf: torch.nn.Module, source: list[int], decoder_input: list[int], labels: list[int]
+) -> dict[str, torch.Tensor]:
+    """Per stack (L, H): transformers' autograd gradient of the target's mean −log p at each
+    head's slice of the output projection's input, times minus that slice (zero ablation),
+    summed over positions."""
+    H = int(hf.config.num_attention_heads)
+    paths = T5_OUT if hf.config.model_type == "t5" else BART_OUT
+    contexts: dict[tuple[str, int], torch.Tensor] = {}
+    hooks = []
+    for stack, path in paths.items():
+        for layer in range(2):
+
+            def keep(_m: Any, args: tuple[torch.Tensor, ...], key: Any = (stack, layer)) -> None:
+                args[0].retain_grad()
+                contexts[key] = args[0]
+
+            hooks.append(hf.get_submodule(path.format(layer)).register_forward_pre_hook(keep))
+    try:
+        with torch.enable_grad():
+            out = hf(
+                input_ids=torch.tensor([source]), decoder_input_ids=torch.tensor([decoder_input])
+            )
+            logp = torch.log_softmax(out.logits[0].float(), -1)
+            loss = -logp.gather(-1, torch.tensor(labels)[:, None]).mean()
+            loss.backward()
+    finally:
+        for hook in hooks:
+            hook.remove()
+        hf.zero_grad(set_to_none=True)
+    grids = {}
+    for stack in paths:
+        rows = []
+        for layer in range(2):
+            z = contexts[(stack, layer)]
+            g, zz = z.grad[0].view(z.shape[1], H, -1), z.detach()[0].view(z.shape[1], H, -1)
+            rows.append((g * -zz).sum(dim=(0, 2)))
+        grids[stack] = torch.stack(rows)
+    return grids
+
+
+@pytest.mark.parametrize("name", LM_HEADS)
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_seq2seq_attribution_equals_transformers_gradients_on_every_stack(
+    served: tuple[str, TestClient],
+    seq2seq_reference: dict[str, torch.nn.Module],
+    stack: str,
+    name: str,
+) -> None:
+    """Attribution patching of an encoder-decoder at ≈20 and ≈300 source tokens (one
+    forward holding no map, one backward): every stack's estimate is transformers' autograd
+    gradient at each head's context times the zero ablation's change, for the decoder's
+    loss on the target; with ``exact`` the chosen stack's grid is transformers with each
+    head zeroed, and the confirmed heads are those of the largest |estimate|, exactly."""
+    length, client = served
+    model, text = loaded(client, name), analysed_text(length, client, name)
+    hf = seq2seq_reference[name]
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
+    decoder_input = list(target.input_ids)
+    want = seq2seq_patching_oracle(hf, source, decoder_input, list(target.labels))
+    body = {"method": "exact", "stack": stack, "confirm_top": 2}
+    answer = post(client, name, "/api/model/attribute", text=text, **body)
+    assert answer["stack"] == stack and answer["tokens"] == list(target.tokens)
+    for key, grid in want.items():
+        close(answer["stacks"][key], grid)
+    close(answer["estimate"], want[stack])
+    labels = torch.tensor(target.labels)
+
+    def loss(heads: list[tuple[int, int]]) -> float:
+        out = seq2seq_ablated(hf, source, decoder_input, stack, heads)
+        logp = torch.log_softmax(out.logits[0].float(), -1)
+        return float(-logp.gather(-1, labels[:, None]).mean())
+
+    assert answer["loss"] == pytest.approx(loss([]), abs=1e-5)
+    for layer, head in [(0, 0), (1, 3)]:
+        want_exact = loss([(layer, head)]) - loss([])
+        assert answer["exact"][layer][head] == pytest.approx(want_exact, abs=1e-5)
+    order = np.argsort(-np.abs(np.array(answer["estimate"])).ravel())[:2]
+    confirmed = answer["confirmed"]
+    assert [(c["layer"] - 1) * 4 + c["head"] - 1 for c in confirmed] == order.tolist()
+    for c in confirmed:
+        exact = answer["exact"][c["layer"] - 1][c["head"] - 1]
+        assert c["exact"] == pytest.approx(exact, abs=1e-5)
+
+
+def test_marian_attribution_says_why_it_needs_a_target_and_refuses_atp_star(
+    served: tuple[str, TestClient],
+) -> None:
+    _, client = served
+    body = {"model": "marian", "text": TEXT}
+    cases = [
+        ({}, "target", "give target"),
+        ({"target": {"position": 1, "token": None}}, "target", "the decoder's text"),
+        ({"target": TARGET, "method": "atp_star"}, "method", "attribution_patching or exact"),
+        ({"target": TARGET, "stack": "sideways"}, "stack", ""),
+    ]
+    for extra, field, words in cases:
+        response = client.post("/api/model/attribute", json={**body, **extra})
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"][-1] == field and words in detail["msg"]
+    one = {"model": "gpt2", "text": TEXT}
+    for extra, field in (({"stack": "cross"}, "stack"), ({"target": TARGET}, "target")):
+        response = client.post("/api/model/attribute", json={**one, **extra})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["loc"][-1] == field
+
+
+def test_seq2seq_exact_attribution_over_its_limit_is_refused_on_method(models_dir: Path) -> None:
+    """``exact`` ablates each head of the stack: past ATTENTION_VIZ_MAX_ABLATION_CELLS a 422
+    on ``method`` with the limit, before any work; attribution patching still answers."""
+    body = {"model": "marian", "text": TEXT, "target": TARGET, "stack": "decoder"}
+    with _client(models_dir, max_ablation_cells=100) as client:
+        response = client.post("/api/model/attribute", json={**body, "method": "exact"})
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"] == ["body", "method"] and detail["ctx"]["limit"] == 100
+        assert detail["msg"].startswith("exact costs the decoder stack's")
+        assert client.post("/api/model/attribute", json=body).status_code == 200
