@@ -61,10 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.big_checkpoint import make, stored_bytes, text_of  # noqa: E402
 
 WARM_TOKENS = 128
-RUN = (
-    ".venv/bin/python bench/bench_gpu_big.py --root /tmp/bigckpt [--record] "
-    "(before a GPU session: --check, every side tiny on the CPU)"
-)
+# How to run it (--check first: every side tiny on the CPU, before a GPU session).
+RUN = ".venv/bin/python bench/bench_gpu_big.py [--check] [--root /tmp/bigckpt] [--record]"
 # Seconds each child may take (a 16 GB load is ~20 s of it), and the whole run.
 LIMITS = {"sdpa": 120, "kernel": 150, "moonshot": 200, "steps": 240}
 RUN_SECONDS = 290

@@ -763,8 +763,8 @@ def test_seq2seq_logit_lens_equals_transformers_decoder_states_unembedded(
     served: tuple[str, TestClient], seq2seq_reference: dict[str, torch.nn.Module], name: str
 ) -> None:
     """After each decoder layer, transformers' decoder hidden state through the LM head
-    (``unembedded``); the last layer's is the model's own logits.  The encoder's lens says
-    why it has none.  At ≈20 and ≈300 source tokens."""
+    (``unembedded``); the last layer's is the model's own logits.  The encoder's and the
+    cross stack's lens say why they have none.  At ≈20 and ≈300 source tokens."""
     length, client = served
     model, hf = loaded(client, name), seq2seq_reference[name]
     text = analysed_text(length, client, name)
@@ -782,11 +782,14 @@ def test_seq2seq_logit_lens_equals_transformers_decoder_states_unembedded(
     own = torch.softmax(out.logits[0].float(), dim=-1).topk(5, dim=-1)
     close(lens["top_probs"][-1], own.values)
     assert lens["top_ids"][-1] == own.indices.tolist()
-    response = client.post(
-        "/api/model/logit-lens",
-        json={"model": name, "text": TEXT, "target": TARGET, "stack": "encoder"},
-    )
-    assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "stack"
+    for stack, why in (("encoder", "never by the LM head"), ("cross", "stack 'decoder' reads")):
+        response = client.post(
+            "/api/model/logit-lens",
+            json={"model": name, "text": TEXT, "target": TARGET, "stack": stack},
+        )
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"][-1] == "stack" and why in detail["msg"]
 
 
 def seq2seq_patching_oracle(
