@@ -3,7 +3,8 @@ Triton's interpreter: its pooled grids against the blocked float32 path's ``MapG
 the same q and k (grouped-query heads, causal or not, lengths that are no multiple of
 the tile or of the cells, tiles spanning two cells and cells finer than a tile), the
 16-bit rounding's bound, when ``LongPass`` takes it, and a model's overview through the
-API with the option on and off."""
+API with the option on and off (a hand-written Llama, and a Qwen3 through transformers,
+whose causal mask the pass describes: ``hf.described_mask``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from attention_core.models.maps.long_maps import LongPass
 from attention_core.models.maps.map_grid import MapGrid, MapQuery
 from attention_core.models.maps.pooling import Region, block_size
 from tests.models.checkpoints import make_llama
+from tests.models.hf_checkpoints import make_hf
 from tests.requires import require
 
 require("triton")
@@ -187,6 +189,7 @@ def test_long_pass_takes_it_when_asked_and_nothing_else_reads_the_blocks(
 
 
 MODEL = "pooled-llama"
+HF_MODEL = "pooled-qwen3"  # through the transformers backend (its mask described)
 
 
 @pytest.fixture(scope="module")
@@ -194,10 +197,11 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require("transformers")
     root = tmp_path_factory.mktemp("gpu-pooled")
     make_llama(root / MODEL, max_position_embeddings=256, seed=4)
+    make_hf(root / HF_MODEL, "tiny-qwen3", seed=5, max_position_embeddings=256)
     return root
 
 
-def overview(models_dir: Path, device_pooling: bool) -> dict[str, Any]:
+def overview(models_dir: Path, device_pooling: bool, model: str = MODEL) -> dict[str, Any]:
     settings = Settings(
         models=str(models_dir),
         hf_cache=False,
@@ -205,7 +209,7 @@ def overview(models_dir: Path, device_pooling: bool) -> dict[str, Any]:
         model_long_rollout_tokens=0,
         model_device_pooling=device_pooling,
     )
-    body = {"model": MODEL, "text": "the river bank was muddy " * 20, "pool": 9}
+    body = {"model": model, "text": "the river bank was muddy " * 20, "pool": 9}
     with TestClient(create_app(settings)) as client:
         response = client.post("/api/model/attention", json=body)
     assert response.status_code == 200, response.text
@@ -214,13 +218,14 @@ def overview(models_dir: Path, device_pooling: bool) -> dict[str, Any]:
     return answer
 
 
+@pytest.mark.parametrize("model", [MODEL, HF_MODEL])
 def test_a_models_overview_through_the_api_is_the_same_either_way(
-    models_dir: Path, monkeypatch: pytest.MonkeyPatch
+    models_dir: Path, monkeypatch: pytest.MonkeyPatch, model: str
 ) -> None:
     calls = spy(monkeypatch)
-    kernel = overview(models_dir, device_pooling=True)
+    kernel = overview(models_dir, device_pooling=True, model=model)
     assert len(calls) == 2  # both layers
-    blocked = overview(models_dir, device_pooling=False)
+    blocked = overview(models_dir, device_pooling=False, model=model)
     assert len(calls) == 2
     for key in ("attentions", "head_average"):
         ours, theirs = torch.tensor(kernel[key]), torch.tensor(blocked[key])
