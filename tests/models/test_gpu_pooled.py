@@ -9,6 +9,7 @@ whose causal mask the pass describes: ``hf.described_mask``)."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -277,3 +278,28 @@ def test_the_autotuner_times_only_tiles_that_fit_the_pooling_blocks(
     # Blocks of 8 (finer than any tile): 16 × 16 tiles, each entry its own atomic.
     assert {(r, c) for r, c, *_ in shapes(16, 16)} == {(16, 16)}
     assert not _two_cells({"BM": 16, "BN": 16, "block_r": 8, "block_c": 8})
+
+
+def test_two_threads_pool_at_once_each_into_its_own_grid() -> None:
+    """Two model threads launch the tuned kernel at once (different pools: different
+    autotuner keys); each grid is still its own blocked path's."""
+    calls = [(plain_call(T=40), whole(40, 5)), (plain_call(T=48), whole(48, 3))]
+    results: dict[int, MapGrid] = {}
+
+    def pool(index: int) -> None:
+        call, query = calls[index]
+        H, T = int(call.query.shape[1]), int(call.query.shape[2])
+        for _ in range(3):
+            grid = MapGrid(query, H, T, T)
+            gpu_pooled.pooled_attend(call, grid)
+            results[index] = grid
+
+    threads = [threading.Thread(target=pool, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not gpu_pooled.FAILED
+    for index, (call, query) in enumerate(calls):
+        expected, _ = blocked_grid(call, query)
+        assert torch.allclose(results[index].heads, expected.heads, atol=1e-5, rtol=0)
