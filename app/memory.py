@@ -63,8 +63,12 @@ class Trimmer(threading.Thread):
         while not self._halt.wait(self.seconds):
             trim()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the thread and wait for it (a trim under way finishes first): no thread of
+        the app is left running when the process exits after the app's lifespan."""
         self._halt.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout)
 
 
 def start_trimmer(seconds: float) -> Trimmer | None:

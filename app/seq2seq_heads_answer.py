@@ -19,6 +19,8 @@ from .schemas.heads import (
 from .settings import Settings
 
 if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
+    from attention_core.analysis.seq2seq_heads import Seq2SeqText
+    from attention_core.models.base.capabilities import StackName
     from attention_core.models.hf.seq2seq import EncoderDecoder
 
 
@@ -35,17 +37,7 @@ def seq2seq_ablation(
         heads.check_stack_heads(model, stack, chosen)
     text = heads.read(model, body.text, body.target, "ablation")
     if body.each_head:
-        cost, limit = heads.each_head_cost(model, stack, text), settings.max_ablation_cells
-        if cost > limit:
-            raise over_limit(
-                ["body", "each_head"],
-                f"each_head costs the {stack} stack's layers × heads × (source + target "
-                f"tokens)² = {cost}; the limit is {limit} (ATTENTION_VIZ_MAX_ABLATION_CELLS): "
-                "use a shorter text or target",
-                limit=limit,
-                found=cost,
-                setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
-            )
+        check_each_head(model, stack, text, settings, "each_head")
     with torch.inference_mode():
         result = heads.ablate_stack(model, text, stack, chosen, body.mode) if chosen else None
         grid = heads.each_head_effects(model, text, stack, body.mode) if body.each_head else None
@@ -59,6 +51,33 @@ def seq2seq_ablation(
         list(model.tokenize(body.text).tokens),
     )
     return ablation_response(read, Ablated(chosen, body.mode, result, grid, "delta_loss"))
+
+
+def check_each_head(
+    model: EncoderDecoder,
+    stack: StackName,
+    text: Seq2SeqText,
+    settings: Settings,
+    field: str,
+    what: str | None = None,
+    other: str = "",
+) -> None:
+    """Each head of ``stack`` ablated alone (``each_head``, attribution's ``exact``) within
+    ATTENTION_VIZ_MAX_ABLATION_CELLS, else a 422 on ``field`` saying ``what`` costs that
+    (default: the field) and ``other`` (what else to ask)."""
+    from attention_core.analysis.seq2seq_heads import each_head_cost
+
+    cost, limit = each_head_cost(model, stack, text), settings.max_ablation_cells
+    if cost > limit:
+        raise over_limit(
+            ["body", field],
+            f"{what or field} costs the {stack} stack's layers × heads × (source + target "
+            f"tokens)² = {cost}; the limit is {limit} (ATTENTION_VIZ_MAX_ABLATION_CELLS): "
+            f"use a shorter text or target{other}",
+            limit=limit,
+            found=cost,
+            setting="ATTENTION_VIZ_MAX_ABLATION_CELLS",
+        )
 
 
 def seq2seq_lens(model: EncoderDecoder, name: str, body: LogitLensRequest) -> LogitLensResponse:

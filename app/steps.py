@@ -2,13 +2,14 @@
 the response's fields), and what the pages title and say about each.
 
 ``explorer.html`` renders a panel per step from ``STEPS`` and the pages get the same
-list in their initial data (``pipeline.js``), so a step is named in one place.
+list in their initial data (``ToyPageData.steps``, read by ``pipeline.js``), so a
+step is named in one place.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 # The names, in order: the only place they are spelled (STEP_NAMES derives from it).
 StepName = Literal[
@@ -125,8 +126,3 @@ STEPS: tuple[Step, ...] = (
 
 # The steps computed per head (the others are one matrix for the layer).
 HEAD_STEPS: tuple[str, ...] = tuple(s.key for s in STEPS if not s.shared)
-
-
-def steps_data() -> list[dict[str, Any]]:
-    """``STEPS`` as the pages' initial data."""
-    return [asdict(s) for s in STEPS]

@@ -9,6 +9,7 @@ from attention_core.analysis.attribution import Attribution
 from attention_core.analysis.qk_decomposition import Why
 
 from .model_payloads import float_array
+from .schemas.model import Stack
 from .schemas.why import AttributeResponse, Confirmed, Contribution, HeadRef, Target, WhyResponse
 
 
@@ -19,15 +20,19 @@ def why_payload(
     cell: tuple[int, int, int, int],
     result: Why,
     top: int,
+    stack: Stack | None = None,
+    source_tokens: list[str] | None = None,
 ) -> WhyResponse:
-    """``cell``: (layer, head) from 1, (row, col) from 0; ``top`` pairs listed."""
+    """``cell``: (layer, head) from 1, (row, col) from 0; ``top`` pairs listed; ``stack``
+    and ``source_tokens``: an encoder-decoder's."""
     layer, head, row, col = cell
     names = result.components
+    keys = result.key_components or names
     flat = result.grid.flatten()
     order = flat.abs().argsort(descending=True)[:top].tolist()
-    N = len(names)
+    N = len(keys)
     pairs = [
-        Contribution(query=names[i // N], key=names[i % N], value=float(flat[i])) for i in order
+        Contribution(query=names[i // N], key=keys[i % N], value=float(flat[i])) for i in order
     ]
     return WhyResponse(
         model=model,
@@ -42,6 +47,9 @@ def why_payload(
         scale=result.scale,
         softcap=result.softcap,
         components=list(names),
+        key_components=None if result.key_components is None else list(keys),
+        stack=stack,
+        source_tokens=source_tokens,
         contributions=pairs,
         rest=result.score - sum(p.value for p in pairs),
         grid=float_array(result.grid),

@@ -26,10 +26,21 @@ bf16 weights, tensor by tensor; ~27 s on an H200):
   against the kernel's overview at that length (``kernel``'s last request): time, and
   their uint8 maps cell by cell.
 
+Before each timed overview the kernel is built and autotuned for its length and pool
+on random q and k of the model's heads (``warm_kernel``; its seconds are printed as
+``kernel_warm_seconds``, not counted in the overview's).
+
 Goals (issue 30): the overview <= 1.5x one SDPA forward and <= 20 MB; the head at
 full resolution <= 1 s after it; the moonshot at all, never a T × T tensor.  Timings
-synchronize the GPU.  On a CPU: ``--shape llama-tiny --tokens 2048 --device cpu
---moonshot 0 --interpret`` (the kernel in Triton's interpreter).
+synchronize the GPU.
+
+Before a GPU session: ``.venv/bin/python bench/bench_gpu_big.py --check`` runs every
+side (sdpa, kernel with its zoom and comparison, steps, moonshot) at a few hundred
+tokens of ``llama-tiny`` on the CPU, the kernel in Triton's interpreter, and exits
+non-zero unless each answered and the kernel pooled every layer (80-100 s on 2 busy
+cores, most of it the four children's imports: too long for the test suite, so run it
+by hand after changing this script or the kernel).  On a CPU at other sizes:
+``--shape llama-tiny --tokens 2048 --device cpu --moonshot 0 --interpret``.
 """
 
 from __future__ import annotations
@@ -39,9 +50,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -49,7 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.big_checkpoint import make, stored_bytes, text_of  # noqa: E402
 
 WARM_TOKENS = 128
-KERNEL_WARM_TOKENS = 1024
+# How to run it (--check first: every side tiny on the CPU, before a GPU session).
+RUN = ".venv/bin/python bench/bench_gpu_big.py [--check] [--root /tmp/bigckpt] [--record]"
 # Seconds each child may take (a 16 GB load is ~20 s of it), and the whole run.
 LIMITS = {"sdpa": 120, "kernel": 150, "moonshot": 200, "steps": 240}
 RUN_SECONDS = 290
@@ -100,7 +113,7 @@ def ours(args: argparse.Namespace) -> dict[str, Any]:
         models=str(args.dir.parent),
         hf_cache=False,
         device=args.device,
-        model_max_tokens=max(args.tokens, args.compare_tokens, KERNEL_WARM_TOKENS),
+        model_max_tokens=max(args.tokens, args.compare_tokens, WARM_TOKENS),
         max_model_bytes=10**12,  # held whole on the GPU, not spread
         model_long_cache_bytes=2**40,  # keep the q and k of all 32 layers for the zoom
         model_max_answer_cells=2**30,
@@ -113,13 +126,14 @@ def ours(args: argparse.Namespace) -> dict[str, Any]:
     body: dict[str, Any] = {"model": args.dir.name, "format": "compact", "pool": args.pool}
     with TestClient(create_app(settings)) as client:
         overview(client, body, WARM_TOKENS, args.device)
+        warmed = 0.0
         for tokens in (args.tokens, args.compare_tokens):
-            if tokens and args.pooling == "on" and not args.interpret:  # built first
-                warm = {**body, "pool": kernel_warm_pool(tokens, args.pool)}
-                overview(client, warm, KERNEL_WARM_TOKENS, args.device)
+            if tokens and args.pooling == "on":  # built and tuned first
+                warmed += warm_kernel(args.dir, tokens, args.pool, args.device)
         pooled.clear()
         result, answer = overview(client, body, args.tokens, args.device)
         result |= {"kernel_layers": len(pooled)}  # layers whose maps the kernel pooled
+        result |= {"kernel_warm_seconds": warmed}
         result |= zoom(client, body, args)
         if args.compare_tokens:
             second, answer = overview(client, body, args.compare_tokens, args.device)
@@ -146,15 +160,33 @@ def overview(
     return result, answer
 
 
-def kernel_warm_pool(tokens: int, pool: int) -> int:
-    """The pool that makes a ``KERNEL_WARM_TOKENS``-long text use the kernel build (its
-    tile) that ``tokens`` tokens pooled to ``pool`` cells use: Triton builds a kernel on
-    its first call, seconds that are not the overview's."""
-    from attention_core.models.maps.gpu_pooled import TILE_ROWS, tiles
-    from attention_core.models.maps.pooling import block_size
+def warm_kernel(directory: Path, tokens: int, pool: int, device: str) -> float:
+    """Triton's builds of the kernel and its autotuning (``pooled_kernel.pooled_maps_tuned``:
+    keyed on the head dim, T's power-of-two bucket and the tile caps) for a ``tokens``-long
+    overview pooled to ``pool`` cells, on random q and k of the model's heads, before the
+    timed request: seconds that are not the overview's.  On a GPU both 16-bit types (the
+    layer picks one per call); on a CPU (the interpreter) float32, as there."""
+    import torch
 
-    tile, _ = tiles(block_size(tokens, pool), TILE_ROWS)
-    return max(1, KERNEL_WARM_TOKENS // tile)
+    from attention_core.models.maps import gpu_pooled
+    from attention_core.models.maps.map_grid import MapGrid, MapQuery
+    from attention_core.models.maps.pooling import Region, block_size
+
+    config = json.loads((directory / "config.json").read_text())
+    H, H_kv = int(config["num_attention_heads"]), int(config["num_key_value_heads"])
+    D = int(config.get("head_dim") or config["hidden_size"] // H)
+    block = block_size(tokens, pool)
+    query = MapQuery(None, Region(0, tokens, 0, tokens), (block, block), None)
+    dtypes = (torch.float16, torch.bfloat16) if device == "cuda" else (torch.float32,)
+    start = time.perf_counter()
+    for dtype in dtypes:
+        q = torch.randn(H, tokens, D, device=device).mul_(0.1).to(dtype)
+        k = torch.randn(H_kv, tokens, D, device=device).mul_(0.1).to(dtype)
+        lse = torch.zeros(H, tokens, device=device)
+        gpu_pooled.pool_layer(q, k, lse, D**-0.5, True, MapGrid(query, H, tokens, tokens))
+        del q, k, lse
+    synchronize(device)
+    return time.perf_counter() - start
 
 
 def count_kernel_layers(interpret: bool) -> list[int]:
@@ -267,6 +299,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--interpret", action="store_true", help="the kernel on a CPU")
     parser.add_argument("--seconds", type=int, default=RUN_SECONDS, help="the whole run's")
     parser.add_argument("--record", action="store_true")
+    parser.add_argument("--check", action="store_true", help="every side, tiny, on the CPU")
     parser.add_argument("--child", choices=["ours", "sdpa"])
     parser.add_argument("--pooling", choices=["on", "off"], default="on")
     parser.add_argument("--dump", type=Path)
@@ -274,11 +307,43 @@ def parse() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def leave(result: dict[str, Any]) -> NoReturn:
+    """A child's end: its result printed, the threads still running named on stderr, then
+    ``os._exit``.  A plain exit finalizes the interpreter while such a thread may be
+    inside a torch op with the GIL released; taking the GIL back then ends the thread
+    by ``pthread_exit``, whose unwinding through the op's C++ frames aborts the process
+    ("terminate called without an active exception", seen at the end of GPU children)
+    after the result was already written."""
+    print(json.dumps(result), flush=True)
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        print(f"threads running at the child's end: {others}", file=sys.stderr, flush=True)
+    sys.stderr.flush()
+    os._exit(0)
+
+
+# ``--check``: every side of the run at a few hundred tokens on the CPU, the kernel in
+# Triton's interpreter (about a minute): a script broken by a change shows here, before
+# a GPU's time is spent on it.
+CHECK = {
+    "shape": "llama-tiny",
+    "tokens": 256,
+    "moonshot": 288,
+    "steps_tokens": 192,
+    "pool": 2,
+    "zoom": 32,
+    "device": "cpu",
+    "interpret": True,
+}
+
+
 def main() -> None:
     args = parse()
     if args.child is not None:
-        print(json.dumps(sdpa(args) if args.child == "sdpa" else ours(args)))
-        return
+        leave(sdpa(args) if args.child == "sdpa" else ours(args))
+    if args.check:
+        args.__dict__.update(CHECK)
+        args.root = args.root.with_name(args.root.name + "-check")
     start = time.perf_counter()
     deadline = start + args.seconds * (1 if args.device == "cuda" else 4)
     directory = make(args.shape, args.root)
@@ -303,8 +368,35 @@ def main() -> None:
     if all(path.is_file() for path in dumps.values()):
         print(f"T = {steps_T}: {compared(dumps['kernel'], dumps['steps'])}", flush=True)
     print(f"total {time.perf_counter() - start:.0f} s", flush=True)
+    rows = result_rows(args, results)
+    if args.check:
+        sys.exit(check_failures(directory, results, dumps, rows))
     if args.record:
-        record_rows(args, results)
+        record_rows(rows)
+
+
+def check_failures(
+    directory: Path,
+    results: dict[str, dict[str, Any] | None],
+    dumps: dict[str, Path],
+    rows: list[dict[str, Any]],
+) -> int:
+    """``--check``'s verdict (0: every side answered, the kernel pooled every layer of its
+    overviews, both paths' maps were dumped and a row was made of each figure)."""
+    layers = int(json.loads((directory / "config.json").read_text())["num_hidden_layers"])
+    failures = [f"{side}: no result" for side, result in results.items() if result is None]
+    for side in ("kernel", "moonshot"):
+        pooled = (results.get(side) or {}).get("kernel_layers")
+        if pooled is not None and pooled != layers:
+            failures.append(f"{side}: the kernel pooled {pooled} of {layers} layers")
+    failures += [f"no {path}" for path in dumps.values() if not path.is_file()]
+    if len(rows) != 4:
+        failures.append(f"{len(rows)} rows to record, not 4")
+    for failure in failures:
+        print(f"check failed: {failure}", flush=True)
+    if not failures:
+        print("check: every side ran and answered", flush=True)
+    return 1 if failures else 0
 
 
 def summary(
@@ -341,10 +433,13 @@ def summary(
     return lines
 
 
-def record_rows(args: argparse.Namespace, results: dict[str, dict[str, Any] | None]) -> None:
+def result_rows(
+    args: argparse.Namespace, results: dict[str, dict[str, Any] | None]
+) -> list[dict[str, Any]]:
+    """The rows ``--record`` writes (built in ``--check`` too, so their code runs)."""
     import torch
 
-    from bench.record import machine, record
+    from bench.record import machine
 
     gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else "CPU"
     theirs, mine = results.get("sdpa"), results.get("kernel")
@@ -380,10 +475,16 @@ def record_rows(args: argparse.Namespace, results: dict[str, dict[str, Any] | No
     rows += other_rows(args, results, shape)
     for row in rows:
         row |= {"machine": where, "command": command}
+    return rows
+
+
+def record_rows(rows: list[dict[str, Any]]) -> None:
+    from bench.record import record
+
     record(
         "bench/bench_gpu_big.py",
         "Big models on one GPU: the pooled overview of every head vs one SDPA forward.",
-        ".venv/bin/python bench/bench_gpu_big.py --root /tmp/bigckpt [--record]",
+        RUN,
         rows,
     )
 

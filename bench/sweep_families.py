@@ -10,8 +10,9 @@ the same checkpoint, to 1e-5; an encoder-decoder's three stacks each.
 
 Each type runs in a forked child with a time limit (``--timeout``), so one
 that hangs or crashes is recorded as such; nothing is skipped silently.
-Writes ``--out`` (JSON, one record per type), the table ``docs/model-types.md``
-and the summary figures (``bench/results/sweep_families.json``).  Run it from a
+Writes ``--out`` (JSON, one record per type; ``--types`` replaces those types'
+rows of the last whole sweep), the table ``docs/model-types.md`` from it, and,
+after a whole sweep, the summary figure (``bench/results/sweep_families.json``).  Run it from a
 tree nobody edits while it runs (the children import lazily).
 
     PYTHONPATH=$PWD .venv/bin/python bench/sweep_families.py [--timeout 60] [--types a b]
@@ -369,13 +370,22 @@ def record_summary(result: dict[str, Any], command: str) -> None:
                 "figure": "model types that open with every map equal to eager attention (1e-5)",
                 "value": head["equal"],
                 "unit": f"of {head['tried']} types",
-                "note": ", ".join(f"{k} {v}" for k, v in head["by_status"].items())
-                + f"; transformers {head['transformers']}; docs/model-types.md",
+                # The counts by status are written once: docs/model-types.md (from --out).
+                "note": f"transformers {head['transformers']}; the rest, by status and "
+                "reason: docs/model-types.md",
                 "machine": machine(),
                 "command": command,
             }
         ],
     )
+
+
+def merged(out: Path, rerun: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of ``out`` (the last whole sweep) with the rerun types' rows replaced."""
+    fresh = {r["model_type"]: r for r in rerun}
+    old = json.loads(out.read_text())["records"] if out.exists() else []
+    kept = [fresh.pop(r["model_type"], r) for r in old]
+    return kept + list(fresh.values())
 
 
 def main() -> None:
@@ -386,11 +396,13 @@ def main() -> None:
     args = parser.parse_args()
     types = args.types or model_types()
     records = run(types, args.timeout)
+    if args.types:  # a rerun of some types replaces their rows of the whole sweep's
+        records = merged(args.out, records)
     result = {"summary": summary(records), "records": records}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    if not args.types:  # the whole sweep: the docs' table and the recorded figure
-        TABLE.write_text(table(result))
+    TABLE.write_text(table(result))
+    if not args.types:  # the whole sweep: the recorded figure and the machine it ran on
         record_summary(result, "PYTHONPATH=$PWD " + " ".join(["python", *sys.argv]))
     print(json.dumps(result["summary"], indent=1))
     sys.exit(0)

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeGuard
 
 from fastapi import Depends
 from fastapi.responses import JSONResponse
+
+from attention_core.models import TextModel
 
 from ..json_reply import json_response as json_response
 from ..schemas.attention import ErrorBody
 from ..settings import Settings, get_settings
 
+if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
+    from attention_core.models.hf.seq2seq import EncoderDecoder
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def reads_target(model: TextModel) -> TypeGuard[EncoderDecoder]:
+    """Whether ``model`` reads a target beside its text (its stacks say so)."""
+    return model.capabilities.reads_target
+
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Body not UTF-8 JSON, or nested too deeply"},

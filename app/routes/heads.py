@@ -7,7 +7,7 @@ a model thread (``app.model_work``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING
 
 import torch
 from fastapi import APIRouter, Request, Response
@@ -22,7 +22,7 @@ from attention_core.analysis import (
 )
 from attention_core.analysis.clean_predictions import CLEAN
 from attention_core.analysis.model_scores import score_model
-from attention_core.models import ModelRegistry, TextModel
+from attention_core.models import ModelRegistry
 
 from ..ablation_answer import Ablated, Measure, Read, ablation_response, float32_grid
 from ..limits import over_limit
@@ -41,17 +41,12 @@ from ..schemas.heads import (
 from ..seq2seq_heads_answer import seq2seq_ablation, seq2seq_lens
 from ..settings import Settings
 from ..work_limits import check_target
-from .common import ERRORS, SettingsDep, json_response
+from .common import ERRORS, SettingsDep, json_response, reads_target
 
 if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
-    from attention_core.models.hf.seq2seq import EncoderDecoder
+    pass
 
 router = APIRouter(prefix="/api/model", tags=["model"])
-
-
-def _reads_target(model: TextModel) -> TypeGuard[EncoderDecoder]:
-    """Whether ``model`` reads a target beside its text (its stacks say so)."""
-    return model.capabilities.reads_target
 
 
 @router.post("/head-scores", response_model=HeadScoresResponse, responses=ERRORS)
@@ -117,7 +112,7 @@ async def ablate_heads(body: AblateRequest, request: Request, settings: Settings
 
 def _ablate_heads(body: AblateRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    if _reads_target(model):
+    if reads_target(model):
         return json_response(seq2seq_ablation(model, entry.name, body, settings))
     model.capabilities.check_fields(entry.name, body.target, body.stack)
     heads = head_model(model)
@@ -163,7 +158,7 @@ async def lens(body: LogitLensRequest, request: Request, settings: SettingsDep) 
 
 def _lens(body: LogitLensRequest, registry: ModelRegistry, settings: Settings) -> Response:
     entry, model = load(registry, body.model)
-    if _reads_target(model):
+    if reads_target(model):
         return json_response(seq2seq_lens(model, entry.name, body))
     model.capabilities.check_fields(entry.name, body.target, body.stack)
     heads = head_model(model)

@@ -21,21 +21,28 @@ from ..family_labels import FAMILY_LABELS
 from ..model_listing import listing
 from ..model_registry import get_registry
 from ..schemas.heads import SCORE_LABELS
+from ..schemas.model import ModelSummary
+from ..schemas.pages import (
+    CompareTexts,
+    ModelOption,
+    ModelOptions,
+    ModelPageData,
+    ModelPageLimits,
+    ModelTexts,
+)
 from ..templating import templates
 
 router = APIRouter(include_in_schema=False)
 
-DEFAULTS: dict[str, Any] = {
-    "text": "The cat sat on the mat because it was tired.",
-    "text_b": "",
-    "prompt": "The cat sat on the mat because",
-    "max_new_tokens": 20,
-    "compare": {
-        "text_a": "the river bank was muddy",
-        "text_b": "the bank approved the loan",
-        "word": "bank",
-    },
-}
+TEXTS = ModelTexts(
+    text="The cat sat on the mat because it was tired.",
+    text_b="",
+    prompt="The cat sat on the mat because",
+    max_new_tokens=20,
+    compare=CompareTexts(
+        text_a="the river bank was muddy", text_b="the bank approved the loan", word="bank"
+    ),
+)
 
 FAMILY_NAMES = FAMILY_LABELS
 REASON_CHARS = 90
@@ -78,23 +85,28 @@ def option_label(model: dict[str, Any]) -> str:
     return f"{model['name']} — not supported: {reason}"
 
 
-def model_list(request: Request) -> dict[str, Any]:
+def option(model: ModelSummary) -> ModelOption:
+    """A model of the listing with its picker label and description (``describe`` and
+    ``option_label`` read its fields, sizes included, by name)."""
+    fields = model.model_dump()
+    about = describe(fields) if model.supported else (model.reason or "")
+    return ModelOption.model_validate({**fields, "label": option_label(fields), "about": about})
+
+
+def model_list(request: Request) -> ModelOptions:
     """``GET /api/models``'s body, each model with its picker label and description."""
-    body = listing(get_registry(request)).model_dump()
-    for item in body["models"]:
-        item["label"] = option_label(item)
-        item["about"] = describe(item) if item["supported"] else str(item["reason"] or "")
-    return body
+    body = listing(get_registry(request))
+    return ModelOptions(default=body.default, models=[option(m) for m in body.models])
 
 
-def chosen_model(listing: dict[str, Any], asked: str | None) -> dict[str, Any] | None:
+def chosen_model(listing: ModelOptions, asked: str | None) -> ModelOption | None:
     """The model the URL asks for when it can be shown, else the default (or the first
     supported one); None when there is no supported model at all."""
-    supported: list[dict[str, Any]] = [m for m in listing["models"] if m["supported"]]
-    by_name: dict[str, dict[str, Any]] = {m["name"]: m for m in supported}
+    supported = [m for m in listing.models if m.supported]
+    by_name = {m.name: m for m in supported}
     if asked is not None and asked in by_name:
         return by_name[asked]
-    return by_name.get(listing["default"] or "") or (supported[0] if supported else None)
+    return by_name.get(listing.default or "") or (supported[0] if supported else None)
 
 
 @router.get("/model", response_class=HTMLResponse, name="model_page")
@@ -102,28 +114,27 @@ def model_page(request: Request) -> HTMLResponse:
     settings = request.app.state.settings
     listing = model_list(request)
     chosen = chosen_model(listing, request.query_params.get("model"))
-    generating = bool(chosen and chosen["causal"]) and request.query_params.get("gen") == "1"
-    initial = {
-        **DEFAULTS,
-        "models": listing,
-        "score_names": list(SCORE_LABELS),  # "Sort by" lists them before any scores arrive
-        "limits": {
-            "max_new_tokens": settings.max_new_tokens,
-            "max_vocabulary_words": settings.max_vocabulary_words,
-            "max_token_chars": settings.max_token_chars,
-        },
-    }
+    generating = bool(chosen and chosen.causal) and request.query_params.get("gen") == "1"
+    initial = ModelPageData(
+        **TEXTS.model_dump(),
+        models=listing,
+        score_names=list(SCORE_LABELS),  # "Sort by" lists them before any scores arrive
+        limits=ModelPageLimits(
+            max_new_tokens=settings.max_new_tokens,
+            max_vocabulary_words=settings.max_vocabulary_words,
+            max_token_chars=settings.max_token_chars,
+        ),
+    )
     return templates.TemplateResponse(
         request=request,
         name="model.html",
         context={
             "page": "model",
             "title": "Real models",
-            "initial": initial,
-            "models": listing["models"],
+            "initial": initial.model_dump(mode="json"),
+            "models": listing.models,
             "chosen": chosen,
             "generating": generating,
-            "defaults": DEFAULTS,
             "max_new_tokens": settings.max_new_tokens,
         },
     )

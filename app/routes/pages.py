@@ -8,7 +8,6 @@ block, and everything else comes from the JSON API.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -18,8 +17,9 @@ from attention_core import PRESETS, TOY_VOCABULARY, SpecError
 from ..convert import preset_summary, request_from_spec
 from ..family_labels import FAMILY_LABELS
 from ..model_registry import get_registry
+from ..schemas.pages import PagePreset, ToyPageData
 from ..settings import Settings
-from ..steps import STEPS, steps_data
+from ..steps import STEPS
 from ..templating import templates
 from .api import published_limits
 
@@ -27,21 +27,12 @@ router = APIRouter(include_in_schema=False)
 
 
 @cache
-def _initial_data() -> dict[str, Any]:
-    """What every page needs before its first request: the presets (summary and
-    spec, as ``GET /api/presets/{name}`` gives them) and the toy vocabulary."""
-    return {
-        "presets": [
-            {
-                **preset_summary(p).model_dump(),
-                "spec": request_from_spec(p.spec).model_dump(mode="json", exclude={"steps"}),
-            }
-            for p in PRESETS.values()
-        ],
-        "vocabulary": {word: list(vector) for word, vector in TOY_VOCABULARY.items()},
-        "steps": steps_data(),
-        "family_labels": FAMILY_LABELS,
-    }
+def _presets() -> list[PagePreset]:
+    """The presets, summary and spec, as ``GET /api/presets/{name}`` gives them."""
+    return [
+        PagePreset(**preset_summary(p).model_dump(), spec=request_from_spec(p.spec))
+        for p in PRESETS.values()
+    ]
 
 
 def _model_vectors_available(request: Request) -> bool:
@@ -54,13 +45,18 @@ def _model_vectors_available(request: Request) -> bool:
     return entry.supported and entry.causal is False and entry.backend == "core"
 
 
-def _server_data(request: Request, settings: Settings) -> dict[str, Any]:
-    """What depends on the server: the limits pages cap their controls to (the same as
-    ``GET /api/limits``) and whether MiniLM word vectors can be asked for."""
-    return {
-        "limits": published_limits(settings).model_dump(),
-        "model_vectors": _model_vectors_available(request),
-    }
+def page_data(request: Request, settings: Settings) -> ToyPageData:
+    """What every toy page needs before its first request: the presets, the toy vocabulary,
+    the steps, the limits pages cap their controls to (as ``GET /api/limits``) and whether
+    MiniLM word vectors can be asked for."""
+    return ToyPageData(
+        presets=_presets(),
+        vocabulary={word: list(vector) for word, vector in TOY_VOCABULARY.items()},
+        steps=list(STEPS),
+        family_labels=FAMILY_LABELS,
+        limits=published_limits(settings),
+        model_vectors=_model_vectors_available(request),
+    )
 
 
 def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
@@ -71,7 +67,7 @@ def _page(request: Request, name: str, page: str, title: str) -> HTMLResponse:
         context={
             "page": page,
             "title": title,
-            "initial": {**_initial_data(), **_server_data(request, settings)},
+            "initial": page_data(request, settings).page_json(),
             "steps": STEPS,
         },
     )

@@ -19,6 +19,7 @@ from attention_core.training import (
     default_text,
 )
 
+from ..schemas.pages import Architecture, CorpusGlimpse, TrainPageData
 from ..templating import templates
 from .train import train_limits
 
@@ -30,21 +31,19 @@ CORPUS_EXCERPT_CHARS = 600
 def train_page(request: Request) -> HTMLResponse:
     settings = request.app.state.settings
     corpus = default_text()
-    initial = {
+    initial = TrainPageData(
         # A list: Jinja's tojson sorts object keys, and the ladder has an order.
-        "architectures": [{"name": k, "description": v} for k, v in ARCHITECTURES.items()],
-        "presets": {name: config.to_dict() for name, config in TRAINING_PRESETS.items()},
-        "fixed": FIXED_SETTINGS,
-        "default_probe": DEFAULT_PROBE,
-        "limits": train_limits(settings),
-        "corpus": {
-            "name": "bank_stories.txt",
-            "characters": len(corpus),
-            "excerpt": corpus[:CORPUS_EXCERPT_CHARS],
-        },
-    }
-    return templates.TemplateResponse(
-        request=request,
-        name="train.html",
-        context={"page": "train", "title": "Train a tiny GPT", "initial": initial},
+        architectures=[Architecture(name=k, description=v) for k, v in ARCHITECTURES.items()],
+        presets={name: config.to_dict() for name, config in TRAINING_PRESETS.items()},
+        fixed=FIXED_SETTINGS,
+        default_probe=DEFAULT_PROBE,
+        limits=train_limits(settings),
+        corpus=CorpusGlimpse(
+            name="bank_stories.txt",
+            characters=len(corpus),
+            excerpt=corpus[:CORPUS_EXCERPT_CHARS],
+        ),
     )
+    page = {"page": "train", "title": "Train a tiny GPT"}
+    context = {**page, "initial": initial.model_dump(mode="json")}
+    return templates.TemplateResponse(request=request, name="train.html", context=context)

@@ -18,9 +18,10 @@ from ..limits import over_limit
 from ..model_registry import load
 from ..model_work import model_answer
 from ..schemas.why import AttributeRequest, AttributeResponse, WhyRequest, WhyResponse
+from ..seq2seq_why_answer import seq2seq_attribute_answer, seq2seq_why_answer
 from ..settings import Settings
 from ..why_payloads import attribute_payload, why_payload
-from .common import ERRORS, SettingsDep, json_response
+from .common import ERRORS, SettingsDep, json_response, reads_target
 
 router = APIRouter(prefix="/api/model", tags=["model"])
 
@@ -34,6 +35,9 @@ async def why_cell(body: WhyRequest, request: Request) -> Response:
 
 def _why_cell(body: WhyRequest, registry: ModelRegistry) -> Response:
     entry, model = load(registry, body.model)
+    if reads_target(model):
+        return json_response(seq2seq_why_answer(model, entry.name, body))
+    model.capabilities.check_fields(entry.name, body.target, body.stack)
     heads = head_model(model)
     tokens = heads.tokenize(body.text)
     result = why(heads, tokens.ids, body.layer - 1, body.head - 1, body.row, body.col)
@@ -101,12 +105,18 @@ def _attribute_heads(
     body: AttributeRequest, registry: ModelRegistry, settings: Settings
 ) -> Response:
     entry, model = load(registry, body.model)
+    if reads_target(model):
+        return json_response(seq2seq_attribute_answer(model, entry.name, body, settings))
+    target = body.target
+    model.capabilities.check_fields(
+        entry.name, target if isinstance(target, str) else None, body.stack
+    )
     heads = decoder_heads(head_model(model), entry.name)
     tokens = heads.tokenize(body.text)
     _check_cost(heads, body.method, len(tokens.ids), settings)
     asked = None
-    if body.target is not None:
-        asked = (body.target.position, _token_id(heads, body.target.token))
+    if target is not None and not isinstance(target, str):
+        asked = (target.position, _token_id(heads, target.token))
     result = attribute(
         heads, tokens.ids, body.method, body.ablation, asked, entry.name, body.confirm_top
     )

@@ -51,16 +51,21 @@ class TrainRequest(BaseModel):
     )
 
 
-class TrainPresets(BaseModel):
-    """What the /train page offers: the ladder, each step's settings, and this server's limits."""
+class TrainLadder(BaseModel):
+    """Each step of the ladder's settings, and this server's limits (the API's and the page's)."""
 
-    architectures: dict[str, str]
     presets: dict[str, dict[str, object]]
     fixed: dict[str, dict[str, int]] = Field(
         description="what each step of the ladder fixes, whatever its settings say"
     )
     default_probe: str
     limits: dict[str, int | float]
+
+
+class TrainPresets(TrainLadder):
+    """What the /train page offers: the ladder, each step's settings, and this server's limits."""
+
+    architectures: dict[str, str]
 
 
 # The events of the stream, documented for the OpenAPI page (the route streams them as SSE).

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from . import examples
 from .heads import Grid, TextField
-from .model import ModelName, Strict
+from .model import TARGET_FIELD, ModelName, Stack, Strict
 
 MAX_PAIRS = 1000
 
@@ -23,9 +23,22 @@ class WhyRequest(Strict):
     text: str = TextField
     layer: StrictInt = Field(ge=1, description="the head's layer, from 1")
     head: StrictInt = Field(ge=1, description="the head, from 1")
-    row: StrictInt = Field(ge=0, description="the query token's index, from 0")
+    row: StrictInt = Field(
+        ge=0,
+        description="the query token's index, from 0 (an encoder-decoder's decoder and cross "
+        "stacks: a position of the decoder's input)",
+    )
     col: StrictInt = Field(
-        ge=0, description="the key token's index, from 0 (a decoder's col must be ≤ row)"
+        ge=0,
+        description="the key token's index, from 0 (a decoder's col must be ≤ row; "
+        "cross-attention's: a source token)",
+    )
+    target: str | None = Field(None, **TARGET_FIELD)
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the stack of the head ('encoder', the default: query "
+        "and key source tokens; 'decoder': causal self-attention over the target; 'cross': "
+        "a target position's query, a source token's key)",
     )
     top: StrictInt = Field(
         20,
@@ -62,7 +75,24 @@ class WhyResponse(BaseModel):
     components: list[str] = Field(
         description="what wrote to the residual stream before the layer: 'embedding', "
         "'L1 H3' (layer 1 head 3's output), 'L1 MLP', and 'biases' (the projections' "
-        "biases and the norms' shifts); norms frozen at the forward's values"
+        "biases and the norms' shifts); norms frozen at the forward's values.  An "
+        "encoder-decoder's decoder stream also has 'L1 cross H3' (its cross-attention's "
+        "heads); a cross-attention query's components include its own layer's "
+        "self-attention.  The grid's rows (and columns, without ``key_components``)"
+    )
+    key_components: list[str] | None = Field(
+        default=None,
+        description="cross-attention: the key side's components, the encoder output's "
+        "('encoder embedding', 'encoder L1 H3', 'encoder L1 MLP', 'encoder biases'), the "
+        "grid's columns; null: the key side's are ``components``",
+    )
+    stack: Stack | None = Field(
+        default=None, description="encoder-decoders: the stack of the head; null otherwise"
+    )
+    source_tokens: list[str] | None = Field(
+        default=None,
+        description="encoder-decoders: the source's tokens (``tokens`` are the rows': the "
+        "source for the encoder stack, the decoder's input for decoder and cross)",
     )
     contributions: list[Contribution] = Field(description="the largest pairs, by |value|")
     rest: float = Field(description="score − the listed values")
@@ -93,9 +123,18 @@ class AttributeRequest(Strict):
     ablation: Literal["zero", "mean"] = Field(
         "zero", description="a head's context vector replaced by 0 or by its mean over positions"
     )
-    target: Target | None = Field(
+    target: Target | StrictStr | None = Field(
         None,
-        description="null: the text's mean next-token loss; else −log p(token) at position",
+        description="decoders: null, the text's mean next-token loss; else {position, token}: "
+        "−log p(token) at position.  Encoder-decoders: the decoder's text (a string, "
+        "needed), the loss the mean of −log p(target token i | source, target tokens "
+        "before i) over its tokens, as ablation's",
+    )
+    stack: Stack | None = Field(
+        None,
+        description="encoder-decoders: the stack whose grids are ``estimate``, ``exact`` and "
+        "``confirmed`` ('encoder', the default, 'decoder' or 'cross'); ``stacks`` has every "
+        "stack's estimate from the same pass",
     )
     confirm_top: StrictInt = Field(
         0,
@@ -125,7 +164,10 @@ class AttributeResponse(BaseModel):
     method: str
     ablation: str
     target: Target | None
-    target_text: str | None = Field(description="the scored token's text")
+    target_text: str | None = Field(
+        description="the scored token's text (encoder-decoders: the target, each of whose "
+        "tokens is scored)"
+    )
     loss: float = Field(description="the loss without any ablation, nats")
     estimate: Grid = Field(
         description="[layer][head] estimated Δloss (ablated − clean): atp_star's with "
@@ -147,8 +189,23 @@ class AttributeResponse(BaseModel):
         "layers cancel in the estimate, so a small estimate there may hide a head that matters",
     )
     confirmed: list[Confirmed] = Field(description="with confirm_top: those heads, exactly")
-    direct: Grid = Field(
+    direct: Grid | None = Field(
         description="[layer][head] direct logit attribution: the head's output through the "
         "frozen final norm onto the scored token's unembedding (the mean over positions of "
-        "the next token's, without a target), a logit"
+        "the next token's, without a target), a logit; null for encoder-decoders (not "
+        "computed: a head's output reaches their logits through later post-norms or, from "
+        "the encoder, only through the cross-attention)"
+    )
+    stack: Stack | None = Field(
+        default=None, description="encoder-decoders: the stack of the grids; null otherwise"
+    )
+    stacks: dict[Stack, Grid] | None = Field(
+        default=None,
+        description="encoder-decoders: every stack's [layer][head] estimate ('encoder', "
+        "'decoder', 'cross'), from the same forward and backward",
+    )
+    source_tokens: list[str] | None = Field(
+        default=None,
+        description="encoder-decoders: the source's tokens (``tokens`` are the decoder's "
+        "input, position i predicting the target's token i)",
     )

@@ -177,16 +177,19 @@ def scored(ids: Sequence[int], target: Target) -> tuple[torch.Tensor, torch.Tens
 
 
 def loss_and_gradient(
-    heads: DecoderHeadModel, ids: Sequence[int], target: Target, final: torch.Tensor
+    unembed: Callable[[torch.Tensor], torch.Tensor],
+    rows: torch.Tensor,
+    tokens: torch.Tensor,
+    final: torch.Tensor,
 ) -> tuple[float, torch.Tensor]:
-    """``loss_of``'s loss at the final-normed states (1, T, C) and its gradient there: the
-    mean of −log p over the scored rows, whose gradient at the logits is (p − onehot) / rows
-    (by hand: no log-softmax backward), then back through the unembedding by autograd."""
-    rows, tokens = scored(ids, target)
+    """The mean of −log p(``tokens``) at ``rows`` of the final-normed states (1, T, C)
+    (``unembed``: states to logits) and its gradient there: (p − onehot) / rows at the
+    logits (by hand: no log-softmax backward), then back through the unembedding by
+    autograd."""
     picked = torch.arange(len(rows))
     with torch.inference_mode(False), torch.enable_grad():
         x = final[0, rows].detach().requires_grad_(True)
-        logits = heads.unembed(x).float()  # (R, V)
+        logits = unembed(x).float()  # (R, V)
         with torch.no_grad():
             logp = torch.log_softmax(logits, dim=-1)
             loss = -float(logp[picked, tokens].mean())
@@ -231,7 +234,7 @@ def gradient_pass(
                 blocked=ContextPass(GRADIENT_BLOCK_CELLS),  # no map: the context in blocks
             )
         states = final.hidden_states[-1]
-        loss, at_final = loss_and_gradient(heads, ids, target, states.detach())
+        loss, at_final = loss_and_gradient(heads.unembed, *scored(ids, target), states.detach())
         ends = [live[n] for n in range(1, L)] + [final_input.live] if graddrop else []
         found = torch.autograd.grad(
             states,
@@ -315,10 +318,18 @@ def patching_estimate(
     run: Pass, mode: str, grads: list[torch.Tensor] | None = None
 ) -> torch.Tensor:
     """(L, H): Σ over positions and dims of g · (z_ablated − z) (g: ``grads``, or the run's)."""
+    return head_estimates(run.contexts, run.grads if grads is None else grads, mode)
+
+
+def head_estimates(
+    contexts: Sequence[torch.Tensor], grads: Sequence[torch.Tensor], mode: str
+) -> torch.Tensor:
+    """(L, H) from each layer's contexts and their gradients (T, H, D): attribution
+    patching's g · (z_ablated − z), summed over positions and dims."""
     return torch.stack(
         [
             (g * context_change(z, mode)).sum(dim=(0, 2))
-            for z, g in zip(run.contexts, run.grads if grads is None else grads, strict=True)
+            for z, g in zip(contexts, grads, strict=True)
         ]
     )
 

@@ -28,7 +28,7 @@ from ..attention import attention_with_steps
 from ..errors import SpecError
 from ..models.families.bert import Encoder
 from .access import DecoderHeadModel, EncoderHeadModel, HeadModel
-from .qk_paths import TRANSFORMERS_TYPES, LayerPaths, gpt2_paths, llama_paths, neox_paths
+from .qk_paths import QKV, TRANSFORMERS_TYPES, LayerPaths, gpt2_paths, llama_paths, neox_paths
 from .residual_parts import Parts, decoder_parts, encoder_parts
 
 BIAS = "biases"
@@ -45,6 +45,9 @@ class Why:
     weight: float
     scale: float
     softcap: float | None = None  # applied after the sum: the map's score is the capped one
+    # The key side's components where they differ from the query's (cross-attention: the
+    # encoder's output, for a query in the decoder), grid (N_q, N_k); None: ``components``.
+    key_components: tuple[str, ...] | None = None
 
 
 def layer_paths(heads: HeadModel, layer: int, length: int) -> LayerPaths:
@@ -169,19 +172,58 @@ def why(heads: HeadModel, ids: Sequence[int], layer: int, head: int, row: int, c
             f"query the {paths.window} keys nearest it",
             field="col",
         )
-    positions = torch.tensor([row, col])
     with torch.no_grad():
-        parts = _parts(heads, ids, layer, positions)
-        norms = paths.freeze(parts.layer_input[positions])
-        each = paths.project(parts.parts, positions, norms)
-        bias = paths.bias(positions, norms)
-        carried = paths.project(parts.bias[None], positions, norms)
-        kv = head // (paths.num_heads // paths.num_kv_heads)
-        q = torch.cat([each.q[:, 0, head], bias.q[:, 0, head] + carried.q[:, 0, head]])
-        k = torch.cat([each.k[:, 1, kv], bias.k[:, 1, kv] + carried.k[:, 1, kv]])
-        grid = q @ k.T * paths.scale  # (N, N)
-        score, weight = _cell(paths, parts.layer_input, heads.causal, head, kv, row, col)
+        parts = _parts(heads, ids, layer, torch.tensor([row, col]))
+        grid = pair_grid(paths, head, Side.of(parts, 0, row), Side.of(parts, 1, col))
+        score, weight = _cell(paths, parts.layer_input, heads.causal, head, row, col)
     return Why((*parts.names, BIAS), grid, score, weight, paths.scale, paths.softcap)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a cell: the components of the layer's input at one position ``parts``
+    (N, 1, C), what no component carries ``bias`` (1, C), the input itself ``x`` (1, C),
+    where the norms are frozen, and the ``position`` (RoPE's)."""
+
+    parts: torch.Tensor
+    bias: torch.Tensor
+    x: torch.Tensor
+    position: int
+
+    @classmethod
+    def of(cls, parts: Parts, index: int, position: int) -> Side:
+        """Position ``index`` of ``parts``' positions, which is the text's ``position``."""
+        at = slice(index, index + 1)
+        return cls(parts.parts[:, at], parts.bias[at], parts.layer_input[[position]], position)
+
+
+def side_vectors(paths: LayerPaths, side: Side) -> QKV:
+    """Each component's q, k, v at the side's position, then the biases' (the projections'
+    and whatever the stream carried as no component's): (N + 1, 1, heads, D)."""
+    positions = torch.tensor([side.position])
+    norms = paths.freeze(side.x)
+    each = paths.project(side.parts, positions, norms)
+    bias = paths.bias(positions, norms)
+    carried = paths.project(side.bias[None], positions, norms)
+    return QKV(
+        *(
+            torch.cat([e, b + c])
+            for e, b, c in zip(
+                (each.q, each.k, each.v),
+                (bias.q, bias.k, bias.v),
+                (carried.q, carried.k, carried.v),
+                strict=True,
+            )
+        )
+    )
+
+
+def pair_grid(paths: LayerPaths, head: int, query: Side, key: Side) -> torch.Tensor:
+    """(N_q, N_k): q_row^(c) · k_col^(c') × scale for every (query, key) component pair."""
+    kv = head // (paths.num_heads // paths.num_kv_heads)
+    q = side_vectors(paths, query).q[:, 0, head]
+    k = side_vectors(paths, key).k[:, 0, kv]
+    return q @ k.T * paths.scale
 
 
 def _parts(heads: HeadModel, ids: Sequence[int], layer: int, positions: torch.Tensor) -> Parts:
@@ -192,7 +234,7 @@ def _parts(heads: HeadModel, ids: Sequence[int], layer: int, positions: torch.Te
 
 
 def _cell(
-    paths: LayerPaths, x: torch.Tensor, causal: bool, head: int, kv: int, row: int, col: int
+    paths: LayerPaths, x: torch.Tensor, causal: bool, head: int, row: int, col: int
 ) -> tuple[float, float]:
     """The cell's score (before any soft-cap) and weight from the layer's own q and k (row
     ``row``'s softmax over the keys it sees)."""
@@ -201,8 +243,22 @@ def _cell(
     if paths.window is not None and not causal:
         last = min(last, row + paths.window)
     keys = torch.arange(first, last)
-    totals = paths.totals(x[keys], keys)
-    q = totals.q[0, row - first, head][None]  # (1, D)
-    k = totals.k[0, :, kv]  # (S, D)
+    return cell_weight(paths, head, (x[[row]], row), (x[keys], keys), col - first)
+
+
+def cell_weight(
+    paths: LayerPaths,
+    head: int,
+    query: tuple[torch.Tensor, int],
+    keys: tuple[torch.Tensor, torch.Tensor],
+    col: int,
+) -> tuple[float, float]:
+    """The score and softmax weight of key ``col`` (an index into ``keys``) for one query:
+    ``query`` its input (1, C) and position, ``keys`` theirs, (S, C) and (S,), the keys that
+    query's softmax reads."""
+    kv = head // (paths.num_heads // paths.num_kv_heads)
+    x, position = query
+    q = paths.totals(x, torch.tensor([position])).q[0, 0, head][None]  # (1, D)
+    k = paths.totals(*keys).k[0, :, kv]  # (S, D)
     steps = attention_with_steps(q, k, k, scale=paths.scale, softcap=paths.softcap)
-    return float(steps.scaled_scores[0, col - first]), float(steps.attn_weights[0, col - first])
+    return float(steps.scaled_scores[0, col]), float(steps.attn_weights[0, col])

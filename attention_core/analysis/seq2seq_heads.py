@@ -26,15 +26,16 @@ requests may run the same model at the same time).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import torch
 
 from ..errors import SpecError
 from ..models.base.capabilities import StackName
-from ..models.hf.capture import AttentionRun, handing
+from ..models.hf.capture import AttentionRun
 from ..models.hf.seq2seq import EncoderDecoder, TargetText
 from ..models.maps.context_pass import ContextPass
 from .ablation import (
@@ -95,7 +96,7 @@ def check_stack_heads(
 # --- the forward --------------------------------------------------------------------------
 
 
-def _out_projection(model: EncoderDecoder, stack: StackName, layer: int) -> torch.nn.Module:
+def out_projection(model: EncoderDecoder, stack: StackName, layer: int) -> torch.nn.Module:
     _, module = model.layer_modules[(stack, layer)]
     found: torch.nn.Module = next(
         getattr(module, n) for n in ("out_proj", "o", "dense") if hasattr(module, n)
@@ -113,8 +114,26 @@ def _ablating(model: EncoderDecoder, masks: HeadMasks, mode: str) -> AbstractCon
     def edit(index: int, context: torch.Tensor) -> torch.Tensor:
         return edits[index](0, context)
 
-    projections = [_out_projection(model, stack, layer) for stack, layer in keys]
+    projections = [out_projection(model, stack, layer) for stack, layer in keys]
     return editing(projections, [], edit if keys else None)
+
+
+def seq2seq_forward(
+    model: EncoderDecoder,
+    text: Seq2SeqText,
+    rows: int = 1,
+    hooks: AbstractContextManager[None] | None = None,
+    blocked: ContextPass | None = None,
+) -> Any:
+    """The model's two stacks (no LM head: logits are read in blocks) over ``rows`` copies
+    of ``text``, inside ``hooks`` (``access.editing``'s pre-hooks); no map held (``blocked``,
+    a ``ContextPass``: each context block by block).  Its output has both stacks' hidden
+    states."""
+    source = torch.tensor([text.source]).expand(rows, -1)
+    decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
+    run = AttentionRun(blocked=blocked or ContextPass())
+    with hooks or nullcontext():
+        return model.stacks_with(run, source, decoder_input, hidden_states=True)
 
 
 def decoder_states(
@@ -127,18 +146,7 @@ def decoder_states(
     """The decoder's hidden states (L + 1 of them, each (rows, T, C), the last after the final
     norm where the family has one) of ``rows`` copies of ``text``, ``masks``' heads ablated;
     no map held."""
-    source = torch.tensor([text.source]).expand(rows, -1)
-    decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
-    base = model.model.base_model  # no LM head: the logits are read in blocks
-    run = AttentionRun(blocked=ContextPass())  # no map: each context block by block
-    with _ablating(model, masks or {}, mode), handing(run, model.adapted) as keywords:
-        out = base(
-            input_ids=source,
-            decoder_input_ids=decoder_input,
-            output_hidden_states=True,
-            use_cache=False,
-            **keywords,
-        )
+    out = seq2seq_forward(model, text, rows, _ablating(model, masks or {}, mode))
     return tuple(out.decoder_hidden_states)
 
 
@@ -152,11 +160,31 @@ def final_norm(model: EncoderDecoder) -> torch.nn.Module | None:
     return None
 
 
+# The T5 family as transformers 4 wrote it: decoder states scaled by d_model**-0.5 before a
+# tied LM head (MT5 left out: transformers 5 never scales it, and its checkpoints are untied).
+_SCALED_WHEN_TIED = frozenset({"t5", "umt5", "longt5", "switch_transformers", "pop2piano"})
+
+
+def decoder_output_scale(config: Any) -> float:
+    """What the model's forward multiplies its final decoder states by before the LM head.
+
+    transformers 5's T5 configs say it (``scale_decoder_outputs``: the saved
+    ``tie_word_embeddings`` not false, while ``tie_word_embeddings`` itself is always
+    true once loaded); older ones, and Switch Transformers, scale when tied.
+    """
+    scaled = getattr(config, "scale_decoder_outputs", None)
+    if scaled is None:
+        family = getattr(config, "model_type", None)
+        scaled = family in _SCALED_WHEN_TIED and bool(config.tie_word_embeddings)
+    return float(config.d_model) ** -0.5 if scaled else 1.0
+
+
 def unembed(model: EncoderDecoder, states: torch.Tensor) -> torch.Tensor:
     """(..., C) final-normed decoder states -> (..., vocab) logits, as the model's head."""
     hf = model.model
-    if getattr(hf.config, "model_type", None) == "t5" and hf.config.tie_word_embeddings:
-        states = states * hf.model_dim**-0.5
+    scale = decoder_output_scale(hf.config)
+    if scale != 1.0:
+        states = states * scale
     logits: torch.Tensor = hf.lm_head(states).float()
     bias = getattr(hf, "final_logits_bias", None)
     return logits if bias is None else logits + bias.float()
@@ -207,9 +235,23 @@ def each_head_effects(
 ) -> torch.Tensor:
     """(L, H) of ``stack``: the target's loss without that head − the loss with all."""
     L, H = model.layers_of(stack), model.info().heads
+    pairs = [(layer, head) for layer in range(L) for head in range(H)]
+    return heads_effects(model, text, stack, pairs, mode).view(L, H)
+
+
+def heads_effects(
+    model: EncoderDecoder,
+    text: Seq2SeqText,
+    stack: StackName,
+    pairs: Sequence[tuple[int, int]],
+    mode: str = "zero",
+) -> torch.Tensor:
+    """(k,): for each (layer, head) of ``stack`` (0-based) ablated alone, the target's loss
+    without it − the loss with all; the ablations the batch of a few forward passes."""
+    H = model.info().heads
     tokens = len(text.source) + len(text.target)
     per_pass = max(1, BATCH_CELLS // (H * tokens * tokens))
-    rows = 1 + L * H
+    rows = 1 + len(pairs)
     labels = text.labels
     losses: list[torch.Tensor] = []
     for first in range(0, rows, per_pass):
@@ -217,7 +259,7 @@ def each_head_effects(
         masks: dict[tuple[StackName, int], torch.Tensor] = {}
         for b, row in enumerate(range(first, first + count)):
             if row:
-                layer, head = divmod(row - 1, H)
+                layer, head = pairs[row - 1]
                 mask = masks.setdefault((stack, layer), torch.zeros(count, H, dtype=torch.bool))
                 mask[b, head] = True
         final = decoder_states(model, text, count, masks, mode)[-1]
@@ -225,7 +267,7 @@ def each_head_effects(
             predictions(model, final[b], labels).next_logprobs.mean().neg() for b in range(count)
         ]
     found = torch.stack(losses)
-    return (found[1:] - found[0]).view(L, H)
+    return found[1:] - found[0]
 
 
 def lens_stack(model: EncoderDecoder, stack: str | None) -> None:

@@ -108,11 +108,10 @@ def _induction(
     info = model.info()
     sums = InductionSums(model.layers_of(chosen), info.heads, start, R)
     with torch.inference_mode():
-        model.forward_with(
+        model.stacks_with(
             AttentionRun(blocked=_StackWatch(model, chosen, sums.add)),
-            input_ids=torch.tensor([source]),
-            decoder_input_ids=torch.tensor([decoder_input]),
-            use_cache=False,
+            torch.tensor([source]),
+            torch.tensor([decoder_input]),
         )
     return sums.scores(), (ids, start, R)
 

@@ -1,8 +1,8 @@
 // The one colour and canvas module: the colour scales (Plotly's Viridis stop for stop,
-// so a canvas map and a Plotly map agree; a diverging blue-white-red for differences),
-// a value's colour on a linear, log or diverging scale, and a map's cells painted onto
-// a canvas a pixel each (a pooled map's cells as the server pooled them: the browser
-// never pools).  colour-bar.js draws the scales' bars.
+// so a canvas map and a Plotly map agree; a diverging blue-white-red for signed values),
+// a value's colour on a linear or log scale (or, signed, on the diverging one), and a
+// map's cells painted onto a canvas a pixel each (a pooled map's cells as the server
+// pooled them: the browser never pools).  colour-bar.js draws the scales' bars.
 
 // Plotly's "Viridis" colour scale, stop for stop.
 export const VIRIDIS = [
@@ -14,9 +14,9 @@ export const VIRIDIS = [
   [0.9411764705882353, "#d8e219"], [1, "#fde725"],
 ];
 
-// Signed values and differences (a − b), in the Plotly heatmaps (heatmap.js) and on a
-// canvas (paintCells' diverging, the colour bar's): ColorBrewer's RdBu in five classes
-// (colour-blind safe), negative = blue, white at 0, positive = red.
+// Signed values and differences (a − b), in the Plotly heatmaps (heatmap.js) and as cell
+// colours (signedColour: the ablation's Δloss grids, the why card's parts): ColorBrewer's
+// RdBu in five classes (colour-blind safe), negative = blue, white at 0, positive = red.
 export const DIVERGING = [
   [0, "#0571b0"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#f4a582"], [1, "#ca0020"],
 ];
@@ -70,16 +70,22 @@ export function rangeIndex(v, zmin, zmax) {
   return t >= 255 ? 255 : t <= 0 ? 0 : t | 0;
 }
 
-/** Whether a packed colour is light enough to want dark text on it (its luma above 140). */
+/** Whether an [r, g, b] colour is light enough to want dark text on it (its luma above 140). */
+const light = ([r, g, b]) => 0.299 * r + 0.587 * g + 0.114 * b > 140;
+
+/** Whether a packed colour is light enough to want dark text on it. */
 export function lightColour(packed) {
-  const r = packed & 255;
-  const g = (packed >>> 8) & 255;
-  const b = (packed >>> 16) & 255;
-  return 0.299 * r + 0.587 * g + 0.114 * b > 140;
+  return light([packed & 255, (packed >>> 8) & 255, (packed >>> 16) & 255]);
+}
+
+/** A signed value's colour on the diverging scale from −top (blue) through 0 (white) to
+ * top (red), and a text colour that reads on it: {background, color}. */
+export function signedColour(v, top) {
+  const rgb = rgbAt(0.5 + (Number.isFinite(v) ? v : 0) / (2 * (top > 0 ? top : 1)), DIVERGING);
+  return { background: css(rgb), color: light(rgb) ? "#111" : "#fff" };
 }
 
 export const LUT = lutOf(VIRIDIS);
-export const DIVERGING_LUT = lutOf(DIVERGING);
 
 // Masked cells (a decoder's upper triangle): the grey of the page's lines, so an
 // empty cell never reads as a weight of 0 (Viridis' darkest purple).
@@ -89,13 +95,9 @@ export const MASKED = pack(hex(MASKED_COLOUR));
 /** A text colour that reads on the colour at t of Viridis. */
 export const inkOn = (t) => (t > 0.55 ? "#111" : "#fff");
 
-/** A value's place (0..255) under the range's top zmax: linear, log (LOG_DECADES powers
- * of ten below the top) or diverging (−zmax at 0, 0 at the middle, zmax at 255). */
-export function colourIndex(v, zmax, log = false, diverging = false) {
-  if (diverging) {
-    const t = zmax > 0 && Number.isFinite(v) ? 0.5 + v / (2 * zmax) : 0.5;
-    return t >= 1 ? 255 : t <= 0 ? 0 : Math.round(t * 255);
-  }
+/** A value's place (0..255) under the range's top zmax: linear, or log (LOG_DECADES
+ * powers of ten below the top). */
+export function colourIndex(v, zmax, log = false) {
   if (!(v > 0) || !(zmax > 0)) return 0;
   const t = log ? 1 + Math.log10(v / zmax) / LOG_DECADES : v / zmax;
   return t >= 1 ? 255 : t <= 0 ? 0 : (t * 255) | 0;
@@ -105,13 +107,6 @@ export function colourIndex(v, zmax, log = false, diverging = false) {
 export function mapMax(flat) {
   let m = 0;
   for (let i = 0; i < flat.length; i++) if (flat[i] > m) m = flat[i];
-  return m;
-}
-
-/** Largest |value| of a map (a difference's diverging range). */
-export function absMax(flat) {
-  let m = 0;
-  for (let i = 0; i < flat.length; i++) if (Math.abs(flat[i]) > m) m = Math.abs(flat[i]);
   return m;
 }
 
@@ -142,13 +137,11 @@ export function maskedCell(i, j, causal, slidingWindow = null, positions = null)
  * pixels a row) from (x0, y0), a pixel each.  block: the token block each cell covers
  * (pooled maps), offset: the first token row and column.  A cell is grey when every
  * pair in it is masked (causal, beyond a sliding window): a block across the diagonal
- * shows its largest weight, so a previous-token head's line stays visible.  diverging:
- * a difference, coloured from −zmax to zmax.
+ * shows its largest weight, so a previous-token head's line stays visible.
  */
-export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, diverging = false, causal = false, slidingWindow = null, positions = null }) {
+export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block = [1, 1], offset = [0, 0], T, zmax, log = false, causal = false, slidingWindow = null, positions = null }) {
   const [br, bc] = block;
   const [r0, c0] = offset;
-  const lut = diverging ? DIVERGING_LUT : LUT;
   const size = T === undefined ? Math.max(r0 + rows * br, c0 + cols * bc) : T;
   for (let i = 0; i < rows; i++) {
     const first = r0 + i * br;
@@ -160,7 +153,7 @@ export function paintCells(pixels, stride, [x0, y0], flat, { rows, cols, block =
       // A sliding window: masked when even the block's last column is beyond its first row's window.
       const right = Math.min(size - 1, c0 + j * bc + bc - 1);
       const masked = causal && slidingWindow && (positions ? positions[first] - positions[right] : first - right) >= slidingWindow;
-      pixels[line + j] = masked ? MASKED : lut[colourIndex(flat[i * cols + j], zmax, log, diverging)];
+      pixels[line + j] = masked ? MASKED : LUT[colourIndex(flat[i * cols + j], zmax, log)];
     }
     pixels.fill(MASKED, line + open, line + cols);
   }

@@ -81,10 +81,12 @@ function showAnswer(parts, answer, openHead) {
     }
   }
   if (answer.each_head) {
-    const what = answer.each_head_measure === "delta_loss" ? "Δloss without the head (nats)" : "embedding cosine without the head";
+    const delta = answer.each_head_measure === "delta_loss"; // signed: red the loss rose, blue it fell
+    const what = delta ? "Δloss without the head (nats)" : "embedding cosine without the head";
+    const colours = delta ? " Red: the loss rose without it, blue: it fell." : "";
     parts.eachBox.replaceChildren(
-      el("p", { class: "hint", text: `Every head alone: ${what}. Click a head to open its map.` }),
-      heatGrid({ values: answer.each_head, testid: "each-grid", label: what, click: openHead, digits: 3 }),
+      el("p", { class: "hint", text: `Every head alone: ${what}.${colours} Click a head to open its map.` }),
+      heatGrid({ values: answer.each_head, testid: "each-grid", label: what, click: openHead, digits: 3, signed: delta }),
     );
   }
 }

@@ -147,7 +147,7 @@ function confirmNote(answer) {
  * (the notebook's attention_viz.attribute too); with "exact", the estimate is attribution patching's. */
 export function attributionNodes(answer, openHead) {
   const name = METHOD_NAMES[answer.method === "exact" ? "attribution_patching" : answer.method];
-  const estimateGrid = heatGrid({ values: answer.estimate, testid: "attr-estimate", label: "estimated Δloss", click: openHead });
+  const estimateGrid = heatGrid({ values: answer.estimate, testid: "attr-estimate", label: "estimated Δloss", click: openHead, signed: true });
   const cancelled = cancellation(answer, estimateGrid, openHead);
   const grids = [
     el("figure", { class: "attr-grid" }, [el("figcaption", { text: `≈ estimated Δloss (${name})` }), estimateGrid]),
@@ -157,13 +157,14 @@ export function attributionNodes(answer, openHead) {
     grids.push(
       el("figure", { class: "attr-grid" }, [
         el("figcaption", { text: "exact Δloss (each head ablated alone)" }),
-        heatGrid({ values: answer.exact, testid: "attr-exact-grid", label: "exact Δloss", click: openHead }),
+        heatGrid({ values: answer.exact, testid: "attr-exact-grid", label: "exact Δloss", click: openHead, signed: true }),
       ]),
     );
   const table = confirmedTable(answer, openHead);
   const loss0 = `Loss: ${targetText(answer)} = ${answer.loss.toFixed(3)} nats.`;
   const estimates = `Numbers marked ≈ are ${name} estimates; the exact Δloss comes from ablating the head alone${answer.exact ? " (every head, right grid)" : ` (the ${answer.confirmed.length} heads in the table)`}.`;
-  const note = [loss0, estimates, cancelled.note, confirmNote(answer)].filter(Boolean).join(" ");
+  const colours = "In the Δloss grids red is a head whose removal raises the loss, blue one whose removal lowers it.";
+  const note = [loss0, estimates, colours, cancelled.note, confirmNote(answer)].filter(Boolean).join(" ");
   return { grids, table, note };
 }
 

@@ -10,6 +10,7 @@
 // (the notebook's attention_viz.why too).  Token text goes in through textContent.
 
 import { errorText, post } from "./api.js";
+import { signedColour } from "./colour.js";
 import { el } from "./dom.js";
 
 const TOP = 12; // pairs listed
@@ -29,10 +30,10 @@ export function words(name, token) {
   return `${name} at ${at}`;
 }
 
-/** Red for positive, blue for negative, alpha by size against `scale`. */
+/** A part's cell colours: red for positive, blue for negative, by size against `scale`. */
 function tint(v, scale) {
-  const a = Math.min(1, Math.abs(v) / (scale || 1));
-  return v >= 0 ? `rgba(220, 38, 38, ${a.toFixed(3)})` : `rgba(37, 99, 235, ${a.toFixed(3)})`;
+  const { background, color } = signedColour(v, scale);
+  return `background:${background};color:${color}`;
 }
 
 /** Which cell a click on the large map names: {row, col}, or null. */
@@ -67,7 +68,7 @@ function pairsTable(answer) {
       el("td", { class: "num", text: String(i + 1) }),
       el("td", { text: words(p.query, tokens[row]) }),
       el("td", { text: words(p.key, tokens[col]) }),
-      el("td", { class: "num", style: `background:${tint(p.value, top)}`, text: fixed(p.value) }),
+      el("td", { class: "num", style: tint(p.value, top), text: fixed(p.value) }),
     ]),
   );
   const listed = answer.contributions.slice(0, TOP).reduce((s, p) => s + p.value, 0);
@@ -101,7 +102,7 @@ function componentGrid(answer) {
   const others = (a, keys) => grid[a].reduce((s, v, b) => (keys.includes(b) ? s : s + v), 0);
   const top = Math.max(...qs.flatMap((a) => ks.map((b) => Math.abs(value(a, b)))), 1e-9);
   const cell = (v, label) =>
-    el("td", { class: "num", style: `background:${tint(v, top)}`, title: `${label}: ${fixed(v)}`, text: fixed(v).replace(/^([+−])0\./, "$1.") });
+    el("td", { class: "num", style: tint(v, top), title: `${label}: ${fixed(v)}`, text: fixed(v).replace(/^([+−])0\./, "$1.") });
   const head = el("tr", {}, [
     el("th", { scope: "col", text: `query ╲ key` }),
     ...ks.map((b) => el("th", { scope: "col", text: words(components[b], tokens[col]) })),

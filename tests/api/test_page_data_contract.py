@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from app.family_labels import FAMILY_LABELS
 from app.main import create_app
+from app.schemas.pages import ModelPageData, ToyPageData, TrainPageData
 from app.settings import Settings
 from app.steps import HEAD_STEPS, STEP_NAMES, STEPS
 from attention_core.training import ARCHITECTURES, FIXED_SETTINGS, TRAINING_PRESETS
@@ -80,3 +82,33 @@ def test_the_limits_are_the_servers(client: TestClient, path: str) -> None:
     assert initial_data(client.get(path).text)["limits"] == client.get("/api/limits").json()
     # No copy of them in the pages' code.
     assert "max_lesson_samples: " not in (STATIC_JS / "limits.js").read_text()
+
+
+@pytest.mark.parametrize(
+    ("path", "schema"),
+    [
+        ("/", ToyPageData),
+        ("/compare", ToyPageData),
+        ("/lessons", ToyPageData),
+        ("/model", ModelPageData),
+        ("/train", TrainPageData),
+    ],
+)
+def test_each_pages_initial_data_is_its_typed_model(
+    client: TestClient, path: str, schema: type[BaseModel]
+) -> None:
+    """Nothing in a page's initial data is outside its model (read back, it is the same)."""
+    data = initial_data(client.get(path).text)
+    typed = schema.model_validate(data)
+    dumped = typed.page_json() if isinstance(typed, ToyPageData) else typed.model_dump(mode="json")
+    assert dumped == data
+    assert set(data) == set(schema.model_fields)
+
+
+def test_the_model_pages_picker_lists_the_apis_models(client: TestClient) -> None:
+    data = ModelPageData.model_validate(initial_data(client.get("/model").text))
+    listed = client.get("/api/models").json()
+    assert data.models.default == listed["default"]
+    models = [m.model_dump(exclude={"label", "about"}) for m in data.models.models]
+    assert models == listed["models"]
+    assert all(m.label.startswith(f"{m.name} — ") for m in data.models.models)

@@ -38,3 +38,15 @@ def test_a_malformed_row_is_named() -> None:
         "results[0].value: missing or of the wrong type",
         "results[0].command: missing or of the wrong type",
     ]
+
+
+def test_the_family_sweeps_figure_is_its_records_count() -> None:
+    """The headline of the sweep in the tables is bench/family_sweep.json's summary (whose
+    counts by status docs/model-types.md alone writes out)."""
+    head = json.loads((ROOT / "bench/family_sweep.json").read_text(encoding="utf-8"))["summary"]
+    (row,) = json.loads((RESULTS / "sweep_families.json").read_text(encoding="utf-8"))["results"]
+    assert (row["value"], row["unit"]) == (head["equal"], f"of {head['tried']} types")
+    assert sum(head["by_status"].values()) == head["tried"]
+    types = (ROOT / "docs/model-types.md").read_text(encoding="utf-8")
+    for status, count in head["by_status"].items():
+        assert f"| {status} | {count} |" in types

@@ -70,7 +70,7 @@ def test_the_command_lists_what_is_past_the_limit(tmp_path: Path) -> None:
 
 
 # About a screen: the developers' guide's "no function longer than a screen".
-LIMIT = 50
+LIMIT = 45
 # Past the limit today, each to be split where its module is being changed: (file, function).
 STILL_LONG: set[tuple[str, str]] = set()
 

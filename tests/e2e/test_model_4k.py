@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.head_cards import ablate_one_head, scores_are_the_apis
 from tests.e2e.servers import models_server
 from tests.e2e.test_model_long import THUMB_PIXELS, attention_bodies, readout_at, watch_errors
 from tests.models.checkpoints import make_gpt2
@@ -232,20 +233,12 @@ def analyses_at_4096(page: Page, server_url: str) -> None:
     expect(page.get_by_test_id("head-analysis")).to_be_visible()
     page.get_by_test_id("scores-run").click()
     expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
-    scores = api(server_url, "/api/model/head-scores", {"model": LONG, "text": TEXT, "seed": 0})
+    body = {"model": LONG, "text": TEXT, "seed": 0}
+    scores = scores_are_the_apis(page, server_url, body, [(1, 1), (2, 2)])
     assert len(scores["tokens"]) == T
-    for layer, head in [(1, 1), (2, 2)]:
-        cell = page.get_by_test_id(f"score-grid-L{layer}-H{head}")
-        value = float(cell.get_attribute("data-value") or "nan")
-        assert value == pytest.approx(scores["previous_token"][layer - 1][head - 1], abs=1e-6)
     # One head ablated: the loss over 4,095 predictions, as the API gives it.
-    page.get_by_test_id("ablate-grid-L2-H1").click()
-    page.get_by_test_id("ablate-run").click()
-    expect(page.get_by_test_id("ablate-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
     body = {"model": LONG, "text": TEXT, "heads": [[2, 1]], "mode": "zero"}
-    ablated = api(server_url, "/api/model/ablate", body)
-    loss = f"loss {ablated['loss_before']:.3f} → {ablated['loss_after']:.3f} nats"
-    expect(page.get_by_test_id("ablate-summary")).to_contain_text(f"Without L2 H1 (zero): {loss}")
+    ablate_one_head(page, server_url, body, WAIT)
     expect(page.get_by_test_id("ablate-summary")).to_contain_text(f"of {T} next-token")
     # The logit lens: a row per layer, the last token's prediction the API's.
     page.get_by_test_id("lens-run").click()

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import api
+from tests.e2e.head_cards import signed_colours
 from tests.e2e.servers import built_in_and_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -105,6 +106,7 @@ def test_ablating_the_look_back_head_changes_the_next_letter(page: Page) -> None
     # Every head alone: a grid of Δloss; clicking a head opens its map.
     page.get_by_test_id("ablate-each").click()
     expect(page.get_by_test_id("each-grid").locator(".hg-cell")).to_have_count(8, timeout=WAIT)
+    signed_colours(page.get_by_test_id("each-grid"))  # Δloss: red the loss rose, blue it fell
     page.get_by_test_id("each-grid-L1-H3").click()
     expect(page.get_by_test_id("zoom-title")).to_have_text("Layer 1, head 3")
 

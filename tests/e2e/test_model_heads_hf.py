@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import api
+from tests.e2e.head_cards import ablate_one_head, scores_are_the_apis
 from tests.e2e.servers import models_server
 from tests.models.hf_checkpoints import make_hf
 from tests.requires import require
@@ -52,21 +52,13 @@ def test_scores_load_in_view_and_ablating_a_head_shows_the_change(
     expect(card).to_have_attribute("data-drawn", "0")
     card.scroll_into_view_if_needed()  # no click: coming into view asks for the scores
     expect(card).to_have_attribute("data-drawn", "1", timeout=WAIT)
-    scores = api(server_url, "/api/model/head-scores", {"model": MODEL, "text": TEXT, "seed": 0})
     expect(page.get_by_test_id("score-grid").locator(".hg-cell")).to_have_count(2 * 4)
-    for layer, head in [(1, 1), (2, 4)]:
-        cell = page.get_by_test_id(f"score-grid-L{layer}-H{head}")
-        value = float(cell.get_attribute("data-value") or "nan")
-        assert value == pytest.approx(scores["previous_token"][layer - 1][head - 1], abs=1e-6)
+    body = {"model": MODEL, "text": TEXT, "seed": 0}
+    scores_are_the_apis(page, server_url, body, [(1, 1), (2, 4)])
 
-    page.get_by_test_id("ablate-grid-L1-H2").click()
-    page.get_by_test_id("ablate-run").click()
-    expect(page.get_by_test_id("ablate-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
-    answer = api(server_url, "/api/model/ablate", {"model": MODEL, "text": TEXT, "heads": [[1, 2]]})
+    body = {"model": MODEL, "text": TEXT, "heads": [[1, 2]]}
+    answer = ablate_one_head(page, server_url, body, WAIT)
     assert abs(answer["loss_after"] - answer["loss_before"]) > 1e-3
-    expect(page.get_by_test_id("ablate-summary")).to_contain_text(
-        f"Without L1 H2 (zero): loss {answer['loss_before']:.3f} → {answer['loss_after']:.3f}"
-    )
     expect(page.get_by_test_id("ablate-row")).to_have_count(len(answer["tokens"]))
     changed = sum(
         before["top_ids"][0] != after["top_ids"][0]

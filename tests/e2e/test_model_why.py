@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import api, watched_page
+from tests.e2e.head_cards import signed_colours
 from tests.e2e.servers import built_in_and_gpt2
 from tests.e2e.why_card import BANK, COL, ROW, TEXT, WAIT, click_map_cell, expect_the_apis_pairs
 
@@ -74,6 +75,8 @@ def test_the_fast_estimate_and_the_exact_grid(page: Page, server_url: str) -> No
     expect(note).to_contain_text("−log p('a') after '␣' (position 43)")
     page.get_by_test_id("attr-exact").click()
     expect(page.get_by_test_id("attr-exact-grid")).to_be_visible(timeout=WAIT)
+    for grid in ("attr-estimate", "attr-exact-grid"):
+        signed_colours(page.get_by_test_id(grid))
     expect(note).to_contain_text("estimate ranks L2 H1 first")
     expect(note).to_contain_text("exact ablation ranks L1 H3 first")
 

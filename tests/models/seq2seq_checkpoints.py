@@ -146,7 +146,8 @@ def make_seq2seq(
     directory.mkdir(parents=True, exist_ok=True)
     tokenizer = seq2seq_tokenizer(model_type)
     vocab = tokenizer.get_vocab()
-    config = _config(model_type, vocab, tokenizer.get_vocab_size(), **overrides)
+    size = overrides.pop("vocab_size", tokenizer.get_vocab_size())  # larger: ids unused
+    config = _config(model_type, vocab, size, **overrides)
     torch.manual_seed(seed)
     model = getattr(transformers, MODEL_CLASSES[model_type])(config)
     with torch.no_grad():
@@ -154,6 +155,9 @@ def make_seq2seq(
             if model_type == "t5" and param.dim() == 2:
                 param.normal_(std=0.4)  # T5's init is tiny; BART and Marian's is init_std
         randomize_norms(model)
+        bias = getattr(model, "final_logits_bias", None)  # BART, Marian: a buffer, zeros
+        if bias is not None:
+            bias.normal_(std=2.0)
     model.generation_config = transformers.GenerationConfig.from_model_config(config)
     model.generation_config.update(**_generation_settings(model_type, vocab))
     model.to(dtype).save_pretrained(directory)

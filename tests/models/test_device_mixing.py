@@ -26,10 +26,10 @@ from app.head_answer import head_answer
 from app.model_registry import load
 from app.schemas.model import ModelAttentionRequest, ModelHeadRequest
 from app.settings import Settings
-from attention_core.models import ModelRegistry
 from tests.models.checkpoints import make_gpt2, make_llama
 from tests.models.device_tags import DEVICE, DeviceTags
 from tests.models.hf_checkpoints import make_hf
+from tests.models.registries import registry_of
 from tests.requires import require
 
 CONTEXT = 1024
@@ -64,13 +64,7 @@ def ask(root: Path, name: str, tags: DeviceTags, bodies: list[dict[str, Any]]) -
     settings = Settings(
         models=str(root), hf_cache=False, model_full_maps_bytes=1, model_max_answer_cells=2**30
     )
-    registry = ModelRegistry(
-        include_package=False,
-        builtin_dir=None,
-        env_paths=[root],
-        device=DEVICE,
-        max_tokens=CONTEXT,
-    )
+    registry = registry_of(root, device=DEVICE, max_tokens=CONTEXT)
     entry, model = load(registry, name)
     assert model.device == DEVICE
     answers = []

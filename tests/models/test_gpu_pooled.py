@@ -248,3 +248,27 @@ def test_a_kernel_that_cannot_build_leaves_the_blocked_path(
     assert torch.allclose(context, expected_context, atol=1e-5, rtol=0)
     assert gpu_pooled.FAILED == ["RuntimeError: Failed to find C compiler"]
     assert not gpu_pooled.kernel_available(torch.device("cuda"))
+
+
+def test_the_autotuner_times_only_tiles_that_fit_the_pooling_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a GPU the autotuner times the largest tile that fits the blocks and half its
+    rows, 4 or 8 warps, 1 or 2 stages; in the interpreter it runs the largest tile only."""
+    from attention_core.models.maps.pooled_kernel import CONFIGS, _two_cells, pruned
+
+    def shapes(rows_cap: int, cols_cap: int) -> set[tuple[int, int, int, int]]:
+        chosen = pruned(CONFIGS, {"rows_cap": rows_cap, "cols_cap": cols_cap})
+        return {(c.kwargs["BM"], c.kwargs["BN"], c.num_warps, c.num_stages) for c in chosen}
+
+    assert shapes(128, 64) == {(128, 64, 8, 1)}  # the interpreter (this module)
+    assert shapes(16, 16) == {(16, 16, 4, 1)}
+    monkeypatch.delenv("TRITON_INTERPRET")  # as on a GPU (read per launch)
+    timed = shapes(128, 64)
+    assert {(rows, cols) for rows, cols, _, _ in timed} == {(128, 64), (64, 64)}
+    assert len(timed) == 8
+    # A 150-wide block (2 cells of T = 300): every timed tile touches at most 2 × 2 cells.
+    assert all(_two_cells({"BM": r, "BN": c, "block_r": 150, "block_c": 150}) for r, c, *_ in timed)
+    # Blocks of 8 (finer than any tile): 16 × 16 tiles, each entry its own atomic.
+    assert {(r, c) for r, c, *_ in shapes(16, 16)} == {(16, 16)}
+    assert not _two_cells({"BM": 16, "BN": 16, "block_r": 8, "block_c": 8})

@@ -68,6 +68,18 @@ def reference_patterns(ids: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     return previous, duplicate
 
 
+def reference_scores(maps: torch.Tensor, ids: Sequence[int]) -> dict[str, torch.Tensor]:
+    """The four scores read off the maps of ``ids`` (L, H, T, T), by their definitions
+    (induction needs its own repeated block)."""
+    previous, duplicate = reference_patterns(ids)
+    return {
+        "previous_token": detection_score(maps, previous),
+        "duplicate_token": detection_score(maps, duplicate),
+        "first_token": maps[..., :, 0].sum(-1) / len(ids),
+        "entropy": -(maps * maps.clamp_min(1e-300).log()).sum(-1).mean(-1),
+    }
+
+
 def hf_maps(model: torch.nn.Module, ids: Sequence[int]) -> torch.Tensor:
     with torch.inference_mode():
         out = model(input_ids=torch.tensor([list(ids)]), output_attentions=True)
@@ -83,14 +95,7 @@ def test_every_score_is_the_definition_on_transformers_maps(
     ids = decoder.tokenize(TEXT).input_ids
     assert len(set(ids)) < len(ids)  # the text repeats tokens: duplicate-token is not trivial
     maps = hf_maps(reference, ids).double()
-    previous, duplicate = reference_patterns(ids)
-    T = len(ids)
-    expected = {
-        "previous_token": detection_score(maps, previous),
-        "duplicate_token": detection_score(maps, duplicate),
-        "first_token": maps[..., :, 0].sum(-1) / T,
-        "entropy": -(maps * maps.clamp_min(1e-300).log()).sum(-1).mean(-1),
-    }
+    expected = reference_scores(maps, ids)
     # Induction: the maps of the ids it reports; the block is there twice after the framing.
     seq, start, R = result.induction_ids, result.induction_start, result.induction_length
     bos = list(decoder.tokenize("a").input_ids[:1]) if name == "tiny-llama" else []

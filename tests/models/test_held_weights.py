@@ -15,20 +15,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention_core.models import Decoder, ModelRegistry, read_header
+from attention_core.models import Decoder, read_header
 from attention_core.models.base.contract import KeptStack, PassOptions
 from attention_core.models.checkpoints.weight_dtype import held_bytes, size_text
 from attention_core.models.maps.map_grid import MapQuery
 from attention_core.models.maps.pooling import Region
 from attention_core.progress import Cancelled, reporting
 from tests.models.checkpoints import make_gpt2, make_llama
+from tests.models.registries import registry_of
 from tests.requires import require
 
 TEXT = "The bank approved the loan, and the river bank was muddy."
-
-
-def registry_of(path: Path, **options: object) -> ModelRegistry:
-    return ModelRegistry(include_package=False, builtin_dir=None, env_paths=[path], **options)  # type: ignore[arg-type]
 
 
 def stored_bytes(directory: Path) -> int:

@@ -16,6 +16,7 @@ import torch
 from attention_core.models import Decoder, ModelRegistry, head_trace
 from attention_core.models.hf.text_models import TransformersEncoder
 from tests.models.hf_checkpoints import ALL_SPECS, LONG_TEXT
+from tests.models.registries import registry_of
 from tests.requires import require
 
 transformers = require("transformers")
@@ -25,7 +26,7 @@ DECODERS = sorted(n for n, s in ALL_SPECS.items() if s.decoder)
 
 
 def _registry(path: Path) -> ModelRegistry:
-    return ModelRegistry(include_package=False, builtin_dir=None, env_paths=[path])
+    return registry_of(path)
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,7 @@ from attention_core.models.checkpoints.model_size import (
 from attention_core.models.checkpoints.untrusted_json import MAX_JSON_DEPTH, nesting_depth
 from attention_core.models.checkpoints.weight_dtype import held_bytes
 from attention_core.models.registry import model_registry as registry_module
+from tests.models.registries import registry_of
 
 DEEP = "[" * 100_000 + "]" * 100_000
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -319,7 +320,7 @@ def test_any_exception_of_one_checkpoint_is_its_reason(
         return replace(family, sizes=explode) if family.name == "gpt2" else family
 
     monkeypatch.setattr(registry_module, "family_of", family_of)
-    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[tmp_path])
+    registry = registry_of(tmp_path)
     entries = {e.name: e for e in registry.entries()}
     assert entries["odd"].reason == (
         "odd: its files could not be read (RecursionError: maximum recursion depth exceeded)"
@@ -351,13 +352,7 @@ def test_the_size_limit_is_checked_from_the_config_and_the_headers(
     assert held_bytes([bf16], torch.float32) == 4 * bf16.parameters  # ATTENTION_VIZ_DTYPE
 
     def reasons(limit: int) -> dict[str, str | None]:
-        registry = ModelRegistry(
-            include_package=False,
-            builtin_dir=None,
-            env_paths=[tmp_path],
-            max_model_bytes=limit,
-            offload=False,
-        )
+        registry = registry_of(tmp_path, max_model_bytes=limit, offload=False)
         return {e.name: e.reason for e in registry.entries()}
 
     assert reasons(weights) == {"bf16": None, "gpt2": None}
@@ -408,9 +403,7 @@ def test_a_failed_load_is_remembered_until_the_files_change(
     directory = Path(shutil.copytree(checkpoints / "tiny-gpt2", tmp_path / "models" / "m"))
     shutil.copy(directory / "model.safetensors", good)
     edit_header(directory, lambda h: json.dumps(h).replace("h.1.", "h.7."))
-    registry = ModelRegistry(
-        include_package=False, builtin_dir=None, env_paths=[tmp_path / "models"]
-    )
+    registry = registry_of(tmp_path / "models")
     assert registry.entries()[0].supported
     calls = []
     real = registry_module._family
@@ -462,7 +455,7 @@ def test_a_shard_index_cannot_lead_outside_its_checkpoint(
     shutil.copy(
         source / "model.safetensors", inside / "shards" / "model-00001-of-00001.safetensors"
     )
-    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[models])
+    registry = registry_of(models)
     reasons = {e.name: e.reason for e in registry.entries()}
     assert reasons == {
         "absolute": f"model.safetensors.index.json: names the shard "
@@ -508,7 +501,7 @@ def test_hugging_face_cache_snapshots_may_link_to_their_own_blobs(
     shutil.copy(source / "model.safetensors", shards / "model-00001-of-00001.safetensors")
     hf_repo(hub, "acme--sharded", {p.name: p.read_bytes() for p in shards.iterdir()})
     hf_repo(hub, "acme--thief", files, blobs_of="other--repo")
-    registry = ModelRegistry(include_package=False, builtin_dir=None, hf_cache=hub)
+    registry = registry_of(hf_cache=hub)
     reasons = {e.name: e.reason for e in registry.entries()}
     assert reasons == {
         "acme/sharded": None,
@@ -547,7 +540,7 @@ def test_checkpoints_of_the_transformers_backend_are_checked_alike(
         HOSTILE[name][1](tmp_path / name)
     sharded(source, tmp_path / "dotdot", "../tiny-qwen3/model.safetensors")
     shutil.copytree(source, tmp_path / "tiny-qwen3")
-    registry = ModelRegistry(include_package=False, builtin_dir=None, env_paths=[tmp_path])
+    registry = registry_of(tmp_path)
     entries = {e.name: e for e in registry.entries()}
     assert entries["tiny-qwen3"].supported and entries["tiny-qwen3"].backend == "transformers"
     for name in TRANSFORMERS_HOSTILE:
@@ -556,13 +549,7 @@ def test_checkpoints_of_the_transformers_backend_are_checked_alike(
     assert "names the shard '../tiny-qwen3/model.safetensors'" in str(entries["dotdot"].reason)
     assert entries["tiny-qwen3"].parameters is not None
     weights = held_bytes([read_header(source / "model.safetensors")])
-    small = ModelRegistry(
-        include_package=False,
-        builtin_dir=None,
-        env_paths=[tmp_path],
-        max_model_bytes=weights - 1,
-        offload=False,
-    )
+    small = registry_of(tmp_path, max_model_bytes=weights - 1, offload=False)
     refused = {e.name: e for e in small.entries()}["tiny-qwen3"]
     assert refused.reason is not None and refused.reason.startswith(f"the weights take {weights:,}")
     assert registry.load("tiny-qwen3").info().layers == 2
@@ -575,7 +562,7 @@ def test_a_cache_ref_cannot_lead_outside_its_repository(checkpoints: Path, tmp_p
     shutil.copytree(checkpoints / "tiny-gpt2", repo / "snapshots" / "abc")
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("../../../elsewhere")
-    registry = ModelRegistry(include_package=False, builtin_dir=None, hf_cache=tmp_path / "hub")
+    registry = registry_of(hf_cache=tmp_path / "hub")
     (entry,) = registry.entries()
     assert entry.path == repo / "snapshots" / "abc" and entry.family == "gpt2"
 
@@ -596,13 +583,7 @@ def test_a_directory_that_cannot_be_looked_into_hides_nothing_else(
 
     monkeypatch.setattr(Path, "is_file", lambda p: denied(p) or real_is_file(p))
     monkeypatch.setattr(Path, "exists", lambda p: denied(p) or real_exists(p))
-    registry = ModelRegistry(
-        include_package=False,
-        builtin_dir=None,
-        cli_paths=[models / "locked"],
-        env_paths=[models],
-        runs_dir=models,
-    )
+    registry = registry_of(models, cli_paths=[models / "locked"], runs_dir=models)
     reasons = {e.name: e.reason for e in registry.entries()}
     assert reasons == {
         "locked": f"{models / 'locked'} cannot be read (Permission denied)",

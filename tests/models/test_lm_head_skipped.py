@@ -5,38 +5,22 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-from attention_core.models import GPT2, GPT2Config, Llama, LlamaConfig
+from tests.models.tiny_decoders import counted_forward, tiny_gpt2, tiny_llama
 
 T, C, V = 24, 32, 5000
 
 
 def flops(model: torch.nn.Module, num_logits: int | None) -> int:
     ids = torch.arange(T)[None] % V  # (1, T)
-    counter = FlopCounterMode(display=False)
-    with torch.inference_mode(), counter:
-        out = model(ids, num_logits=num_logits, output_attentions=True)
+    out, counted = counted_forward(model, ids, num_logits=num_logits)
     assert out.logits.shape == (1, T if num_logits is None else num_logits, V)
-    return int(counter.get_total_flops())
+    return counted
 
 
 @pytest.mark.parametrize(
     "model",
-    [
-        GPT2(GPT2Config(vocab_size=V, n_positions=64, n_embd=C, n_layer=2, n_head=4)),
-        Llama(
-            LlamaConfig(
-                vocab_size=V,
-                hidden_size=C,
-                intermediate_size=64,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                num_key_value_heads=2,
-                max_position_embeddings=64,
-            )
-        ),
-    ],
+    [tiny_gpt2(V, C), tiny_llama(V, C, inner=64)],
     ids=["gpt2", "llama"],
 )
 def test_no_logits_means_no_head_matmul(model: torch.nn.Module) -> None:

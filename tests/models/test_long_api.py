@@ -354,3 +354,62 @@ def test_an_encoder_decoders_ablation_and_lens_after_a_4000_token_source_hold_no
         seq2seq_heads.ablate_stack(model, text, "encoder", [(0, 1)])
         seq2seq_heads.seq2seq_lens(model, text)
     assert watched.largest < S * S // 2
+
+
+def test_an_encoder_decoders_why_on_each_stack_after_4000_tokens_holds_no_map(
+    marian: TestClient,
+) -> None:
+    """One cell's decomposition on each of Marian's stacks, a ≈4,000-token source and a
+    ≈2,000-token target: the forward computes each layer's context block by block, the
+    cell's softmax reads one row; no op makes a tensor of S²/2 elements (the decoder's one
+    (1, 1, T, T) boolean causal mask, transformers', is T² = a quarter of S²).  Equal to
+    transformers at short lengths: test_stack_matrix.py."""
+    from attention_core.analysis import seq2seq_heads
+    from attention_core.analysis.seq2seq_why import seq2seq_why
+
+    model = marian.app.state.models.load(MARIAN)  # type: ignore[attr-defined]
+    per_sentence = len(model.tokenize(SENTENCE * 10).input_ids) / 10
+    source = SENTENCE * int(3990 / per_sentence)
+    target = SENTENCE * int(1990 / per_sentence)
+    text = seq2seq_heads.read(model, source, target)
+    S, T = len(text.source), len(text.target)
+    assert S > 3900 and T > 1900
+    cells = {"encoder": (S - 1, 5), "decoder": (T - 1, T - 5), "cross": (T - 1, S - 5)}
+    for stack, (row, col) in cells.items():
+        body = {"model": MARIAN, "text": source, "target": target, "stack": stack}
+        cell = {"layer": 2, "head": 3, "row": row, "col": col}
+        answer = marian.post("/api/model/why", json={**body, **cell})
+        assert answer.status_code == 200, answer.text[:300]
+        assert 0 < answer.json()["weight"] < 1
+    with torch.inference_mode(), LargestOutput() as watched:
+        for stack, (row, col) in cells.items():
+            seq2seq_why(model, text, stack, 1, 2, row, col)  # type: ignore[arg-type]
+    assert watched.largest < S * S // 2
+
+
+def test_an_encoder_decoders_attribution_after_4000_tokens_holds_no_map(
+    marian: TestClient,
+) -> None:
+    """Attribution patching of every head of Marian's three stacks, a ≈4,000-token source
+    and a ≈2,000-token target: the forward computes each attention's context in blocks of
+    rows, which the backward reads back; no op makes a tensor of S²/2 elements (equal to
+    transformers' autograd at ≈300 tokens: test_stack_matrix.py)."""
+    from attention_core.analysis import seq2seq_heads
+    from attention_core.analysis.seq2seq_attribution import seq2seq_attribute
+
+    model = marian.app.state.models.load(MARIAN)  # type: ignore[attr-defined]
+    per_sentence = len(model.tokenize(SENTENCE * 10).input_ids) / 10
+    source = SENTENCE * int(3990 / per_sentence)
+    target = SENTENCE * int(1990 / per_sentence)
+    body = {"model": MARIAN, "text": source, "target": target, "stack": "cross"}
+    answer = marian.post("/api/model/attribute", json=body)
+    assert answer.status_code == 200, answer.text[:300]
+    stacks = answer.json()["stacks"]
+    assert sorted(stacks) == ["cross", "decoder", "encoder"]
+    assert all(np.isfinite(np.array(grid)).all() for grid in stacks.values())
+    text = seq2seq_heads.read(model, source, target)
+    S = len(text.source)
+    with LargestOutput() as watched:
+        result = seq2seq_attribute(model, text, "cross")
+    np.testing.assert_allclose(result.estimate.numpy(), stacks["cross"], atol=1e-5, rtol=0)
+    assert watched.largest < S * S // 2

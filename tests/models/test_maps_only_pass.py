@@ -9,42 +9,27 @@ the last MLP's matmuls, nothing else), and forward hooks on the skipped modules.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
-from attention_core.models import GPT2, GPT2Config, Llama, LlamaConfig
+from attention_core.models import GPT2, Llama
 from attention_core.models.base.contract import PassOptions
 from attention_core.models.text.decoder import Decoder
 from tests.models.checkpoints import make_llama
+from tests.models.tiny_decoders import counted_forward, tiny_gpt2, tiny_llama
 
 T, C, INNER, V = 24, 32, 64, 500
 
 
 def gpt2() -> GPT2:
-    config = GPT2Config(vocab_size=V, n_positions=64, n_embd=C, n_layer=2, n_head=4, n_inner=INNER)
-    torch.manual_seed(1)
-    model = GPT2(config)
-    model.init_weights()
-    return model.eval()
+    return tiny_gpt2(V, C, INNER)
 
 
 def llama() -> Llama:
-    config = LlamaConfig(
-        vocab_size=V,
-        hidden_size=C,
-        intermediate_size=INNER,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(2)
-    model = Llama(config)
-    model.init_weights()
-    return model.eval()
+    return tiny_llama(V, C, INNER)
 
 
 # The last MLP's matmuls: Llama's gate, up and down; GPT-2's c_fc and c_proj.
@@ -52,13 +37,9 @@ MLP_FLOPS = {"gpt2": 2 * 2 * T * C * INNER, "llama": 3 * 2 * T * C * INNER}
 BUILD = {"gpt2": gpt2, "llama": llama}
 
 
-def forward(model: nn.Module, **options: object) -> tuple[object, int]:
+def forward(model: nn.Module, **options: object) -> tuple[Any, int]:
     torch.manual_seed(0)
-    ids = torch.randint(0, V, (1, T))
-    counter = FlopCounterMode(display=False)
-    with torch.inference_mode(), counter:
-        out = model(ids, output_attentions=True, **options)
-    return out, int(counter.get_total_flops())
+    return counted_forward(model, torch.randint(0, V, (1, T)), **options)
 
 
 def calls(modules: dict[str, nn.Module]) -> dict[str, int]:

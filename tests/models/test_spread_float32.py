@@ -19,13 +19,10 @@ from attention_core.models import Decoder, ModelRegistry, read_header
 from attention_core.models.checkpoints.weight_dtype import held_bytes
 from attention_core.progress import Cancelled, reporting
 from tests.models.checkpoints import make_llama
+from tests.models.registries import registry_of
 from tests.requires import require
 
 TEXT = "The bank approved the loan, and the river bank was muddy."
-
-
-def registry_of(path: Path, **options: object) -> ModelRegistry:
-    return ModelRegistry(include_package=False, builtin_dir=None, env_paths=[path], **options)  # type: ignore[arg-type]
 
 
 def eager_float32(path: Path, ids: tuple[int, ...]) -> tuple[torch.Tensor, ...]:

@@ -2,15 +2,16 @@
 and past the full-maps budget, against an oracle.
 
 Models: GPT-2 and Llama (grouped-query attention) of the core, Qwen3 of the transformers
-backend, the built-in BERT (MiniLM) and a Marian encoder-decoder (three stacks).
+backend, the built-in BERT (MiniLM) and the encoder-decoders Marian, T5 (relative position
+biases added to unscaled scores) and BART (learned positions), each with three stacks.
 "Past the budget" is a server whose ``model_full_maps_bytes`` is 1 byte, so every
 input is ``maps_path`` 'long' while staying cheap; each answer is checked against
 transformers' eager attention (``output_attentions=True``), the same maps pooled or
 cropped, or a direct computation (value-weighted maps from each layer's traced v and
 its heads' slices of the output projection; head scores with ``scores``' definitions).
-The 4,096-token cells are in test_long_api.py.  Marian's ablation (any stack's heads) and
-logit lens (its decoder) are read in the decoder's predictions of the target, against
-transformers with the heads zeroed and its decoder states unembedded.
+The 4,096-token cells are in test_long_api.py.  An encoder-decoder's ablation (any stack's
+heads) and logit lens (its decoder) are read in the decoder's predictions of the target,
+against transformers with the heads zeroed and its decoder states unembedded.
 """
 
 from __future__ import annotations
@@ -47,8 +48,19 @@ TEXT = "The cat sat on the mat, and the cat was tired because the mat was hard."
 TARGET = "Die Katze sass auf der Matte."
 BERT = "sentence-transformers/all-MiniLM-L6-v2"
 MODELS = {"gpt2": "decoder", "llama": "decoder", "qwen3": "decoder", BERT: "encoder"}
+# encoder-decoders: name -> (model type, config overrides).  "t5-tied" is T5 with tied
+# embeddings (its decoder's states scaled by d_model**-0.5 before the LM head); only the
+# analyses that read the LM head run on it.
+SEQ2SEQ: dict[str, tuple[str, dict[str, Any]]] = {
+    "marian": ("marian", {}),
+    "t5": ("t5", {"d_kv": 12}),  # heads × d_kv = 48, not d_model (as T5 v1.1 small)
+    "bart": ("bart", {}),
+    "t5-tied": ("t5", {"tie_word_embeddings": True}),
+}
+ENCODER_DECODERS = ["marian", "t5", "bart"]  # the whole matrix
+LM_HEADS = [*ENCODER_DECODERS, "t5-tied"]  # the analyses that read the LM head
 STACKS = [(name, stack) for name, stack in MODELS.items()] + [
-    ("marian", stack) for stack in ("encoder", "decoder", "cross")
+    (name, stack) for name in ENCODER_DECODERS for stack in ("encoder", "decoder", "cross")
 ]
 ANSWER_KEY = {"encoder": "attentions", "decoder": "decoder_attentions", "cross": "cross_attentions"}
 ATOL = 1e-5
@@ -62,7 +74,10 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make_gpt2(root / "gpt2", seed=1, n_positions=LONG_TOKENS)
     make_llama(root / "llama", seed=2, max_position_embeddings=LONG_TOKENS)  # 4 heads, 2 kv
     make_hf(root / "qwen3", "tiny-qwen3", seed=3, max_position_embeddings=LONG_TOKENS)
-    make_seq2seq(root / "marian", "marian", seed=4)
+    for seed, (name, (model_type, overrides)) in enumerate(SEQ2SEQ.items(), start=4):
+        if model_type != "t5":  # T5's positions are relative: no table, no limit
+            overrides = {"max_position_embeddings": LONG_TOKENS, **overrides}
+        make_seq2seq(root / name, model_type, seed=seed, **overrides)
     return root
 
 
@@ -92,7 +107,7 @@ def eager(models_dir: Path) -> dict[tuple[str, str], torch.Tensor]:
     os.environ["HF_HUB_OFFLINE"] = "1"
     transformers = require("transformers")
     with _client(models_dir) as client:
-        model = {name: loaded(client, name) for name in [*MODELS, "marian"]}
+        model = {name: loaded(client, name) for name in [*MODELS, *ENCODER_DECODERS]}
     found: dict[tuple[str, str], torch.Tensor] = {}
     with torch.inference_mode():
         for name in ("gpt2", "llama", "qwen3"):
@@ -106,18 +121,25 @@ def eager(models_dir: Path) -> dict[tuple[str, str], torch.Tensor]:
         ).eval()
         ids = torch.tensor([model[BERT].tokenize(TEXT).input_ids])
         found[(BERT, "encoder")] = torch.cat(bert(ids, output_attentions=True).attentions)
-        marian = transformers.AutoModelForSeq2SeqLM.from_pretrained(
-            models_dir / "marian", attn_implementation="eager", dtype=torch.float32
-        ).eval()
-        out = marian(
-            input_ids=torch.tensor([model["marian"].tokenize(TEXT).input_ids]),
-            decoder_input_ids=torch.tensor([model["marian"].target_text(TARGET).input_ids]),
-            output_attentions=True,
-        )
-        found[("marian", "encoder")] = torch.cat(out.encoder_attentions)
-        found[("marian", "decoder")] = torch.cat(out.decoder_attentions)
-        found[("marian", "cross")] = torch.cat(out.cross_attentions)
+        for name in ENCODER_DECODERS:
+            out = seq2seq_eager(models_dir, name)(
+                input_ids=torch.tensor([model[name].tokenize(TEXT).input_ids]),
+                decoder_input_ids=torch.tensor([model[name].target_text(TARGET).input_ids]),
+                output_attentions=True,
+            )
+            found[(name, "encoder")] = torch.cat(out.encoder_attentions)
+            found[(name, "decoder")] = torch.cat(out.decoder_attentions)
+            found[(name, "cross")] = torch.cat(out.cross_attentions)
     return found
+
+
+def seq2seq_eager(models_dir: Path, name: str) -> torch.nn.Module:
+    """transformers' own encoder-decoder ``name``, eager attention."""
+    transformers = require("transformers")
+    module: torch.nn.Module = transformers.AutoModelForSeq2SeqLM.from_pretrained(
+        models_dir / name, attn_implementation="eager", dtype=torch.float32
+    ).eval()
+    return module
 
 
 @dataclass(frozen=True)
@@ -134,12 +156,12 @@ class Cell:
     @property
     def key(self) -> str:
         """The answer's field holding this stack's maps."""
-        return ANSWER_KEY[self.stack] if self.name == "marian" else "attentions"
+        return ANSWER_KEY[self.stack] if self.name in SEQ2SEQ else "attentions"
 
     @property
     def stack_body(self) -> dict[str, str]:
         """The request's ``stack`` (an encoder-decoder's), or nothing."""
-        return {"stack": self.stack} if self.name == "marian" else {}
+        return {"stack": self.stack} if self.name in SEQ2SEQ else {}
 
 
 @pytest.fixture(params=STACKS, ids=[f"{name}-{stack}" for name, stack in STACKS])
@@ -155,7 +177,7 @@ def cell(
 
 def post(client: TestClient, name: str, path: str = "/api/model/attention", **body: Any) -> Any:
     request = {"model": name, "text": TEXT, **body}
-    if name == "marian" and path != "/api/model/generate":
+    if name in SEQ2SEQ and path != "/api/model/generate":
         request["target"] = TARGET
     response = client.post(path, json=request)
     assert response.status_code == 200, response.text
@@ -186,17 +208,17 @@ def test_maps_heads_pool_and_region(cell: Cell) -> None:
         T, S = want.shape[-2:]
         block = [-(-T // 4), -(-S // 4)]
         close(maps, max_pool(want[layer], block))
-    if cell.stack in ("encoder", "decoder") and name != "marian" or cell.stack == "encoder":
+    if cell.stack in ("encoder", "decoder") and name not in SEQ2SEQ or cell.stack == "encoder":
         region = post(client, name, rows=[2, 9], cols=[1, 6])
         for layer, maps in enumerate(region["attentions"]):
             close(maps, want[layer, :, 2:9, 1:6])
 
 
-@pytest.mark.parametrize("name", [*MODELS, "marian"])
+@pytest.mark.parametrize("name", [*MODELS, *ENCODER_DECODERS])
 def test_stream_is_the_post(served: tuple[str, TestClient], name: str) -> None:
     _, client = served
     body = {"model": name, "text": TEXT, "pool": 4}
-    if name == "marian":
+    if name in SEQ2SEQ:
         body["target"] = TARGET
     streamed = client.post("/api/model/attention/stream", json=body).text
     result = [m for m in streamed.strip().split("\n\n") if m.startswith("event: result")]
@@ -210,7 +232,7 @@ def test_value_norm(cell: Cell) -> None:
     model = loaded(client, name)
     answer = post(client, name, measure="value_norm")
     for layer, maps in enumerate(answer[cell.key]):
-        if name == "marian":
+        if name in SEQ2SEQ:
             _, trace, _ = model.trace_stack(TEXT, TARGET, stack, layer)
         else:
             _, trace = model.trace(TEXT, layer)
@@ -230,7 +252,7 @@ def test_head_scores(cell: Cell) -> None:
         diagonal = ((torch.arange(T) + 0.5) * S / T).floor().long().clamp_max(S - 1)
         close(scores["diagonal"], maps[..., torch.arange(T), diagonal].mean(-1))
     else:
-        rows = model.target_text(TARGET) if stack == "decoder" and name == "marian" else None
+        rows = model.target_text(TARGET) if stack == "decoder" and name in SEQ2SEQ else None
         ids = rows.input_ids if rows is not None else model.tokenize(TEXT).input_ids
         close(scores["previous_token"], previous_token_score(maps))
         close(scores["duplicate_token"], duplicate_token_score(maps, ids))
@@ -458,6 +480,84 @@ def test_why_a_cell_equals_transformers_map_at_any_length(
     assert answers[0]["score"] - answers[1]["score"] == pytest.approx(log_ratio, abs=1e-3)
 
 
+def seq2seq_maps(
+    hf: torch.nn.Module, source: list[int], decoder_input: list[int], stack: str
+) -> torch.Tensor:
+    """transformers' eager maps of one stack, (L, H, T, S)."""
+    with torch.inference_mode():
+        out = hf(
+            input_ids=torch.tensor([source]),
+            decoder_input_ids=torch.tensor([decoder_input]),
+            output_attentions=True,
+        )
+    key = {"encoder": "encoder_attentions", "decoder": "decoder_attentions"}
+    return torch.cat(getattr(out, key.get(stack, "cross_attentions")))
+
+
+@pytest.mark.parametrize("name", ["marian", "bart"])
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_seq2seq_why_a_cell_equals_transformers_map_on_each_stack(
+    served: tuple[str, TestClient],
+    seq2seq_reference: dict[str, torch.nn.Module],
+    stack: str,
+    name: str,
+) -> None:
+    """The post-norm encoder-decoders' three stacks at ≈20 and ≈300 source tokens (the
+    forward holds no map): the weight is transformers' eager map there, two cells' score
+    difference is the log-ratio of their weights, and the components add up to the score;
+    cross-attention's keys are the encoder output's components, its queries the decoder
+    stream's."""
+    length, client = served
+    model, text = loaded(client, name), analysed_text(length, client, name)
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
+    maps = seq2seq_maps(seq2seq_reference[name], source, list(target.input_ids), stack)
+    want = maps[1, 1]  # layer 2, head 2: (T, S)
+    T, S = want.shape
+    row, cols = T - 2, (1, S - 3)
+    cell = {"stack": stack, "layer": 2, "head": 2, "row": row}
+    answers = [post(client, name, "/api/model/why", text=text, col=col, **cell) for col in cols]
+    for answer, col in zip(answers, cols, strict=True):
+        assert answer["stack"] == stack and len(answer["tokens"]) == T
+        assert answer["weight"] == pytest.approx(float(want[row, col]), abs=1e-5)
+        assert float(np.sum(answer["grid"])) == pytest.approx(answer["score"], abs=1e-3)
+        keys = answer["key_components"] or answer["components"]
+        assert np.shape(answer["grid"]) == (len(answer["components"]), len(keys))
+    if stack == "cross":
+        assert "L2 H1" in answers[0]["components"] and "L1 cross H4" in answers[0]["components"]
+        assert answers[0]["key_components"][0] == "encoder embedding"
+        assert "encoder L2 MLP" in answers[0]["key_components"]
+    else:
+        assert answers[0]["key_components"] is None
+    log_ratio = float(torch.log(want[row, cols[0]] / want[row, cols[1]]))
+    assert answers[0]["score"] - answers[1]["score"] == pytest.approx(log_ratio, abs=1e-3)
+
+
+def test_marian_why_refuses_a_cell_outside_its_stack_naming_the_field(
+    served: tuple[str, TestClient], eager: dict[tuple[str, str], torch.Tensor]
+) -> None:
+    """A decoder cell after its row, a cross-attention column past the source, a row past
+    the source, a layer the stack lacks: 422 on that field; a one-stack model refuses
+    ``stack`` and ``target``."""
+    _, client = served
+    T, S = eager[("marian", "cross")].shape[-2:]
+    cell = {"model": "marian", "text": TEXT, "target": TARGET, "layer": 1, "head": 1}
+    bad = [
+        ({"stack": "decoder", "row": 1, "col": 2}, "col"),
+        ({"stack": "cross", "row": 1, "col": S}, "col"),
+        ({"stack": "encoder", "row": S, "col": 0}, "row"),
+        ({"stack": "cross", "row": 0, "col": 0, "layer": 3}, "layer"),
+    ]
+    for body, field in bad:
+        response = client.post("/api/model/why", json={**cell, **body})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["loc"][-1] == field
+    one = {"model": "gpt2", "text": TEXT, "layer": 1, "head": 1, "row": 2, "col": 1}
+    for extra, field in (({"stack": "cross"}, "stack"), ({"target": TARGET}, "target")):
+        response = client.post("/api/model/why", json={**one, **extra})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["loc"][-1] == field
+
+
 def patching_oracle(module: torch.nn.Module, name: str, ids: list[int]) -> torch.Tensor:
     """(L, H): transformers' gradient of the mean next-token loss at each head's slice of
     the output projection's input, times minus that slice (zero ablation), summed."""
@@ -512,25 +612,27 @@ def test_attribution_equals_transformers_gradients_at_any_length(
 
 
 @pytest.fixture(scope="module")
-def marian_eager(models_dir: Path) -> torch.nn.Module:
-    transformers = require("transformers")
-    return transformers.AutoModelForSeq2SeqLM.from_pretrained(
-        models_dir / "marian", attn_implementation="eager", dtype=torch.float32
-    ).eval()
+def seq2seq_reference(models_dir: Path) -> dict[str, torch.nn.Module]:
+    """transformers' own model of each encoder-decoder, eager attention."""
+    return {name: seq2seq_eager(models_dir, name) for name in SEQ2SEQ}
 
 
-def test_marian_generation_writes_greedily_and_its_stacks_are_transformers_over_it(
-    served: tuple[str, TestClient], marian_eager: torch.nn.Module
+@pytest.mark.parametrize("name", ENCODER_DECODERS)
+def test_seq2seq_generation_writes_greedily_and_its_stacks_are_transformers_over_it(
+    served: tuple[str, TestClient], seq2seq_reference: dict[str, torch.nn.Module], name: str
 ) -> None:
-    """The written ids are transformers' greedy ``generate``; the generation keeps no map
-    and its three stacks (whole, one head, pooled) are transformers' eager maps of the
-    source and the start token with every written id."""
+    """At ≈20 and ≈300 source tokens (past the full-maps budget): the written ids are
+    transformers' greedy ``generate``; the generation keeps no map and its three stacks
+    (whole, one head, pooled) are transformers' eager maps of the source and the start
+    token with every written id."""
     length, client = served
-    source = torch.tensor([loaded(client, "marian").tokenize(TEXT).input_ids])
+    hf = seq2seq_reference[name]
+    text = analysed_text(length, client, name)
+    source = torch.tensor([loaded(client, name).tokenize(text).input_ids])
     with torch.inference_mode():
-        expected = marian_eager.generate(source, do_sample=False, num_beams=1, max_new_tokens=6)
-        out = marian_eager(input_ids=source, decoder_input_ids=expected, output_attentions=True)
-    body = {"model": "marian", "prompt": TEXT, "max_new_tokens": 6, "layers": [2]}
+        expected = hf.generate(source, do_sample=False, num_beams=1, max_new_tokens=6)
+        out = hf(input_ids=source, decoder_input_ids=expected, output_attentions=True)
+    body = {"model": name, "prompt": text, "max_new_tokens": 6, "layers": [2]}
     answers = {}
     for shape in ({}, {"heads": [3]}, {"pool": 4}):
         response = client.post("/api/model/generate", json={**body, **shape})
@@ -551,33 +653,48 @@ def test_marian_generation_writes_greedily_and_its_stacks_are_transformers_over_
         close(pooled[key][0], max_pool(want, [-(-T // 4), -(-S // 4)]))
 
 
+@pytest.mark.parametrize("name", ENCODER_DECODERS)
 @pytest.mark.parametrize("stack", ["encoder", "decoder"])
-def test_marian_induction_equals_transformers_maps_of_the_repeated_block(
-    served: tuple[str, TestClient], marian_eager: torch.nn.Module, stack: str
+def test_seq2seq_induction_equals_transformers_maps_of_the_repeated_block(
+    served: tuple[str, TestClient],
+    seq2seq_reference: dict[str, torch.nn.Module],
+    stack: str,
+    name: str,
 ) -> None:
-    """The induction score of Marian's self-attention stacks, summed block by block from a
+    """The induction score of the self-attention stacks, summed block by block from a
     pass that holds no map, equals ``induction_score`` of transformers' eager maps of the
-    repeated block (the source, or the decoder's input behind its start token)."""
-    _, client = served
-    scores = post(client, "marian", "/api/model/head-scores", stack=stack, induction_length=20)
-    model = loaded(client, "marian")
-    close(scores["induction"], eager_induction(marian_eager, model, stack, TEXT, scores))
+    repeated block (the source, or the decoder's input behind its start token; the
+    decoder's source ≈300 tokens past the full-maps budget)."""
+    length, client = served
+    text = analysed_text(length, client, name)
+    scores = post(
+        client, name, "/api/model/head-scores", text=text, stack=stack, induction_length=20
+    )
+    model = loaded(client, name)
+    close(scores["induction"], eager_induction(seq2seq_reference[name], model, stack, text, scores))
 
 
-MARIAN_OUT = {
+# Each stack's output projections (T5's: ``o`` of SelfAttention and EncDecAttention).
+BART_OUT = {
     "encoder": "model.encoder.layers.{}.self_attn.out_proj",
     "decoder": "model.decoder.layers.{}.self_attn.out_proj",
     "cross": "model.decoder.layers.{}.encoder_attn.out_proj",
 }
+T5_OUT = {
+    "encoder": "encoder.block.{}.layer.0.SelfAttention.o",
+    "decoder": "decoder.block.{}.layer.0.SelfAttention.o",
+    "cross": "decoder.block.{}.layer.1.EncDecAttention.o",
+}
 
 
-def marian_ablated(
+def seq2seq_ablated(
     hf: torch.nn.Module, source: list[int], decoder_input: list[int], stack: str, heads: Any
 ) -> Any:
-    """transformers' Marian with each (layer, head) of ``stack`` (0-based) zeroed just before
-    its output projection: the oracle of an encoder-decoder's ablation."""
-    H = int(hf.config.encoder_attention_heads)
-    with heads_zeroed(hf, MARIAN_OUT[stack], H, heads), torch.inference_mode():
+    """transformers' encoder-decoder with each (layer, head) of ``stack`` (0-based) zeroed
+    just before its output projection: the oracle of an encoder-decoder's ablation."""
+    H = int(hf.config.num_attention_heads)
+    paths = T5_OUT if hf.config.model_type == "t5" else BART_OUT
+    with heads_zeroed(hf, paths[stack], H, heads), torch.inference_mode():
         return hf(
             input_ids=torch.tensor([source]),
             decoder_input_ids=torch.tensor([decoder_input]),
@@ -585,58 +702,205 @@ def marian_ablated(
         )
 
 
+@pytest.mark.parametrize("name", LM_HEADS)
 @pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
-def test_marian_ablation_equals_transformers_with_the_heads_zeroed(
-    served: tuple[str, TestClient], marian_eager: torch.nn.Module, stack: str
+def test_seq2seq_ablation_equals_transformers_with_the_heads_zeroed(
+    served: tuple[str, TestClient],
+    seq2seq_reference: dict[str, torch.nn.Module],
+    stack: str,
+    name: str,
 ) -> None:
     """One head, two heads together and each head alone of any stack, read in the decoder's
-    log-probabilities of the target's tokens (the forward holds no map)."""
-    _, client = served
-    model = loaded(client, "marian")
-    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
+    log-probabilities of the target's tokens, at ≈20 and ≈300 source tokens (the forward
+    holds no map)."""
+    length, client = served
+    model, text = loaded(client, name), analysed_text(length, client, name)
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
     labels = torch.tensor(target.labels)
 
     def logprobs(heads: list[tuple[int, int]]) -> torch.Tensor:
-        out = marian_ablated(marian_eager, source, list(target.input_ids), stack, heads)
+        hf = seq2seq_reference[name]
+        out = seq2seq_ablated(hf, source, list(target.input_ids), stack, heads)
         return torch.log_softmax(out.logits[0].float(), -1).gather(-1, labels[:, None])[:, 0]
 
     clean = logprobs([])
     for heads in ([(0, 1)], [(0, 0), (1, 2)]):
         pairs = [[a + 1, b + 1] for a, b in heads]
-        answer = post(client, "marian", "/api/model/ablate", heads=pairs, stack=stack)
+        answer = post(client, name, "/api/model/ablate", text=text, heads=pairs, stack=stack)
         assert answer["stack"] == stack and answer["tokens"] == list(target.tokens)
         close(answer["logprobs_before"], clean)
         close(answer["logprobs_after"], logprobs(heads))
         assert answer["loss_after"] == pytest.approx(float(-logprobs(heads).mean()), abs=1e-5)
-    grid = post(client, "marian", "/api/model/ablate", each_head=True, stack=stack)["each_head"]
+    each = post(client, name, "/api/model/ablate", text=text, each_head=True, stack=stack)
+    grid = each["each_head"]
     for layer, head in [(0, 0), (1, 3)]:
         want = clean.mean() - logprobs([(layer, head)]).mean()
         assert grid[layer][head] == pytest.approx(float(want), abs=1e-5)
 
 
-def test_marian_logit_lens_equals_transformers_decoder_states_unembedded(
-    served: tuple[str, TestClient], marian_eager: torch.nn.Module
+def unembedded(hf: torch.nn.Module, name: str, state: torch.Tensor, last: bool) -> torch.Tensor:
+    """A decoder state (after a layer) through the LM head as transformers' forward reads the
+    last one: T5's final norm (the last state has had it) and, tied, the scale d_model**-0.5;
+    BART's and Marian's ``final_logits_bias`` (their decoders have no final norm)."""
+    if name in ("t5", "t5-tied"):
+        state = state if last else hf.decoder.final_layer_norm(state)
+        scale = hf.config.d_model**-0.5 if name == "t5-tied" else 1.0
+        logits: torch.Tensor = hf.lm_head(state * scale)
+        return logits
+    bias: torch.Tensor = hf.final_logits_bias
+    return hf.lm_head(state) + bias
+
+
+@pytest.mark.parametrize("name", LM_HEADS)
+def test_seq2seq_logit_lens_equals_transformers_decoder_states_unembedded(
+    served: tuple[str, TestClient], seq2seq_reference: dict[str, torch.nn.Module], name: str
 ) -> None:
     """After each decoder layer, transformers' decoder hidden state through the LM head
-    (and Marian's final_logits_bias: its decoder has no final norm); the last layer's is the
-    model's own logits.  The encoder's lens says why it has none."""
-    _, client = served
-    model = loaded(client, "marian")
-    source, target = list(model.tokenize(TEXT).input_ids), model.target_text(TARGET)
-    out = marian_ablated(marian_eager, source, list(target.input_ids), "decoder", [])
-    lens = post(client, "marian", "/api/model/logit-lens")
+    (``unembedded``); the last layer's is the model's own logits.  The encoder's and the
+    cross stack's lens say why they have none.  At ≈20 and ≈300 source tokens."""
+    length, client = served
+    model, hf = loaded(client, name), seq2seq_reference[name]
+    text = analysed_text(length, client, name)
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
+    out = seq2seq_ablated(hf, source, list(target.input_ids), "decoder", [])
+    lens = post(client, name, "/api/model/logit-lens", text=text)
     hidden = out.decoder_hidden_states
     assert lens["layers"] == len(hidden) - 1 and lens["stack"] == "decoder"
     for layer in range(1, len(hidden)):
         with torch.inference_mode():
-            logits = marian_eager.lm_head(hidden[layer][0]) + marian_eager.final_logits_bias
+            logits = unembedded(hf, name, hidden[layer][0], layer == len(hidden) - 1)
         top = torch.softmax(logits.float(), dim=-1).topk(5, dim=-1)
         close(lens["top_probs"][layer - 1], top.values)
         assert lens["top_ids"][layer - 1] == top.indices.tolist()
     own = torch.softmax(out.logits[0].float(), dim=-1).topk(5, dim=-1)
     close(lens["top_probs"][-1], own.values)
-    response = client.post(
-        "/api/model/logit-lens",
-        json={"model": "marian", "text": TEXT, "target": TARGET, "stack": "encoder"},
-    )
-    assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "stack"
+    assert lens["top_ids"][-1] == own.indices.tolist()
+    for stack, why in (("encoder", "never by the LM head"), ("cross", "stack 'decoder' reads")):
+        response = client.post(
+            "/api/model/logit-lens",
+            json={"model": name, "text": TEXT, "target": TARGET, "stack": stack},
+        )
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"][-1] == "stack" and why in detail["msg"]
+
+
+def seq2seq_patching_oracle(
+    hf: torch.nn.Module, source: list[int], decoder_input: list[int], labels: list[int]
+) -> dict[str, torch.Tensor]:
+    """Per stack (L, H): transformers' autograd gradient of the target's mean −log p at each
+    head's slice of the output projection's input, times minus that slice (zero ablation),
+    summed over positions."""
+    H = int(hf.config.num_attention_heads)
+    paths = T5_OUT if hf.config.model_type == "t5" else BART_OUT
+    contexts: dict[tuple[str, int], torch.Tensor] = {}
+    hooks = []
+    for stack, path in paths.items():
+        for layer in range(2):
+
+            def keep(_m: Any, args: tuple[torch.Tensor, ...], key: Any = (stack, layer)) -> None:
+                args[0].retain_grad()
+                contexts[key] = args[0]
+
+            hooks.append(hf.get_submodule(path.format(layer)).register_forward_pre_hook(keep))
+    try:
+        with torch.enable_grad():
+            out = hf(
+                input_ids=torch.tensor([source]), decoder_input_ids=torch.tensor([decoder_input])
+            )
+            logp = torch.log_softmax(out.logits[0].float(), -1)
+            loss = -logp.gather(-1, torch.tensor(labels)[:, None]).mean()
+            loss.backward()
+    finally:
+        for hook in hooks:
+            hook.remove()
+        hf.zero_grad(set_to_none=True)
+    grids = {}
+    for stack in paths:
+        rows = []
+        for layer in range(2):
+            z = contexts[(stack, layer)]
+            g, zz = z.grad[0].view(z.shape[1], H, -1), z.detach()[0].view(z.shape[1], H, -1)
+            rows.append((g * -zz).sum(dim=(0, 2)))
+        grids[stack] = torch.stack(rows)
+    return grids
+
+
+@pytest.mark.parametrize("name", LM_HEADS)
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_seq2seq_attribution_equals_transformers_gradients_on_every_stack(
+    served: tuple[str, TestClient],
+    seq2seq_reference: dict[str, torch.nn.Module],
+    stack: str,
+    name: str,
+) -> None:
+    """Attribution patching of an encoder-decoder at ≈20 and ≈300 source tokens (one
+    forward holding no map, one backward): every stack's estimate is transformers' autograd
+    gradient at each head's context times the zero ablation's change, for the decoder's
+    loss on the target; with ``exact`` the chosen stack's grid is transformers with each
+    head zeroed, and the confirmed heads are those of the largest |estimate|, exactly."""
+    length, client = served
+    model, text = loaded(client, name), analysed_text(length, client, name)
+    hf = seq2seq_reference[name]
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
+    decoder_input = list(target.input_ids)
+    want = seq2seq_patching_oracle(hf, source, decoder_input, list(target.labels))
+    body = {"method": "exact", "stack": stack, "confirm_top": 2}
+    answer = post(client, name, "/api/model/attribute", text=text, **body)
+    assert answer["stack"] == stack and answer["tokens"] == list(target.tokens)
+    for key, grid in want.items():
+        close(answer["stacks"][key], grid)
+    close(answer["estimate"], want[stack])
+    labels = torch.tensor(target.labels)
+
+    def loss(heads: list[tuple[int, int]]) -> float:
+        out = seq2seq_ablated(hf, source, decoder_input, stack, heads)
+        logp = torch.log_softmax(out.logits[0].float(), -1)
+        return float(-logp.gather(-1, labels[:, None]).mean())
+
+    assert answer["loss"] == pytest.approx(loss([]), abs=1e-5)
+    for layer, head in [(0, 0), (1, 3)]:
+        want_exact = loss([(layer, head)]) - loss([])
+        assert answer["exact"][layer][head] == pytest.approx(want_exact, abs=1e-5)
+    order = np.argsort(-np.abs(np.array(answer["estimate"])).ravel())[:2]
+    confirmed = answer["confirmed"]
+    assert [(c["layer"] - 1) * 4 + c["head"] - 1 for c in confirmed] == order.tolist()
+    for c in confirmed:
+        exact = answer["exact"][c["layer"] - 1][c["head"] - 1]
+        assert c["exact"] == pytest.approx(exact, abs=1e-5)
+
+
+def test_marian_attribution_says_why_it_needs_a_target_and_refuses_atp_star(
+    served: tuple[str, TestClient],
+) -> None:
+    _, client = served
+    body = {"model": "marian", "text": TEXT}
+    cases = [
+        ({}, "target", "give target"),
+        ({"target": {"position": 1, "token": None}}, "target", "the decoder's text"),
+        ({"target": TARGET, "method": "atp_star"}, "method", "attribution_patching or exact"),
+        ({"target": TARGET, "stack": "sideways"}, "stack", ""),
+    ]
+    for extra, field, words in cases:
+        response = client.post("/api/model/attribute", json={**body, **extra})
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"][-1] == field and words in detail["msg"]
+    one = {"model": "gpt2", "text": TEXT}
+    for extra, field in (({"stack": "cross"}, "stack"), ({"target": TARGET}, "target")):
+        response = client.post("/api/model/attribute", json={**one, **extra})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["loc"][-1] == field
+
+
+def test_seq2seq_exact_attribution_over_its_limit_is_refused_on_method(models_dir: Path) -> None:
+    """``exact`` ablates each head of the stack: past ATTENTION_VIZ_MAX_ABLATION_CELLS a 422
+    on ``method`` with the limit, before any work; attribution patching still answers."""
+    body = {"model": "marian", "text": TEXT, "target": TARGET, "stack": "decoder"}
+    with _client(models_dir, max_ablation_cells=100) as client:
+        response = client.post("/api/model/attribute", json={**body, "method": "exact"})
+        assert response.status_code == 422, response.text
+        (detail,) = response.json()["detail"]
+        assert detail["loc"] == ["body", "method"] and detail["ctx"]["limit"] == 100
+        assert detail["msg"].startswith("exact costs the decoder stack's")
+        assert client.post("/api/model/attribute", json=body).status_code == 200

@@ -18,8 +18,10 @@ threads: two requests running one model at once each reach their own run.
 
 Without the mask function transformers hands such a model no mask at all
 (``None``) and a decoder silently attends to the future: ``boolean_mask``
-always materializes the causal / sliding-window / padding mask as booleans
-(True = may attend), which is what ``attention_with_steps`` takes.  A family
+materializes the causal / sliding-window / padding mask as booleans (True =
+may attend), which is what ``attention_with_steps`` takes; only a decoder's
+pass without full maps describes a plain causal mask instead of building it
+(``described_mask``: the call is then ``is_causal``).  A family
 that adds an additive term of its own to the mask (DeepSeek-V4 concatenates
 its compressor's 0 / -inf block bias, cast to the mask's dtype: on booleans
 -inf would read True, may attend) is loaded under ``ADDITIVE_NAME`` instead,
@@ -46,6 +48,7 @@ from ...blocked_attention import AttentionCall
 from ...errors import SpecError
 from ...progress import report
 from ..maps.blocked_pass import BlockedPass
+from .described_mask import causal_call, mask_arguments
 
 # The name our attention and mask functions are registered under.
 ATTENTION_NAME = "attention_viz"
@@ -372,6 +375,7 @@ def core_attention(
     """
     run: AttentionRun = kwargs.get(RUN_KEYWORD) or AttentionRun()
     held = query.dtype
+    causal = causal_call(attention_mask, int(query.shape[-2]))  # ``described_mask``
     query, key, value = query.float(), key.float(), value.float()
     allowed, mask_bias = as_allowed(attention_mask)
     bias = position_bias
@@ -385,7 +389,7 @@ def core_attention(
             key,
             value,
             allowed,
-            False,
+            causal,
             scaling,
             key.shape[-3] != query.shape[-3],
             bias,
@@ -399,6 +403,7 @@ def core_attention(
             key,
             value,
             attn_mask=allowed,
+            is_causal=causal,
             dropout_p=dropout if module.training else 0.0,
             scale=scaling,
             enable_gqa=key.shape[-3] != query.shape[-3],
@@ -414,16 +419,20 @@ def core_attention(
 
 
 def boolean_mask(**kwargs: Any) -> torch.Tensor | None:
-    """transformers' mask builder, always materialized as booleans (True = may attend).
+    """transformers' mask builder, materialized as booleans (True = may attend).
 
     A causal or sliding-window mask is never skipped (SDPA's ``is_causal``
-    shortcut would reach us as ``None``); a full bidirectional mask without
-    padding may be (``None``: every key allowed).
+    shortcut would reach us as ``None``), except inside ``described_mask.describing``
+    (a decoder's pass without full maps), where a plain causal one is (and then a
+    bidirectional one never is); a full bidirectional mask without padding may be
+    otherwise (``None``: every key allowed).
     """
     kwargs.pop("dtype", None)
     kwargs.pop("config", None)
-    kwargs["allow_is_causal_skip"] = False
-    mask: torch.Tensor | None = sdpa_mask(**kwargs)
+    arguments, described = mask_arguments(kwargs)
+    mask: torch.Tensor | None = sdpa_mask(**arguments)
+    if mask is None and described is not None:
+        described.causal = True
     return mask
 
 

@@ -54,6 +54,7 @@ from .capture import (
     keyword_modules,
     register,
 )
+from .described_mask import describing
 from .failures import FailureWatch, guarded
 from .load_errors import files_at_fault
 from .unrotated import Unrotated, grabbing_unrotated, uses_rope
@@ -358,7 +359,10 @@ class TransformersLM:
                     self.name, f"{len(calls)} of its {self.config.num_layers} layers captured"
                 )
         elif blocked is not None:
-            with handing(AttentionRun(blocked=blocked), self.handed) as keywords:
+            with (
+                handing(AttentionRun(blocked=blocked), self.handed) as keywords,
+                describing(self.kind == "decoder"),  # no (T, T) causal mask: ``described_mask``
+            ):
                 arguments.update(keywords)
                 out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
         else:

@@ -26,7 +26,7 @@ from typing import Any, Unpack, cast
 
 import torch
 
-from ...errors import LimitExceeded, SpecError
+from ...errors import SpecError
 from ...progress import report
 from ..base.capabilities import STACK_NAMES, Capabilities, StackName, StackTrace, Target
 from ..base.contract import NO_OPTIONS, KeptStack, ModelPass, PassKey, PassOptions, cached_pass
@@ -43,6 +43,7 @@ from ..maps.context_pass import context_only
 from ..maps.long_maps import StackedPass
 from ..maps.text_maps import TokenizedLike, TokenizedMaps
 from ..text.generation import Sampling, StopReason, sample, sampler_seed, sampling_values
+from ..text.text_chars import check_token_count
 from ..text.text_model_base import refuse_pair, tokenizer_file, within_vocabulary
 from ..text.text_tokenizer import TextTokenizer, TokenizedText
 from .adapters import adapted_modules, install_adapters
@@ -60,6 +61,7 @@ from .capture import (
 from .failures import FailureWatch, guarded
 from .load_errors import files_at_fault
 from .seq2seq_rules import apply_rules, generation_rules
+from .seq2seq_stacks import stacks_forward
 
 
 @dataclass(frozen=True)
@@ -307,15 +309,8 @@ class EncoderDecoder:
                 field=field,
             )
         limit = self.max_tokens - 1  # the start token is a position too
-        if len(ids) > limit:
-            raise LimitExceeded(
-                f"{field} is {len(ids)} tokens; the limit is {limit} "
-                f"({self.tokenizer.limit_source}, less the start token)",
-                field=field,
-                limit=limit,
-                found=len(ids),
-                setting=self.tokenizer.limit_setting,
-            )
+        source = f"{self.tokenizer.limit_source}, less the start token"
+        check_token_count(len(ids), field, limit, source, self.tokenizer.limit_setting)
         start, start_special = self.start_token()
         special_ids = self.tokenizer.special_ids
         return TargetText(
@@ -358,12 +353,11 @@ class EncoderDecoder:
             torch.inference_mode(),
             self._capture(lambda site: False, progress=self.forward_progress) as capture,
         ):
-            out = self.forward_with(
+            out = self.stacks_with(
                 AttentionRun(capture),
-                input_ids=torch.tensor([source.input_ids]),
-                decoder_input_ids=torch.tensor([decoder_input.input_ids]),
-                output_hidden_states=True,
-                use_cache=False,
+                torch.tensor([source.input_ids]),
+                torch.tensor([decoder_input.input_ids]),
+                hidden_states=True,
             )
             self._check_captured(capture)
         maps = Seq2SeqMaps(
@@ -420,12 +414,11 @@ class EncoderDecoder:
             return found.stack, found.layer
 
         with torch.inference_mode():
-            out = self.forward_with(
+            out = self.stacks_with(
                 AttentionRun(blocked=StackedPass(passes, site)),
-                input_ids=torch.tensor([source.input_ids]),
-                decoder_input_ids=torch.tensor([decoder_input.input_ids]),
-                output_hidden_states=options.hidden_states,
-                use_cache=False,
+                torch.tensor([source.input_ids]),
+                torch.tensor([decoder_input.input_ids]),
+                hidden_states=options.hidden_states,
             )
 
         def stack(name: StackName, rows: TokenizedLike, hidden: Any) -> KeptStack:
@@ -516,11 +509,10 @@ class EncoderDecoder:
             torch.inference_mode(),
             self._capture(wanted, {path: module}) as capture,
         ):
-            out = self.forward_with(
+            out = self.stacks_with(
                 AttentionRun(capture, blocked),
-                input_ids=torch.tensor([source.input_ids]),
-                decoder_input_ids=torch.tensor([decoder_input.input_ids]),
-                use_cache=False,
+                torch.tensor([source.input_ids]),
+                torch.tensor([decoder_input.input_ids]),
             )
         try:
             call = capture.call(stack, layer)
@@ -537,6 +529,19 @@ class EncoderDecoder:
         a failure of its code is a ``CaptureFailed``."""
         with handing(run, self.adapted) as keywords:
             return guarded(self.failures, self.name, lambda: self.model(**arguments, **keywords))
+
+    def stacks_with(
+        self,
+        run: AttentionRun,
+        source_ids: torch.Tensor,
+        decoder_ids: torch.Tensor,
+        hidden_states: bool = False,
+    ) -> Any:
+        """``forward_with`` without the LM head (``seq2seq_stacks``): the encoder over
+        ``source_ids`` (B, S), the decoder over ``decoder_ids`` (B, T), no cache."""
+        with handing(run, self.adapted) as keywords:
+            forward = partial(stacks_forward, self.model, source_ids, decoder_ids)
+            return guarded(self.failures, self.name, lambda: forward(hidden_states, keywords))
 
     def _check_captured(self, capture: Capture) -> None:
         """Every layer of every stack captured, else ``CaptureFailed`` (said, not a 500)."""

@@ -137,9 +137,10 @@ def flash_context(
 
 
 def tiles(block: int, largest: int) -> tuple[int, bool]:
-    """A tile side for pooling ``block``-wide cells: the largest power of two <= the
-    block (so a tile touches at most 2 cells a side), within [TILE_MIN, largest]; and
-    whether it does (else each entry is pooled by its own atomic)."""
+    """The largest tile side for pooling ``block``-wide cells: the largest power of two
+    <= the block (so a tile touches at most 2 cells a side), within [TILE_MIN, largest];
+    and whether it does (else each entry is pooled by its own atomic).  The autotuner
+    tries this side and half of it (``pooled_kernel.pruned``)."""
     if block < TILE_MIN:
         return TILE_MIN, False
     return min(largest, 1 << (block.bit_length() - 1)), True
@@ -181,18 +182,24 @@ def _launch(
     scale: float,
     causal: bool,
 ) -> None:
-    """``pooled_kernel.pooled_maps_kernel`` over q (H, T, D), k (H_kv, S, D) and lse
-    (H, T), contiguous, into ``heads`` (H, r, c) and ``average`` (r, c): ``grid``'s cells."""
-    from .pooled_kernel import LOG2E, pooled_maps_kernel  # lazy: Triton only when used
+    """``pooled_kernel.pooled_maps_tuned`` over q (H, T, D), k (H_kv, S, D) and lse
+    (H, T), contiguous, into ``heads`` (H, r, c) and ``average`` (r, c): ``grid``'s cells.
+    Its tiles are the largest that fit the pooling blocks (``tiles``) or smaller, as the
+    autotuner finds fastest on this GPU for the head dim and T's power-of-two bucket."""
+    from .pooled_kernel import LOG2E, pooled_maps_tuned  # lazy: Triton only when used
 
     H, T, D = (int(n) for n in q.shape)
     S = int(k.shape[1])
     block_r, block_c = grid.spec.block
     cells_r, cells_c = grid.spec.shape
-    rows, two_rows = tiles(block_r, TILE_ROWS)
-    cols, two_cols = tiles(block_c, TILE_COLS)
+    rows, _ = tiles(block_r, TILE_ROWS)
+    cols, _ = tiles(block_c, TILE_COLS)
     padded = max(TILE_MIN, 1 << (D - 1).bit_length())  # the head dim, a power of two
-    pooled_maps_kernel[(_cdiv(T, rows), _cdiv(S, cols))](
+
+    def launch_grid(meta: dict[str, int]) -> tuple[int, int]:
+        return _cdiv(T, meta["BM"]), _cdiv(S, meta["BN"])
+
+    pooled_maps_tuned[launch_grid](
         q,
         k,
         lse,
@@ -210,19 +217,18 @@ def _launch(
         cells_c,
         block_r,
         block_c,
+        max(T, S).bit_length(),  # T's bucket: the autotuner's key, with D and the caps
+        rows,
+        cols,
         scale * LOG2E,
         1.0 / H,
         H=H,
         GROUP=H // int(k.shape[0]),
         CAUSAL=causal,
         AVERAGE=grid.average is not None,
-        TWO_CELLS=two_rows and two_cols,
         EXACT_FP32=q.dtype == torch.float32,
-        BM=rows,
-        BN=cols,
         BD=padded,
         BK=min(DOT_CHUNK, padded),
-        num_warps=8 if rows * cols >= TILE_ROWS * TILE_COLS else 4,
     )
 
 

@@ -18,6 +18,9 @@ CPU (``TRITON_INTERPRET=1``: the tests) and on a GPU.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import triton
 import triton.language as tl
 
@@ -67,7 +70,18 @@ def _pool_each(out_ptr, p, rows, cols, cells_c, block_r, block_c):
 
 # Sizes that change with the text: not specialized on (a new length, or pool, would
 # build the kernel again); the head dim and q's row stride still are.
-VARYING = ["T", "S", "stride_lh", "cells_r", "cells_c", "block_r", "block_c"]
+VARYING = [
+    "T",
+    "S",
+    "stride_lh",
+    "cells_r",
+    "cells_c",
+    "block_r",
+    "block_c",
+    "t_bucket",
+    "rows_cap",
+    "cols_cap",
+]
 
 
 @triton.jit(do_not_specialize=VARYING)
@@ -89,6 +103,9 @@ def pooled_maps_kernel(
     cells_c,
     block_r,
     block_c,
+    t_bucket,
+    rows_cap,
+    cols_cap,
     qk_scale,
     inv_heads,
     H: tl.constexpr,
@@ -105,7 +122,8 @@ def pooled_maps_kernel(
     """Grid (cdiv(T, BM), cdiv(S, BN)).  q (H, T, D), k (H_kv, S, D) (last axis
     contiguous), lse (H, >= T) float32 natural-log, heads (H, cells_r, cells_c) and
     average (cells_r, cells_c) float32 zeros, filled by atomic maxima.  ``qk_scale`` is
-    the softmax scale × log2(e)."""
+    the softmax scale × log2(e).  ``t_bucket``, ``rows_cap`` and ``cols_cap`` are read by
+    the autotuner only (``pooled_maps_tuned``: its key and its choice of tiles)."""
     r0 = tl.program_id(0) * BM
     c0 = tl.program_id(1) * BN
     if CAUSAL and c0 > r0 + BM - 1:
@@ -155,3 +173,58 @@ def pooled_maps_kernel(
             )
         else:
             _pool_each(average_ptr, mean, rows, cols, cells_c, block_r, block_c)
+
+
+# The tiles, warps and pipeline stages the autotuner times on a GPU; ``pruned`` keeps
+# those whose tiles fit the pooling blocks (``rows_cap`` × ``cols_cap``, from
+# ``gpu_pooled.tiles``): the largest such tile and half as many rows, each with 4 or 8
+# warps and 1 or 2 stages (at most 8 timed the first time a key is seen).
+TILE_SIDES = (16, 32, 64, 128)
+CONFIGS = [
+    triton.Config({"BM": rows, "BN": cols}, num_warps=warps, num_stages=stages)
+    for rows in TILE_SIDES
+    for cols in TILE_SIDES[:3]
+    for warps in (4, 8)
+    for stages in (1, 2)
+]
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def default_warps(rows: int, cols: int) -> int:
+    """The warps of a tile when nothing is timed: 8 from 128 × 64 up, else 4."""
+    return 8 if rows * cols >= 128 * 64 else 4
+
+
+def pruned(configs: list[triton.Config], named_args: dict[str, Any], **_: Any) -> list[Any]:
+    """The configs worth timing for this launch (see ``CONFIGS``); in Triton's
+    interpreter (the CPU: nothing to time) the one the largest tile would use."""
+    rows, cols = int(named_args["rows_cap"]), int(named_args["cols_cap"])
+    if _interpreting():
+        warps = default_warps(rows, cols)
+        return [c for c in configs if _shape(c) == (rows, cols, warps, 1)]
+    tiles = {(rows, cols), (max(16, rows // 2), cols)}
+    return [c for c in configs if (c.kwargs["BM"], c.kwargs["BN"]) in tiles]
+
+
+def _shape(config: triton.Config) -> tuple[int, int, int, int]:
+    return config.kwargs["BM"], config.kwargs["BN"], config.num_warps, config.num_stages
+
+
+def _two_cells(args: dict[str, Any]) -> bool:
+    """Whether the chosen tile is no larger than a pooling block each way (so it touches
+    at most 2 × 2 cells: ``_pool_two_cells``)."""
+    return bool(args["BM"] <= args["block_r"] and args["BN"] <= args["block_c"])
+
+
+# What ``gpu_pooled`` launches: ``pooled_maps_kernel`` with its tiles, warps and stages
+# timed on the GPU the first time each (head dim, T's power-of-two bucket, tile caps)
+# is seen, and ``TWO_CELLS`` set from the tile chosen.  The maps are written by atomic
+# maxima, so timing runs that write them again leave the same grid.
+pooled_maps_tuned = triton.autotune(
+    configs=CONFIGS,
+    key=["D", "t_bucket", "rows_cap", "cols_cap"],
+    prune_configs_by={"early_config_prune": pruned},
+)(triton.heuristics({"TWO_CELLS": _two_cells})(pooled_maps_kernel))

@@ -1,5 +1,5 @@
-"""The characters a model text may have: a multiple of its token limit, checked before
-tokenizing.
+"""The size a model text may have: its characters, a multiple of its token limit,
+checked before tokenizing, and its tokens, checked after.
 
 A text is refused by its token count, which only tokenizing tells; a text far longer
 than any text of that many tokens is refused first, by its length, so that a megabyte
@@ -33,3 +33,12 @@ def check_text_chars(text: str, field: str, max_tokens: int, setting: str) -> No
             setting=setting,
             extra={"unit": "characters", "chars_per_token": CHARS_PER_TOKEN},
         )
+
+
+def check_token_count(count: int, field: str, limit: int, source: str, setting: str) -> None:
+    """A ``LimitExceeded`` on ``field`` when its ``count`` tokens are over ``limit``;
+    ``source`` says in words where the limit comes from (none when empty)."""
+    if count > limit:
+        why = f" ({source})" if source else ""
+        words = f"{field} is {count} tokens; the limit is {limit}{why}"
+        raise LimitExceeded(words, field=field, limit=limit, found=count, setting=setting)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import EMPTY_INPUT, MODEL_CONTEXT, LimitExceeded, SpecError
-from .text_chars import check_text_chars
+from ...errors import EMPTY_INPUT, MODEL_CONTEXT, SpecError
+from .text_chars import check_text_chars, check_token_count
 from .untrusted_tokenizer import (
     GuardedTokenizer,
     check_components,
@@ -107,15 +107,7 @@ class TextTokenizer:
         ids = tuple(encoding.ids)
         if not ids:
             raise SpecError(f"{field} has no tokens", field=field)
-        if len(ids) > limit:
-            source = f" ({self.limit_source})" if self.limit_source else ""
-            raise LimitExceeded(
-                f"{field} is {len(ids)} tokens; the limit is {limit}{source}",
-                field=field,
-                limit=limit,
-                found=len(ids),
-                setting=self.limit_setting,
-            )
+        check_token_count(len(ids), field, limit, self.limit_source, self.limit_setting)
         special = tuple(
             bool(mask) or i in self.special_ids
             for i, mask in zip(ids, encoding.special_tokens_mask, strict=True)
