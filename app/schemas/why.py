@@ -95,7 +95,12 @@ class WhyResponse(BaseModel):
         "source for the encoder stack, the decoder's input for decoder and cross)",
     )
     contributions: list[Contribution] = Field(description="the largest pairs, by |value|")
-    rest: float = Field(description="score − the listed values")
+    rest: float = Field(description="score − the listed values − score_bias")
+    score_bias: float | None = Field(
+        default=None,
+        description="the family's score bias for this cell, a term of its own (T5's relative "
+        "position bias): score = the grid's sum + score_bias; null: none",
+    )
     grid: Grid = Field(description="[query component][key component] -> value, every pair")
 
 

@@ -494,7 +494,7 @@ def seq2seq_maps(
     return torch.cat(getattr(out, key.get(stack, "cross_attentions")))
 
 
-@pytest.mark.parametrize("name", ["marian", "bart"])
+@pytest.mark.parametrize("name", ENCODER_DECODERS)
 @pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
 def test_seq2seq_why_a_cell_equals_transformers_map_on_each_stack(
     served: tuple[str, TestClient],
@@ -502,24 +502,31 @@ def test_seq2seq_why_a_cell_equals_transformers_map_on_each_stack(
     stack: str,
     name: str,
 ) -> None:
-    """The post-norm encoder-decoders' three stacks at ≈20 and ≈300 source tokens (the
-    forward holds no map): the weight is transformers' eager map there, two cells' score
-    difference is the log-ratio of their weights, and the components add up to the score;
-    cross-attention's keys are the encoder output's components, its queries the decoder
-    stream's."""
+    """The encoder-decoders' three stacks (post-norm Marian and BART, pre-norm T5 with its
+    relative position bias) at ≈20 and ≈300 source tokens (the forward holds no map): the
+    weight is transformers' eager map there, two cells' score difference is the log-ratio
+    of their weights, and the components (with T5's score bias, a term of its own) add up
+    to the score; cross-attention's keys are the encoder output's components, its queries
+    the decoder stream's."""
     length, client = served
     model, text = loaded(client, name), analysed_text(length, client, name)
     source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
     maps = seq2seq_maps(seq2seq_reference[name], source, list(target.input_ids), stack)
     want = maps[1, 1]  # layer 2, head 2: (T, S)
     T, S = want.shape
-    row, cols = T - 2, (1, S - 3)
+    row = T - 2  # its two heaviest keys (T5's unscaled scores leave others at 0 in float32)
+    cols = tuple(int(c) for c in want[row].topk(2).indices)
     cell = {"stack": stack, "layer": 2, "head": 2, "row": row}
     answers = [post(client, name, "/api/model/why", text=text, col=col, **cell) for col in cols]
     for answer, col in zip(answers, cols, strict=True):
         assert answer["stack"] == stack and len(answer["tokens"]) == T
         assert answer["weight"] == pytest.approx(float(want[row, col]), abs=1e-5)
-        assert float(np.sum(answer["grid"])) == pytest.approx(answer["score"], abs=1e-3)
+        bias = answer["score_bias"]
+        assert (bias is None) == (name != "t5" or stack == "cross")
+        total = float(np.sum(answer["grid"])) + (bias or 0.0)
+        assert total == pytest.approx(answer["score"], abs=1e-3)
+        listed = sum(pair["value"] for pair in answer["contributions"])
+        assert listed + answer["rest"] + (bias or 0.0) == pytest.approx(answer["score"], abs=1e-4)
         keys = answer["key_components"] or answer["components"]
         assert np.shape(answer["grid"]) == (len(answer["components"]), len(keys))
     if stack == "cross":
