@@ -39,11 +39,11 @@ full resolution <= 1 s after it; the moonshot at all, never a T × T tensor.  Ti
 synchronize the GPU.
 
 Before a GPU session: ``.venv/bin/python bench/bench_gpu_big.py --check`` runs every
-side (sdpa, kernel with its zoom and comparison, steps, moonshot; hf on
-``qwen3-tiny``) at a few hundred tokens of ``llama-tiny`` on the CPU, the kernel in Triton's interpreter, and exits
-non-zero unless each answered and the kernel pooled every layer (80-100 s on 2 busy
-cores, most of it the four children's imports: too long for the test suite, so run it
-by hand after changing this script or the kernel).  On a CPU at other sizes:
+side (sdpa, kernel with its zoom and comparison, steps, moonshot; hf on ``qwen3-tiny``)
+at a few hundred tokens of ``llama-tiny`` on the CPU, the kernel in Triton's
+interpreter, and exits non-zero unless each answered and the kernel pooled every layer
+(80-100 s on 2 busy cores, most of it the five children's imports: too long for the
+test suite, so run it by hand after changing this script or the kernel).  On a CPU at other sizes:
 ``--shape llama-tiny --tokens 2048 --device cpu --moonshot 0 --interpret``.
 """
 
