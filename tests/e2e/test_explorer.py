@@ -8,21 +8,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import api, assert_matrix_close, plot_data, tick_texts, wait_for_plot
+from tests.e2e.explorer_page import embeddings_unavailable, open_explorer, wait_ready
 
 pytestmark = pytest.mark.e2e
-
-
-def open_explorer(page: Page, query: str = "") -> None:
-    page.goto(f"/{query}")
-    wait_ready(page)
-    wait_for_plot(page, "plot-attn_weights")
-
-
-def wait_ready(page: Page) -> None:
-    """Every plot of the current view is drawn (the explorer sets data-ready when done).
-
-    30 s: a cold first load on a busy shared 2-core machine can take more than 5 s."""
-    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=30_000)
 
 
 def weights_differ_from(page: Page, before: list) -> None:
@@ -233,14 +221,7 @@ def test_model_embeddings_for_any_word(page: Page, server_url: str) -> None:
 @pytest.mark.allow_console(r"status of 503|^503$")
 def test_model_embeddings_unavailable_is_explained(page: Page) -> None:
     """Without the pretrained model the API answers an error: the page says so by the options."""
-    page.route(
-        "**/api/model/embeddings",
-        lambda route: route.fulfill(
-            status=503,
-            content_type="application/json",
-            body='{"detail": [{"loc": [], "msg": "no checkpoint", "type": "unavailable"}]}',
-        ),
-    )
+    embeddings_unavailable(page)
     open_explorer(page)
     page.get_by_label("Embedding", exact=True).select_option("model")
     error = page.get_by_test_id("error-embedding")

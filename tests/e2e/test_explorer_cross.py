@@ -7,7 +7,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import plot_data, tick_texts
-from tests.e2e.test_explorer_reader import open_explorer, wait_ready, weights_shape
+from tests.e2e.explorer_page import open_explorer, wait_ready
+from tests.e2e.test_explorer_reader import weights_shape
 
 pytestmark = pytest.mark.e2e
 

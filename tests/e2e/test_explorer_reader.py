@@ -10,20 +10,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import api, assert_matrix_close, plot_data, tick_texts, wait_for_plot
+from tests.e2e.explorer_page import embeddings_unavailable, open_explorer, wait_ready
 
 pytestmark = pytest.mark.e2e
 
 SENTENCE = "the cat sat on the mat because it was tired"
-
-
-def open_explorer(page: Page, query: str = "") -> None:
-    page.goto(f"/{query}")
-    wait_ready(page)
-    wait_for_plot(page, "plot-attn_weights")
-
-
-def wait_ready(page: Page, timeout: float = 30_000) -> None:
-    expect(page.locator("main")).to_have_attribute("data-ready", re.compile(r".+"), timeout=timeout)
 
 
 def weights_shape(page: Page, rows: int, cols: int) -> None:
@@ -115,14 +106,7 @@ def test_own_vectors_and_hashed_stay_available(page: Page) -> None:
 
 @pytest.mark.allow_console(r"status of 503|^503$")
 def test_sentence_falls_back_to_hashed_vectors_without_the_model(page: Page) -> None:
-    page.route(
-        "**/api/model/embeddings",
-        lambda route: route.fulfill(
-            status=503,
-            content_type="application/json",
-            body='{"detail": [{"loc": [], "msg": "no checkpoint", "type": "unavailable"}]}',
-        ),
-    )
+    embeddings_unavailable(page)
     open_explorer(page)
     sentence = page.get_by_label("Or a whole sentence")
     sentence.fill(SENTENCE)

@@ -175,6 +175,16 @@ def test_a_target_over_the_limit_is_said_beside_the_target(page: Page, server_ur
     expect(page.get_by_test_id("s2s-map")).to_have_attribute("data-stack", "encoder")
 
 
+def stacks_card_shows(page: Page, stack: str, layer: int, head: int) -> None:
+    """The stacks card is drawn again on the target, the tab and the head it was left on."""
+    expect(page.get_by_test_id("stacks-card")).to_have_attribute("data-ready", "true", timeout=WAIT)
+    expect(page.get_by_test_id("s2s-target")).to_have_value(TARGET)
+    expect(page.get_by_test_id(f"s2s-tab-{stack}")).to_have_attribute("aria-selected", "true")
+    table = page.get_by_test_id("s2s-map")
+    expect(table).to_have_attribute("data-layer", str(layer))
+    expect(table).to_have_attribute("data-head", str(head))
+
+
 def test_the_view_is_in_the_link(page: Page, server_url: str) -> None:
     """Target, tab, head and chosen word survive a reload (the URL's hash)."""
     open_marian(page, server_url)
@@ -185,13 +195,7 @@ def test_the_view_is_in_the_link(page: Page, server_url: str) -> None:
     expect(page.get_by_test_id("s2s-align-view")).to_have_attribute("data-row", "3")
     assert "stack=cross" in page.url and "word=3" in page.url and "model=tiny-marian" in page.url
     page.reload()
-    card = page.get_by_test_id("stacks-card")
-    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
-    expect(page.get_by_test_id("s2s-target")).to_have_value(TARGET)
-    expect(page.get_by_test_id("s2s-tab-cross")).to_have_attribute("aria-selected", "true")
-    table = page.get_by_test_id("s2s-map")
-    expect(table).to_have_attribute("data-layer", "2")
-    expect(table).to_have_attribute("data-head", "3")
+    stacks_card_shows(page, "cross", 2, 3)
     view = page.get_by_test_id("s2s-align-view")
     expect(view).to_have_attribute("data-token", "3")
     expect(view).to_have_attribute("data-row", "3")

@@ -23,7 +23,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api, plot_data, wait_for_plot
 from tests.e2e.servers import models_server
-from tests.e2e.test_model_seq2seq import MODEL, SOURCE, TARGET, open_marian
+from tests.e2e.test_model_seq2seq import MODEL, SOURCE, TARGET, open_marian, stacks_card_shows
 from tests.models.hf_checkpoints import make_hf
 from tests.models.seq2seq_checkpoints import make_seq2seq
 from tests.requires import require
@@ -123,13 +123,7 @@ def test_a_cross_head_opens_from_the_cross_tab(page: Page, server_url: str) -> N
     )
     # Back to /model on the same tab, target and head.
     page.get_by_test_id("real-back").click()
-    card = page.get_by_test_id("stacks-card")
-    expect(card).to_have_attribute("data-ready", "true", timeout=WAIT)
-    expect(page.get_by_test_id("s2s-target")).to_have_value(TARGET)
-    expect(page.get_by_test_id("s2s-tab-cross")).to_have_attribute("aria-selected", "true")
-    table = page.get_by_test_id("s2s-map")
-    expect(table).to_have_attribute("data-layer", "2")
-    expect(table).to_have_attribute("data-head", "3")
+    stacks_card_shows(page, "cross", 2, 3)
 
 
 def test_a_decoder_head_opens_from_the_decoder_tab(page: Page, server_url: str) -> None:

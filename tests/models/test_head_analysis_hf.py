@@ -26,10 +26,9 @@ from attention_core.analysis import (
 from attention_core.models.base.protocols import TextModel
 from tests.models.hf_checkpoints import HF_DECODERS
 from tests.models.test_head_analysis import (
-    detection_score,
     heads_hooked_out,
     hf_maps,
-    reference_patterns,
+    reference_scores,
 )
 
 TEXT = "The bank approved the loan, and the river bank was muddy and the bank was closed."
@@ -124,13 +123,7 @@ def test_every_score_is_the_definition_on_transformers_eager_maps(
     ids = heads.tokenize(TEXT).ids
     assert len(set(ids)) < len(ids)
     maps = hf_maps(reference, ids).double()
-    previous, duplicate = reference_patterns(ids)
-    expected = {
-        "previous_token": detection_score(maps, previous),
-        "duplicate_token": detection_score(maps, duplicate),
-        "first_token": maps[..., :, 0].sum(-1) / len(ids),
-        "entropy": -(maps * maps.clamp_min(1e-300).log()).sum(-1).mean(-1),
-    }
+    expected = reference_scores(maps, ids)
     seq, start, R = result.induction_ids, result.induction_start, result.induction_length
     assert seq[start : start + R] == seq[start + R : start + 2 * R]
     repeated = hf_maps(reference, seq).double()

@@ -25,6 +25,7 @@ from attention_core.training import (
 )
 from attention_core.training.checkpoint import TRAINING_FILE
 from tests.requires import require
+from tests.training.eager_check import same_as_eager
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = require("transformers")
@@ -82,12 +83,7 @@ def test_fixed_parts_stay_zero_and_the_checkpoint_matches_transformers(
     ids = torch.randint(
         0, model.config.vocab_size, (2, 16), generator=torch.Generator().manual_seed(0)
     )
-    with torch.inference_mode():
-        ours = model(ids, output_attentions=True)
-        theirs = reference(ids, output_attentions=True)
-    torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=1e-5)
-    for a, b in zip(ours.attentions, theirs.attentions, strict=True):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    same_as_eager(model, reference, ids)
     training = json.loads((tmp_path / architecture / TRAINING_FILE).read_text())
     assert training["architecture"] == architecture
     assert sorted(training["fixed_at_zero"]) == sorted(fresh.frozen)

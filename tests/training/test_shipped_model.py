@@ -30,6 +30,7 @@ from attention_core.training import (
 from attention_core.training.batches import estimate_loss
 from attention_core.training.corpus import text_sha256
 from tests.requires import require
+from tests.training.eager_check import same_as_eager
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "attention_core" / "models" / "builtin" / "tiny-bank-gpt"
@@ -74,12 +75,7 @@ def test_transformers_loads_it_with_the_same_logits(model: GPT2) -> None:
     ).eval()
     tokenizer = Tokenizer.from_file(str(SHIPPED / "tokenizer.json"))
     ids = torch.tensor([tokenizer.encode(DEFAULT_PROBE).ids])
-    with torch.inference_mode():
-        ours = model(ids, output_attentions=True)
-        theirs = reference(ids, output_attentions=True)
-    torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=1e-5)
-    for a, b in zip(ours.attentions, theirs.attentions, strict=True):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    same_as_eager(model, reference, ids)
 
 
 def test_its_val_loss_is_the_recorded_one_and_far_under_the_bigram(
