@@ -73,15 +73,20 @@ def stream_of(stack: StackName) -> Stream:
     return "encoder" if stack == "encoder" else "decoder"
 
 
+def known(model: EncoderDecoder) -> bool:
+    """Whether the family's residual streams are of a kind written here."""
+    return model.family in POST_NORM_TYPES | PRE_NORM_TYPES
+
+
 def pre_norm(model: EncoderDecoder) -> bool:
     """Whether the family's sublayers read a norm of the stream (T5), else are post-norm;
     a family of neither kind known is refused with the reason."""
-    if model.family in POST_NORM_TYPES | PRE_NORM_TYPES:
+    if known(model):
         return model.family in PRE_NORM_TYPES
-    known = ", ".join(sorted(POST_NORM_TYPES | PRE_NORM_TYPES))
+    kinds = ", ".join(sorted(POST_NORM_TYPES | PRE_NORM_TYPES))
     raise SpecError(
         f"{model.name} is a {model.family} encoder-decoder: the decomposition knows the "
-        f"residual streams of {known}; for this model ask for the head scores, the "
+        f"residual streams of {kinds}; for this model ask for the head scores, the "
         "ablation (with target) or the logit lens of its stacks",
         field="model",
     )
