@@ -9,7 +9,7 @@ import { el } from "./dom.js";
 
 /** The hint each card shows for an encoder-decoder. */
 export const STACK_HINT =
-  "Encoder-decoder: the heads are those of the stack chosen in “Encoder, decoder and cross-attention” below (its tabs), and the loss is the decoder's mean −log p of the target shown there (the model's own translation, or the one you type there).";
+  "Encoder-decoder: the heads are those of the stack chosen in “Encoder, decoder and cross-attention” above (its tabs), and the loss is the decoder's mean −log p of the target shown there (the model's own translation, or the one you type there).";
 
 /** A hint paragraph (hidden until show(on)). */
 export function stackHint(testid) {
