@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from ..errors import SpecError
 from .access import ContextEdit, DecoderHeadModel, HeadModel
-from .unembedding import log_prob_blocks
+from .unembedding import decoder_logit_blocks, log_probs_of
 
 AblationMode = Literal["zero", "mean"]
 ABLATION_MODES: tuple[str, ...] = ("zero", "mean")
@@ -95,7 +95,8 @@ def _check_mode(mode: str) -> None:
 
 
 def masked_edit(masks: dict[int, torch.Tensor], num_heads: int, mode: str) -> ContextEdit:
-    """An edit that replaces, in batch row b, the heads ``masks[layer][b]`` flags (B, H)."""
+    """An edit that replaces, in batch row b, the heads ``masks[layer][b]`` flags (B, H).
+    A context of one row with a mask of B rows becomes B rows (broadcast)."""
 
     def edit(layer: int, context: torch.Tensor) -> torch.Tensor:
         mask = masks.get(layer)
@@ -108,7 +109,7 @@ def masked_edit(masks: dict[int, torch.Tensor], num_heads: int, mode: str) -> Co
         else:
             replacement = per_head.mean(dim=-3, keepdim=True)  # (B, 1, H, D)
         kept = torch.where(mask[..., None, :, None], replacement, per_head)
-        return kept.reshape(context.shape)
+        return kept.reshape(*kept.shape[:-2], width)
 
     return edit
 
@@ -116,23 +117,23 @@ def masked_edit(masks: dict[int, torch.Tensor], num_heads: int, mode: str) -> Co
 def block_predictions(
     blocks: Iterable[tuple[int, torch.Tensor]], following: torch.Tensor
 ) -> Predictions:
-    """``Predictions`` from log-probabilities read a block of positions at a time ((first
-    position, (n, vocab)): ``unembedding``): position i scored on ``following[i]`` (the
-    positions past its end on none)."""
+    """``Predictions`` from logits read a block of positions at a time ((first position,
+    (n, vocab)): ``unembedding``): position i scored on ``following[i]`` (the positions
+    past its end on none)."""
     nexts, top_ids, top_probs = [], [], []
-    for first, logprobs in blocks:
-        picked = following[first : first + logprobs.shape[0]]
-        nexts.append(logprobs[: len(picked)].gather(-1, picked[:, None])[:, 0])
-        top = logprobs.topk(min(TOP_K, logprobs.shape[-1]), dim=-1)
-        top_ids.append(top.indices)
-        top_probs.append(top.values.exp())
+    for first, logits in blocks:
+        picked = following[first : first + logits.shape[0]]
+        chosen, ids, logprobs = log_probs_of(logits, picked[:, None], TOP_K)
+        nexts.append(chosen[:, 0])
+        top_ids.append(ids)
+        top_probs.append(logprobs.exp())
     return Predictions(torch.cat(nexts), torch.cat(top_ids), torch.cat(top_probs))
 
 
 def _predictions(heads: DecoderHeadModel, final: torch.Tensor, ids: torch.Tensor) -> Predictions:
     """final (T, C) final-normed states, ids (T,) -> ``Predictions`` (each position scored
     on the token that follows it; the last on none)."""
-    return block_predictions(log_prob_blocks(heads, final), ids[1:])
+    return block_predictions(decoder_logit_blocks(heads, final), ids[1:])
 
 
 def _sentence(final: torch.Tensor) -> torch.Tensor:
@@ -181,9 +182,13 @@ def _decoder_ablation(
     mode: str,
     clean: Predictions | None,
 ) -> tuple[Predictions, Predictions]:
-    """(before, after).  Without ``clean`` the rows are the same below the first ablated
-    layer: those layers run once, then the batch grows by a copy of the text (as
-    ``_decoder_effects`` does per head); with it, the ablated text alone."""
+    """(before, after).  Without ``clean`` row 0 is the text and row 1 the text ablated,
+    the same rows up to the first ablated layer: the layers below it run once.  Where the
+    blocks add their attention to the residual stream out of place
+    (``DecoderHeadModel.residual_broadcasts``) the batch grows at that layer's output
+    projection (the edit's two rows of one context; the residual broadcasts), so that
+    layer's attention runs once too; else at its block's input (as ``_decoder_effects``
+    does per head).  With ``clean``, the ablated text alone."""
     text = torch.tensor([list(ids)])
     H = heads.num_heads
     if clean is not None:
@@ -196,7 +201,8 @@ def _decoder_ablation(
         return torch.cat([x, x]) if layer == first else x
 
     edit = masked_edit(_masks(pairs, 2, H), H, mode)
-    final = heads.run(text, edit=edit, grow=grow).hidden[-1]
+    at_block = None if heads.residual_broadcasts else grow
+    final = heads.run(text, edit=edit, grow=at_block).hidden[-1]
     return _predictions(heads, final[0], text[0]), _predictions(heads, final[1], text[0])
 
 

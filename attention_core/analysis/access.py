@@ -166,9 +166,13 @@ class TextModelTokens(HeadModelBase):
 
 
 class DecoderHeadModel(TextModelTokens):
-    """``HeadModel`` of a loaded ``Decoder`` (see the module doc)."""
+    """``HeadModel`` of a loaded ``Decoder`` (see the module doc).  ``residual_broadcasts``:
+    its blocks add the attention's output to the residual stream out of place (``x = x +
+    attended``), so a batch that grows at an output projection carries the residual of a
+    batch of one along (as the package's own families do)."""
 
     causal = True
+    residual_broadcasts = True
 
     def __init__(self, decoder: Decoder, module: nn.Module | None = None) -> None:
         super().__init__(decoder)

@@ -36,7 +36,10 @@ from .access import (
 
 
 class TransformersDecoderHeadModel(DecoderHeadModel):
-    """``DecoderHeadModel`` of a ``Decoder`` whose model is a ``TransformersLM``."""
+    """``DecoderHeadModel`` of a ``Decoder`` whose model is a ``TransformersLM``.  Not every
+    transformers block broadcasts its residual (Falcon adds the attention in place)."""
+
+    residual_broadcasts = False
 
     def __init__(self, decoder: Decoder, lm: TransformersLM) -> None:
         text = cast(Any, lm.model).config.get_text_config()

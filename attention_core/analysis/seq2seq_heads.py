@@ -49,7 +49,7 @@ from .ablation import (
 )
 from .access import editing
 from .logit_lens import LENS_TOP_K, LogitLens
-from .unembedding import unembedded_blocks
+from .unembedding import logit_blocks
 
 FINAL_NORMS = ("model.decoder.layer_norm", "decoder.final_layer_norm")
 
@@ -194,7 +194,7 @@ def predictions(model: EncoderDecoder, final: torch.Tensor, labels: torch.Tensor
     """final (T, C) decoder states -> each target token's log-probability (none without a
     target) and the top tokens."""
     vocabulary = int(model.model.config.vocab_size)
-    blocks = unembedded_blocks(partial(unembed, model), vocabulary, final)
+    blocks = logit_blocks(partial(unembed, model), vocabulary, final)
     return block_predictions(blocks, labels)
 
 

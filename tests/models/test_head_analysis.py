@@ -275,28 +275,40 @@ def test_ablation_equals_transformers_with_the_head_hooked_out(
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
-def test_an_ablation_above_layer_0_runs_the_layers_below_once_and_equals_transformers(
-    name: str, decoders: dict[str, Decoder], hf_decoder: Callable[[str], torch.nn.Module]
+@pytest.mark.parametrize(("layer", "mode"), [(0, "zero"), (1, "zero"), (1, "mean")])
+def test_an_ablation_runs_the_layers_below_and_its_layers_attention_once_as_transformers(
+    name: str,
+    layer: int,
+    mode: str,
+    decoders: dict[str, Decoder],
+    hf_decoder: Callable[[str], torch.nn.Module],
 ) -> None:
+    """The text and the text ablated at ``layer`` share the layers below it and its
+    attention: the batch grows at its output projection, so every block up to it gets one
+    row and every block above it two."""
     decoder, reference = decoders[name], hf_decoder(name)
     heads = head_model(decoder)
     ids = decoder.tokenize(TEXT).input_ids
     batches: list[int] = []
-    hook = heads.blocks[0].register_forward_pre_hook(
-        lambda _m, args: batches.append(args[0].shape[0])
-    )
+    hooks = [
+        block.register_forward_pre_hook(lambda _m, args: batches.append(args[0].shape[0]))
+        for block in heads.blocks
+    ]
     try:
         with torch.inference_mode():
-            result = ablate(heads, ids, [(1, 2)])
+            result = ablate(heads, ids, [(layer, 2)], mode)
     finally:
-        hook.remove()
-    assert batches == [1]  # layer 0 ran once, for both rows
+        for hook in hooks:
+            hook.remove()
+    L = decoder.config.num_layers
+    assert batches == [1] * (layer + 1) + [2] * (L - layer - 1)
     assert result.before is not None and result.after is not None
     D = decoder.config.head_dim
-    before = hf_ablated_logprobs(reference, ids, [], "zero", D)
-    after = hf_ablated_logprobs(reference, ids, [(1, 2)], "zero", D)
+    before = hf_ablated_logprobs(reference, ids, [], mode, D)
+    after = hf_ablated_logprobs(reference, ids, [(layer, 2)], mode, D)
     torch.testing.assert_close(result.before.next_logprobs.double(), before, atol=1e-5, rtol=0)
     torch.testing.assert_close(result.after.next_logprobs.double(), after, atol=1e-5, rtol=0)
+    assert abs(result.after.loss - result.before.loss) > 1e-4  # the head did something
 
 
 def test_an_encoder_ablation_changes_the_sentence_embedding_as_transformers_does(
