@@ -1,6 +1,7 @@
 """T5's relative position bias as a rule (``hf.relative_bias``): its blocks are
-transformers' own ``compute_bias``'s, and a long source's pass never makes it whole
-(once (1, H, S, S) floats, every head's whole map's worth, held through each stack).
+transformers' own ``compute_bias``'s, and a long pass never makes it whole (once
+(1, H, S, S) floats, every head's whole map's worth, held through each stack; the
+cross-attention's (1, H, T, S) zeros too).
 Equal to transformers' eager maps at every length: test_stack_matrix.py."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 
+from attention_core.blocked_attention import DEFAULT_BLOCK_CELLS
 from attention_core.models.base.result_cache import ResultCache
 from attention_core.models.hf.relative_bias import RelativePositionBias
 from attention_core.models.hf.seq2seq import EncoderDecoder
@@ -50,15 +52,17 @@ def test_each_block_is_transformers_bias_there(model: EncoderDecoder, past: int)
             torch.testing.assert_close(two.heads(torch.tensor([1])).full(), whole[[1]])
 
 
-def test_a_long_source_never_makes_the_bias_whole(model: EncoderDecoder) -> None:
-    """A 1,840-token source's pass (every map gathered block by block) and a generation
-    after it: no tensor of the encoder's (H, S, S) bias, or any half of it."""
-    source = SENTENCE * 80
-    S = len(model.tokenize(source).input_ids)
-    assert S > 1500
+def test_a_long_source_and_target_never_make_a_bias_whole(model: EncoderDecoder) -> None:
+    """A 1,840-token source and a 920-token target (every map gathered block by block),
+    and a generation after the source: no tensor over one block's budget of scores, so
+    none of the encoder's (H, S, S) bias, the decoder's (H, T, T) or the cross-attention's
+    (H, T, S) zeros."""
+    source, target = SENTENCE * 80, SENTENCE * 40
+    S, T = len(model.tokenize(source).input_ids), len(model.tokenize(target).input_ids)
     H = model.info().heads
+    assert S > 1500 and T > 800 and H * T * S > DEFAULT_BLOCK_CELLS
     model.long_cache = ResultCache(0)  # the pass runs under the watch
     with torch.inference_mode(), LargestOutput() as watched:
-        model.forward_stacks(source, target="Die Katze")
+        model.forward_stacks(source, target=target)
         model.generate(source, 2, capture_attentions=False)
-    assert watched.largest < H * S * S // 2
+    assert watched.largest <= DEFAULT_BLOCK_CELLS

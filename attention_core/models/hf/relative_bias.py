@@ -8,7 +8,8 @@ Here each attention module's ``compute_bias`` (on the instance, nothing global) 
 a ``RelativePositionBias`` instead: a blocked call reads the blocks of rows and columns
 it computes (``blocked_attention.bias_block``), a whole call the whole bias
 (``capture``), with the module's own bucketing and table, so the values are
-transformers' own.
+transformers' own.  Its cross-attention has no bias, which its forward makes as
+(1, H, T, S) zeros: a pre-hook hands it a ``ZeroBias`` instead.
 """
 
 from __future__ import annotations
@@ -63,6 +64,34 @@ class RelativePositionBias(BiasRule):
         return RelativePositionBias(self.module, self.size, self.past, chosen)
 
 
+class ZeroBias(BiasRule):
+    """T5's cross-attention bias: none, which its forward makes as (1, H, T, S) zeros."""
+
+    def __init__(self, shape: tuple[int, int, int]) -> None:
+        self._shape = shape
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self._shape
+
+    def block(self, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
+        return torch.zeros(1, 1, 1)  # broadcast over the block's heads, rows and columns
+
+    def heads(self, index: torch.Tensor) -> ZeroBias:
+        return ZeroBias((len(index), *self._shape[1:]))
+
+
+def _zero_cross_bias(
+    module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """A cross-attention call's missing bias as a ``ZeroBias`` (forward pre-hook)."""
+    keys = kwargs.get("key_value_states")
+    if kwargs.get("position_bias") is not None or keys is None or not args:
+        return None
+    shape = (int(module.n_heads), int(args[0].shape[1]), int(keys.shape[1]))
+    return args, {**kwargs, "position_bias": ZeroBias(shape)}
+
+
 def _compute_bias(
     self: Any,
     query_length: int,
@@ -74,17 +103,19 @@ def _compute_bias(
 
 
 def install_relative_bias(model: nn.Module) -> int:
-    """Each T5 attention module with the table computes its bias as a rule; how many.
-    A ``compute_bias`` of another signature (another transformers) is left as it is."""
+    """Each T5 attention module with the table computes its bias as a rule, each
+    cross-attention is handed zeros as one; how many.  A ``compute_bias`` of another
+    signature (another transformers) is left as it is."""
     count = 0
     for found in model.modules():
         module: Any = found  # a T5 attention: its own attributes
         if type(module).__name__ not in RELATIVE_BIAS_CLASSES:
             continue
-        if not getattr(module, "has_relative_attention_bias", False):
-            continue
         if "past_seen_tokens" not in inspect.signature(module.compute_bias).parameters:
             continue
-        module.compute_bias = types.MethodType(_compute_bias, module)
+        if module.has_relative_attention_bias:
+            module.compute_bias = types.MethodType(_compute_bias, module)
+        else:  # a cross-attention's zeros (the others are handed their stack's first bias)
+            module.register_forward_pre_hook(_zero_cross_bias, with_kwargs=True)
         count += 1
     return count
