@@ -63,6 +63,7 @@ def test_why_a_cell_of_the_stacks_map_is_the_apis(
     page: Page, server_url: str, stack: str, row: int, col: int
 ) -> None:
     open_cards(page, server_url, stack)
+    expect(page.get_by_test_id("s2s-why-hint")).to_contain_text("Click a cell")
     cell = page.locator(
         f"[data-testid='s2s-map'] tbody tr:nth-child({row + 1}) td:nth-of-type({col + 1})"
     )
@@ -138,6 +139,8 @@ def test_the_cards_read_well(browser: Browser, server_url: str, width: int) -> N
     out = Path(ARTIFACTS)
     out.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(out / f"model-seq2seq-cards-{width}.png"), full_page=True)
+    for card in ("why-cell", "ablate-card", "attribution"):  # each alone, to read at 390 px
+        page.get_by_test_id(card).screenshot(path=str(out / f"model-seq2seq-{card}-{width}.png"))
     wide = page.evaluate("document.documentElement.scrollWidth")
     assert wide <= width
     context.close()
