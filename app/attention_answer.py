@@ -225,6 +225,42 @@ def stacks_answer(model: TextModel, kept: ModelPass, plan: MapsPlan) -> dict[str
     return answer
 
 
+def _seq2seq_queries(
+    plan: MapsPlan,
+    target_hidden: tuple[bool, ...] | None,
+    source_hidden: tuple[bool, ...] | None,
+    S: int,
+    T: int,
+) -> tuple[MapQuery, MapQuery]:
+    """The decoder's self-attention maps' query (T × T) and the cross maps' (T × S)."""
+    body = plan.body
+    self_query = map_query(body, plan.heads, target_hidden, T, region=False)
+    cross_query = map_query(
+        body,
+        plan.heads,
+        target_hidden,
+        T,
+        hidden_keys=source_hidden if source_hidden is not None else None,
+        num_cols=S,
+        region=False,
+    )
+    if target_hidden is not None and source_hidden is None:
+        cross_query = replace(cross_query, hidden_keys=(False,) * S)
+    return self_query, cross_query
+
+
+def _json_numbers(plan: MapsPlan, self_query: MapQuery, cross_query: MapQuery) -> int:
+    """The numbers the decoder's and cross maps put in a JSON answer (0: not JSON)."""
+    if plan.body.format != "json":
+        return 0
+    per = len(self_query.heads or range(plan.heads))
+    return (
+        len(plan.layers)
+        * per
+        * (self_query.shape[0] * self_query.shape[1] + cross_query.shape[0] * cross_query.shape[1])
+    )
+
+
 def other_stacks(
     model: TextModel, kept: ModelPass, plan: MapsPlan, first_maps: list[object]
 ) -> dict[str, Any]:
@@ -240,31 +276,11 @@ def other_stacks(
         target_hidden = hidden_tokens(decoder.special, first=decoder.first_is_sink)
     target_kept = shown_positions(target_hidden, T)
     source_kept = shown_positions(source_hidden, S)
-    self_query = map_query(body, plan.heads, target_hidden, T, region=False)
-    cross_query = map_query(
-        body,
-        plan.heads,
-        target_hidden,
-        T,
-        hidden_keys=source_hidden if source_hidden is not None else None,
-        num_cols=S,
-        region=False,
-    )
-    if target_hidden is not None and source_hidden is None:
-        cross_query = replace(cross_query, hidden_keys=(False,) * S)
-    numbers = 0
-    if body.format == "json":
-        per = len(self_query.heads or range(plan.heads))
-        numbers = (
-            len(plan.layers)
-            * per
-            * (
-                self_query.shape[0] * self_query.shape[1]
-                + cross_query.shape[0] * cross_query.shape[1]
-            )
-        )
+    self_query, cross_query = _seq2seq_queries(plan, target_hidden, source_hidden, S, T)
     check_json_maps(
-        numbers, len(plan.layers), f"{len(source_kept)} source and {len(target_kept)} target tokens"
+        _json_numbers(plan, self_query, cross_query),
+        len(plan.layers),
+        f"{len(source_kept)} source and {len(target_kept)} target tokens",
     )
     measure = body.measure
     return {

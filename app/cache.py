@@ -62,20 +62,11 @@ class ResponseCacheMiddleware:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # client went away
-                return
-            chunk = message.get("body", b"")
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > self.max_body or not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        more = bool(message.get("more_body", False))
-        cacheable = not more and size <= self.max_body
+        read = await self._read_body(receive)
+        if read is None:  # client went away
+            return
+        body, more = read
+        cacheable = not more and len(body) <= self.max_body
         key = (scope["path"], body)
         hit = self.cache.get(key) if cacheable else None
         if hit is not None:
@@ -86,7 +77,35 @@ class ResponseCacheMiddleware:
             await send(start)
             await send({"type": "http.response.body", "body": answer})
             return
+        await self._answer(scope, receive, send, key, more, cacheable)
 
+    async def _read_body(self, receive: Receive) -> tuple[bytes, bool] | None:
+        """The request's body up to just past ``max_body`` and whether more follows (None:
+        the client went away)."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.max_body or not message.get("more_body", False):
+                break
+        return b"".join(chunks), bool(message.get("more_body", False))
+
+    async def _answer(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        key: tuple[str, bytes],
+        more: bool,
+        cacheable: bool,
+    ) -> None:
+        """The app answers the body read (replayed, then the rest); a whole 200 is stored."""
+        body = key[1]
         replayed = False
 
         async def replay() -> Message:

@@ -90,6 +90,50 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 CACHED_PATHS = frozenset({"/api/attention", "/api/compare"})
 
 
+def _include_routes(app: FastAPI) -> None:
+    for module in (
+        health,
+        api,
+        models,
+        model,
+        model_stream,
+        heads,
+        why,
+        generate,
+        train,
+        runs,
+        assets,
+        docs,
+        pages,
+        model_page,
+        train_page,
+    ):
+        app.include_router(module.router)
+    app.mount("/static", RevalidatedStaticFiles(directory=STATIC_DIR), name="static")
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """From the innermost out: the response cache, compression, the write timeout, the
+    body cap and the request guard."""
+    # Level 1: Starlette's default (9) spends 1-3 s on one 512-token compact attention layer
+    # (5 MB of base64); level 1 takes ~50 ms and still shrinks it 8-16x.
+    # Innermost, so that it stores uncompressed answers and never bypasses the body cap.
+    app.add_middleware(
+        ResponseCacheMiddleware,
+        paths=CACHED_PATHS,
+        cache=ResponseCache(settings.response_cache_entries, settings.response_cache_bytes),
+    )
+    app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
+    # Outside the compression: a client that stops reading drops the answer it was sent.
+    app.add_middleware(WriteTimeoutMiddleware, timeout=settings.write_timeout_seconds)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestGuardMiddleware,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     check_device(settings.device)  # ATTENTION_VIZ_DEVICE=cuda without a GPU: refuse to start
@@ -110,42 +154,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.dependency_overrides[get_settings] = current_settings
     install_error_handlers(app)
-    for module in (
-        health,
-        api,
-        models,
-        model,
-        model_stream,
-        heads,
-        why,
-        generate,
-        train,
-        runs,
-        assets,
-        docs,
-        pages,
-        model_page,
-        train_page,
-    ):
-        app.include_router(module.router)
-    app.mount("/static", RevalidatedStaticFiles(directory=STATIC_DIR), name="static")
-    # Level 1: Starlette's default (9) spends 1-3 s on one 512-token compact attention layer
-    # (5 MB of base64); level 1 takes ~50 ms and still shrinks it 8-16x.
-    # Innermost, so that it stores uncompressed answers and never bypasses the body cap.
-    app.add_middleware(
-        ResponseCacheMiddleware,
-        paths=CACHED_PATHS,
-        cache=ResponseCache(settings.response_cache_entries, settings.response_cache_bytes),
-    )
-    app.add_middleware(GZipMiddleware, minimum_size=4096, compresslevel=1)
-    # Outside the compression: a client that stops reading drops the answer it was sent.
-    app.add_middleware(WriteTimeoutMiddleware, timeout=settings.write_timeout_seconds)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(
-        RequestGuardMiddleware,
-        allowed_hosts=settings.allowed_hosts,
-        allowed_origins=settings.allowed_origins,
-    )
+    _include_routes(app)
+    _add_middleware(app, settings)
     return app
 
 

@@ -65,7 +65,7 @@ def seq2seq_attribute_answer(
         loss=result.loss,
         estimate=float_array(result.estimate),
         exact=None if result.exact is None else float_array(result.exact),
-        direct=None,
+        direct=None if result.direct is None else float_array(result.direct),
         confirmed=[
             Confirmed(layer=n + 1, head=h + 1, estimate=float(result.estimate[n, h]), exact=e)
             for n, h, e in result.confirmed

@@ -11,9 +11,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .terminal_bar import draw_bar
+
+if TYPE_CHECKING:
+    from attention_core.training import TrainConfig
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -95,24 +98,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from attention_core import SpecError
-    from attention_core.training import (
-        TRAINING_SETTINGS,
-        Done,
-        Progress,
-        Start,
-        preset_config,
-        train,
-    )
 
     torch.set_num_threads(args.threads)
-    given = {
-        name: getattr(args, name)
-        for name in TRAINING_SETTINGS
-        if getattr(args, name, None) is not None  # the CLI has no flag for some
-    }
     try:
-        text = None if args.text is None else args.text.read_text(encoding="utf-8")
-        config = preset_config(args.architecture, given, text)
+        text, config = _text_and_config(args)
     except (OSError, UnicodeDecodeError) as exc:
         sys.stderr.write(f"attention-viz train: cannot read --text {args.text}: {exc}\n")
         return 2
@@ -120,30 +109,50 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"attention-viz train: {exc.message}\n")
         return 2
     bar = ProgressBar(sys.stderr, enabled=not args.quiet)
-    run_info = {"name": args.out.name, "text_source": str(args.text or "shipped corpus")}
-    started = time.perf_counter()
     try:
-        for event in train(config, text, save_to=args.out, run_info=run_info):
-            if isinstance(event, Start) and not args.quiet:
-                sys.stderr.write(
-                    f"training {config.architecture}: {event.parameters} parameters, "
-                    f"vocabulary {event.vocab_size}, {event.train_chars} training characters; "
-                    f"bigram baseline val loss {event.baseline_val_loss:.4f}\n"
-                )
-            elif isinstance(event, Progress):
-                bar.update(
-                    event.step, event.max_steps, event.train_loss, event.val_loss, event.eta_s
-                )
-            elif isinstance(event, Done):
-                sys.stdout.write(
-                    f"{event.directory}: val loss {event.val_loss:.4f} (untrained "
-                    f"{event.untrained_val_loss:.4f}, bigram baseline "
-                    f"{event.baseline_val_loss:.4f}) after {event.step} steps, "
-                    f"{time.perf_counter() - started:.1f} s\n"
-                )
+        _train_showing_progress(args, config, text, bar)
     except SpecError as exc:
         if bar.tty and not args.quiet:
             sys.stderr.write("\n")
         sys.stderr.write(f"attention-viz train: {exc.message}\n")
         return 2
     return 0
+
+
+def _text_and_config(args: argparse.Namespace) -> tuple[str | None, TrainConfig]:
+    """The --text file's text (None: the shipped corpus) and the run's settings."""
+    from attention_core.training import TRAINING_SETTINGS, preset_config
+
+    given = {
+        name: getattr(args, name)
+        for name in TRAINING_SETTINGS
+        if getattr(args, name, None) is not None  # the CLI has no flag for some
+    }
+    text = None if args.text is None else args.text.read_text(encoding="utf-8")
+    return text, preset_config(args.architecture, given, text)
+
+
+def _train_showing_progress(
+    args: argparse.Namespace, config: TrainConfig, text: str | None, bar: ProgressBar
+) -> None:
+    """Train and save to --out: the start on stderr, the bar, the summary on stdout."""
+    from attention_core.training import Done, Progress, Start, train
+
+    run_info = {"name": args.out.name, "text_source": str(args.text or "shipped corpus")}
+    started = time.perf_counter()
+    for event in train(config, text, save_to=args.out, run_info=run_info):
+        if isinstance(event, Start) and not args.quiet:
+            sys.stderr.write(
+                f"training {config.architecture}: {event.parameters} parameters, "
+                f"vocabulary {event.vocab_size}, {event.train_chars} training characters; "
+                f"bigram baseline val loss {event.baseline_val_loss:.4f}\n"
+            )
+        elif isinstance(event, Progress):
+            bar.update(event.step, event.max_steps, event.train_loss, event.val_loss, event.eta_s)
+        elif isinstance(event, Done):
+            sys.stdout.write(
+                f"{event.directory}: val loss {event.val_loss:.4f} (untrained "
+                f"{event.untrained_val_loss:.4f}, bigram baseline "
+                f"{event.baseline_val_loss:.4f}) after {event.step} steps, "
+                f"{time.perf_counter() - started:.1f} s\n"
+            )

@@ -51,7 +51,8 @@ def why_payload(
         stack=stack,
         source_tokens=source_tokens,
         contributions=pairs,
-        rest=result.score - sum(p.value for p in pairs),
+        rest=result.score - sum(p.value for p in pairs) - (result.score_bias or 0.0),
+        score_bias=result.score_bias,
         grid=float_array(result.grid),
     )
 

@@ -100,6 +100,59 @@ def _combined_mask(
     return allowed
 
 
+def _check_shapes(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+    if query.shape[-1] != key.shape[-1]:
+        raise SpecError(
+            f"query width ({query.shape[-1]}) must equal key width ({key.shape[-1]})",
+            field="projection",
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise SpecError(
+            f"keys ({key.shape[-2]}) and values ({value.shape[-2]}) must have the same length",
+            field="projection",
+        )
+
+
+def _allowed(
+    attn_mask: torch.Tensor | None, is_causal: bool, num_queries: int, num_keys: int
+) -> torch.Tensor | None:
+    """The combined mask (None: every key), checked to leave every query a key."""
+    allowed = _combined_mask(attn_mask, is_causal, num_queries, num_keys)
+    # A causal mask alone lets every query see key 0: only other masks need the check.
+    if allowed is not None and (attn_mask is not None or num_keys == 0):
+        if not bool(allowed.any(dim=-1).all()):
+            raise SpecError(
+                "every query must be allowed to attend to at least one key", field="attn_mask"
+            )
+    return allowed
+
+
+_KeptScores = tuple[
+    torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor
+]
+
+
+def _kept_scores(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    group: int,
+    scale_factor: float,
+    score_bias: torch.Tensor | None,
+    softcap: float | None,
+    allowed: torch.Tensor | None,
+) -> _KeptScores:
+    """Each step before the softmax as a tensor of its own: the raw, scaled, biased
+    (None without a bias), capped (None without a cap) and masked scores."""
+    attn_scores = _scores(query, key, group)
+    scaled_scores = attn_scores * scale_factor
+    biased_scores = None if score_bias is None else scaled_scores + score_bias
+    unmasked = scaled_scores if biased_scores is None else biased_scores
+    capped_scores = None if softcap is None else _soft_cap(unmasked, softcap)
+    unmasked = unmasked if capped_scores is None else capped_scores
+    masked_scores = unmasked if allowed is None else unmasked + _mask_bias(allowed, unmasked.dtype)
+    return attn_scores, scaled_scores, biased_scores, capped_scores, masked_scores
+
+
 def attention_with_steps(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -141,38 +194,16 @@ def attention_with_steps(
     only to the columns it hides); ``attn_scores``, ``scaled_scores`` and
     ``masked_scores`` are then empty, ``biased_scores`` and ``capped_scores`` None.
     """
-    if query.shape[-1] != key.shape[-1]:
-        raise SpecError(
-            f"query width ({query.shape[-1]}) must equal key width ({key.shape[-1]})",
-            field="projection",
-        )
-    if key.shape[-2] != value.shape[-2]:
-        raise SpecError(
-            f"keys ({key.shape[-2]}) and values ({value.shape[-2]}) must have the same length",
-            field="projection",
-        )
+    _check_shapes(query, key, value)
     num_queries, num_keys = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     group = _query_group(query, key) if enable_gqa else 1
     if softcap is not None and not softcap > 0:
         raise SpecError(f"softcap is {softcap}; it must be positive", field="softcap")
-    allowed = _combined_mask(attn_mask, is_causal, num_queries, num_keys)
-    # A causal mask alone lets every query see key 0: only other masks need the check.
-    if allowed is not None and (attn_mask is not None or num_keys == 0):
-        if not bool(allowed.any(dim=-1).all()):
-            raise SpecError(
-                "every query must be allowed to attend to at least one key", field="attn_mask"
-            )
+    allowed = _allowed(attn_mask, is_causal, num_queries, num_keys)
     if keep_steps:
-        attn_scores = _scores(query, key, group)
-        scaled_scores = attn_scores * scale_factor
-        biased_scores = None if score_bias is None else scaled_scores + score_bias
-        unmasked = scaled_scores if biased_scores is None else biased_scores
-        capped_scores = None if softcap is None else _soft_cap(unmasked, softcap)
-        unmasked = unmasked if capped_scores is None else capped_scores
-        masked_scores = (
-            unmasked if allowed is None else unmasked + _mask_bias(allowed, unmasked.dtype)
-        )
+        kept = _kept_scores(query, key, group, scale_factor, score_bias, softcap, allowed)
+        attn_scores, scaled_scores, biased_scores, capped_scores, masked_scores = kept
         softmax_input = masked_scores
     else:
         # A power of two scales q exactly as it would scale the scores: one pass fewer.

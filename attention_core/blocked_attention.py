@@ -15,6 +15,7 @@ itself stays in ``attention_with_steps``.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -71,13 +72,52 @@ def _visible_span(
     return int(seen[0, 0]), int(seen[-1, 0]) + 1
 
 
+class BiasRule(ABC):
+    """A score bias computed for the cells asked, never held whole: T5's relative positions
+    (a table of buckets × heads, read by each cell's distance) make (H, T, S) floats
+    otherwise, every head's whole map's worth (805 MB at 4,096 tokens and 12 heads)."""
+
+    @property
+    @abstractmethod
+    def shape(self) -> tuple[int, int, int]:
+        """(H, T, S): the bias it stands for."""
+
+    @abstractmethod
+    def block(self, rows: tuple[int, int], cols: tuple[int, int]) -> torch.Tensor:
+        """(H, rows, cols) float32: rows [r0, r1) and columns [c0, c1) of every head."""
+
+    @abstractmethod
+    def heads(self, index: torch.Tensor) -> BiasRule:
+        """The rule of the heads of ``index`` (0-based), in that order."""
+
+    def full(self) -> torch.Tensor:
+        """(H, T, S): the whole bias (a short call's, as ``attention_with_steps`` takes it)."""
+        _, T, S = self.shape
+        return self.block((0, T), (0, S))
+
+
+ScoreBias = torch.Tensor | BiasRule
+
+
+def bias_block(
+    bias: ScoreBias | None, rows: tuple[int, int], cols: tuple[int, int]
+) -> torch.Tensor | None:
+    """Rows [r0, r1) and columns [c0, c1) of a score bias broadcast over (..., T, S)."""
+    if bias is None:
+        return None
+    if isinstance(bias, BiasRule):
+        return bias.block(rows, cols)
+    return _cols_of(_rows_of(bias, *rows), *cols)
+
+
 @dataclass(frozen=True)
 class AttentionCall:
     """One attention call's inputs, as ``attention_with_steps`` takes them (no dropout).
 
     Shapes: query (..., H, T, D), key (..., H_kv, S, D), value (..., H_kv, S,
-    D_v); ``attn_mask`` (boolean) and ``score_bias`` broadcastable to (..., H,
-    T, S); ``sinks`` (H,).  A blocked pass receives one of these per layer.
+    D_v); ``attn_mask`` (boolean) and ``score_bias`` (a tensor or a ``BiasRule``)
+    broadcastable to (..., H, T, S); ``sinks`` (H,).  A blocked pass receives one of
+    these per layer.
     """
 
     query: torch.Tensor
@@ -87,7 +127,7 @@ class AttentionCall:
     is_causal: bool = False
     scale: float | None = None
     enable_gqa: bool = False
-    score_bias: torch.Tensor | None = None
+    score_bias: ScoreBias | None = None
     softcap: float | None = None
     sinks: torch.Tensor | None = None
 
@@ -112,9 +152,7 @@ def _block_steps(
     if call.is_causal:
         causal = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool).tril(r0 - c0)
         allowed = causal if allowed is None else allowed & causal
-    bias = None
-    if call.score_bias is not None:
-        bias = _cols_of(_rows_of(call.score_bias, r0, r1), c0, c1)
+    bias = bias_block(call.score_bias, (r0, r1), (c0, c1))
     return attention_with_steps(
         call.query[..., r0:r1, :],
         call.key[..., c0:c1, :],

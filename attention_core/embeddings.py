@@ -110,6 +110,33 @@ def _hashed_vector(token: str, dim: int, seed: int) -> torch.Tensor:
     return torch.randn(dim, generator=generator)
 
 
+def _vocabulary_rows(
+    tokens: Sequence[str], spec: VocabularyEmbedding, field_name: str
+) -> torch.Tensor:
+    """Each token's vector from the vocabulary (every token known, the vectors one length)."""
+    words = spec.words()
+    unknown = [t for t in dict.fromkeys(tokens) if t not in words]
+    if unknown:
+        raise SpecError(
+            f"unknown word(s) {unknown} in {field_name}; the vocabulary has "
+            f"{sorted(words)} (add a vector for a new word, or use hashed embeddings)",
+            field=field_name,
+            # where the first one is and how many there are (the words are in msg)
+            ctx={
+                "index": list(tokens).index(unknown[0]),
+                "found": len(unknown),
+                "vocabulary_size": len(words),
+            },
+        )
+    dims = {len(v) for v in words.values()}
+    if len(dims) != 1:
+        raise SpecError(
+            f"vocabulary vectors must all have the same length, got lengths {sorted(dims)}",
+            field="embedding.extra",
+        )
+    return matrix_from_rows("embedding.extra", [words[t] for t in tokens])
+
+
 def embed(tokens: Sequence[str], spec: EmbeddingSpec, field_name: str = "tokens") -> torch.Tensor:
     """The (T, d) input matrix for ``tokens``.
 
@@ -119,27 +146,7 @@ def embed(tokens: Sequence[str], spec: EmbeddingSpec, field_name: str = "tokens"
     if len(tokens) == 0:
         raise SpecError(f"{field_name} is empty: give at least one token", field=field_name)
     if isinstance(spec, VocabularyEmbedding):
-        words = spec.words()
-        unknown = [t for t in dict.fromkeys(tokens) if t not in words]
-        if unknown:
-            raise SpecError(
-                f"unknown word(s) {unknown} in {field_name}; the vocabulary has "
-                f"{sorted(words)} (add a vector for a new word, or use hashed embeddings)",
-                field=field_name,
-                # where the first one is and how many there are (the words are in msg)
-                ctx={
-                    "index": list(tokens).index(unknown[0]),
-                    "found": len(unknown),
-                    "vocabulary_size": len(words),
-                },
-            )
-        dims = {len(v) for v in words.values()}
-        if len(dims) != 1:
-            raise SpecError(
-                f"vocabulary vectors must all have the same length, got lengths {sorted(dims)}",
-                field="embedding.extra",
-            )
-        return matrix_from_rows("embedding.extra", [words[t] for t in tokens])
+        return _vocabulary_rows(tokens, spec, field_name)
     if isinstance(spec, ExplicitEmbedding):
         if len(spec.vectors) != len(tokens):
             raise SpecError(

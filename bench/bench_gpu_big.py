@@ -21,6 +21,10 @@ bf16 weights, tensor by tensor; ~27 s on an H200):
   ``attention_core/models/maps/gpu_pooled.py``); then one head's last ``--zoom`` ×
   ``--zoom`` cells at full resolution, rebuilt in float32 from the kept q and k.
 - ``moonshot``: the same overview at ``--moonshot`` tokens (131,072), kernel only.
+- ``hf`` (only with ``--hf-tokens``, e.g. 32768): the ``kernel`` side's overview and
+  zoom on ``--hf-shape`` (Qwen3-8B's, a second 16 GB checkpoint), a family only the
+  transformers backend runs: its causal mask described, not built
+  (``attention_core/models/hf/described_mask.py``), so its layers reach the kernel too.
 - ``steps``: the overview with the kernel off (every attention step float32 through
   ``attention_with_steps``, block by block) at ``--steps-tokens`` (8,192; 0 skips it),
   against the kernel's overview at that length (``kernel``'s last request): time, and
@@ -35,11 +39,11 @@ full resolution <= 1 s after it; the moonshot at all, never a T × T tensor.  Ti
 synchronize the GPU.
 
 Before a GPU session: ``.venv/bin/python bench/bench_gpu_big.py --check`` runs every
-side (sdpa, kernel with its zoom and comparison, steps, moonshot) at a few hundred
-tokens of ``llama-tiny`` on the CPU, the kernel in Triton's interpreter, and exits
-non-zero unless each answered and the kernel pooled every layer (80-100 s on 2 busy
-cores, most of it the four children's imports: too long for the test suite, so run it
-by hand after changing this script or the kernel).  On a CPU at other sizes:
+side (sdpa, kernel with its zoom and comparison, steps, moonshot; hf on ``qwen3-tiny``)
+at a few hundred tokens of ``llama-tiny`` on the CPU, the kernel in Triton's
+interpreter, and exits non-zero unless each answered and the kernel pooled every layer
+(80-100 s on 2 busy cores, most of it the five children's imports: too long for the
+test suite, so run it by hand after changing this script or the kernel).  On a CPU at other sizes:
 ``--shape llama-tiny --tokens 2048 --device cpu --moonshot 0 --interpret``.
 """
 
@@ -64,7 +68,7 @@ WARM_TOKENS = 128
 # How to run it (--check first: every side tiny on the CPU, before a GPU session).
 RUN = ".venv/bin/python bench/bench_gpu_big.py [--check] [--root /tmp/bigckpt] [--record]"
 # Seconds each child may take (a 16 GB load is ~20 s of it), and the whole run.
-LIMITS = {"sdpa": 120, "kernel": 150, "moonshot": 200, "steps": 240}
+LIMITS = {"sdpa": 120, "kernel": 150, "moonshot": 200, "steps": 240, "hf": 150}
 RUN_SECONDS = 290
 
 
@@ -134,6 +138,8 @@ def ours(args: argparse.Namespace) -> dict[str, Any]:
         result, answer = overview(client, body, args.tokens, args.device)
         result |= {"kernel_layers": len(pooled)}  # layers whose maps the kernel pooled
         result |= {"kernel_warm_seconds": warmed}
+        config = json.loads((args.dir / "config.json").read_text())
+        result |= {"layers": config["num_hidden_layers"]}
         result |= zoom(client, body, args)
         if args.compare_tokens:
             second, answer = overview(client, body, args.compare_tokens, args.device)
@@ -293,6 +299,8 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--moonshot", type=int, default=131072, help="0: none")
     parser.add_argument("--steps-tokens", type=int, default=8192, help="0: none")
     parser.add_argument("--compare-tokens", type=int, default=0)
+    parser.add_argument("--hf-shape", default="qwen3-8b", help="the transformers backend's")
+    parser.add_argument("--hf-tokens", type=int, default=0, help="0: no transformers side")
     parser.add_argument("--pool", type=int, default=112, help="cells a side of each map")
     parser.add_argument("--zoom", type=int, default=1024, help="the head's region, a side")
     parser.add_argument("--device", default="cuda")
@@ -334,6 +342,8 @@ CHECK = {
     "zoom": 32,
     "device": "cpu",
     "interpret": True,
+    "hf_shape": "qwen3-tiny",
+    "hf_tokens": 256,
 }
 
 
@@ -363,6 +373,9 @@ def main() -> None:
         results["steps"] = run_child("steps", args, directory, steps_T, deadline, **steps)
     if args.moonshot:
         results["moonshot"] = run_child("moonshot", args, directory, args.moonshot, deadline)
+    if args.hf_tokens:  # last: a second checkpoint to write and load
+        hf_dir = make(args.hf_shape, args.root)
+        results["hf"] = run_child("hf", args, hf_dir, args.hf_tokens, deadline)
     for line in summary(args, results, steps_T):
         print(line, flush=True)
     if all(path.is_file() for path in dumps.values()):
@@ -370,28 +383,29 @@ def main() -> None:
     print(f"total {time.perf_counter() - start:.0f} s", flush=True)
     rows = result_rows(args, results)
     if args.check:
-        sys.exit(check_failures(directory, results, dumps, rows))
+        sys.exit(check_failures(results, dumps, rows))
     if args.record:
         record_rows(rows)
 
 
 def check_failures(
-    directory: Path,
     results: dict[str, dict[str, Any] | None],
     dumps: dict[str, Path],
     rows: list[dict[str, Any]],
 ) -> int:
     """``--check``'s verdict (0: every side answered, the kernel pooled every layer of its
     overviews, both paths' maps were dumped and a row was made of each figure)."""
-    layers = int(json.loads((directory / "config.json").read_text())["num_hidden_layers"])
     failures = [f"{side}: no result" for side, result in results.items() if result is None]
-    for side in ("kernel", "moonshot"):
-        pooled = (results.get(side) or {}).get("kernel_layers")
-        if pooled is not None and pooled != layers:
-            failures.append(f"{side}: the kernel pooled {pooled} of {layers} layers")
+    for side in ("kernel", "moonshot", "hf"):
+        result = results.get(side) or {}
+        if result and result["kernel_layers"] != result["layers"]:
+            failures.append(
+                f"{side}: the kernel pooled {result['kernel_layers']} of {result['layers']} layers"
+            )
     failures += [f"no {path}" for path in dumps.values() if not path.is_file()]
-    if len(rows) != 4:
-        failures.append(f"{len(rows)} rows to record, not 4")
+    expected = 4 + ("hf" in results)
+    if len(rows) != expected:
+        failures.append(f"{len(rows)} rows to record, not {expected}")
     for failure in failures:
         print(f"check failed: {failure}", flush=True)
     if not failures:
@@ -429,6 +443,14 @@ def summary(
             f"{moon['seconds']:.2f} s, {moon['answer_mb']:.1f} MB, GPU peak "
             f"{moon['gpu_peak_gb']:.0f} GB; one head {args.zoom}x{args.zoom} "
             f"{moon['head_seconds']:.2f} s"
+        )
+    hf = results.get("hf")
+    if hf:
+        lines.append(
+            f"{args.hf_shape} through transformers, T = {hf['tokens']}: overview of "
+            f"{hf['maps']} maps {hf['seconds']:.2f} s ({hf['kernel_layers']} of "
+            f"{hf['layers']} layers by the kernel), {hf['answer_mb']:.1f} MB; one head "
+            f"{args.zoom}x{args.zoom} {hf['head_seconds']:.2f} s"
         )
     return lines
 
@@ -495,6 +517,7 @@ def other_rows(
     """The float32 steps path's overview and the moonshot's, when they ran."""
     rows: list[dict[str, Any]] = []
     mine, steps, moon = results.get("kernel"), results.get("steps"), results.get("moonshot")
+    hf = results.get("hf")
     if steps:
         row = {
             "figure": f"{shape}, T={steps['tokens']}: pooled overview on the float32 steps "
@@ -516,6 +539,19 @@ def other_rows(
                 "unit": "s",
                 "note": f"answer {moon['answer_mb']:.1f} MB, GPU peak {moon['gpu_peak_gb']:.0f} "
                 f"GB; one head {args.zoom}x{args.zoom} {moon['head_seconds']:.2f} s after it",
+            }
+        )
+    if hf:
+        rows.append(
+            {
+                "figure": f"{args.hf_shape} shape through the transformers backend, "
+                f"T={hf['tokens']}: pooled overview of all {hf['maps']} maps (its causal "
+                "mask described, not built: the GPU kernel)",
+                "value": round(hf["seconds"], 2),
+                "unit": "s",
+                "note": f"{hf['kernel_layers']} of {hf['layers']} layers by the kernel; "
+                f"answer {hf['answer_mb']:.1f} MB, GPU peak {hf['gpu_peak_gb']:.0f} GB; one "
+                f"head {args.zoom}x{args.zoom} {hf['head_seconds']:.2f} s after it",
             }
         )
     return rows

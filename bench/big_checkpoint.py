@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/big_checkpoint.py llama-3.2-3b /work/bigckpt
 
-Llama-3.2-3B's shape (6.4 GB in bfloat16) and Llama-3.1-8B's (16 GB): the
+Llama-3.2-3B's shape (6.4 GB in bfloat16) and Llama-3.1-8B's (16 GB), Qwen3-8B's
+(16.4 GB, through the transformers backend) and tiny ones of both families: the
 safetensors header is written first (the names and shapes come from the
 config alone), then each tensor is drawn (Normal(0, 0.02), RMSNorm gains 1)
 and appended, so at most one tensor (the 1 GB embedding) is in memory, never
@@ -65,6 +66,41 @@ SHAPES: dict[str, dict[str, Any]] = {
         },
     },
 }
+# Qwen3's shapes (q and k normed per head: ``self_attn.q_norm`` / ``k_norm``), a family only
+# transformers implements here: the transformers backend's side of bench_gpu_big.py.
+QWEN3 = {
+    "model_type": "qwen3",
+    "architectures": ["Qwen3ForCausalLM"],
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000.0,
+    "rope_scaling": None,
+    "use_sliding_window": False,
+    "sliding_window": None,
+    "bos_token_id": 151643,
+    "eos_token_id": 151645,
+    "tie_word_embeddings": False,
+}
+SHAPES |= {
+    "qwen3-tiny": {
+        **QWEN3,
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+    },
+    "qwen3-8b": {
+        **QWEN3,
+        "hidden_size": 4096,
+        "intermediate_size": 12288,
+        "num_hidden_layers": 36,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "max_window_layers": 36,
+    },
+}
 COMMON = {
     "model_type": "llama",
     "architectures": ["LlamaForCausalLM"],
@@ -89,7 +125,8 @@ def config_of(shape: str) -> dict[str, Any]:
 
 
 def tensor_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Every tensor ``LlamaForCausalLM`` saves, in its order, from the config alone."""
+    """Every tensor ``LlamaForCausalLM`` (or ``Qwen3ForCausalLM``: q and k norms too)
+    saves, in its order, from the config alone."""
     C, F = config["hidden_size"], config["intermediate_size"]
     H, H_kv, D = config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]
     shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (config["vocab_size"], C)}
@@ -101,6 +138,11 @@ def tensor_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
             p + "self_attn.k_proj.weight": (H_kv * D, C),
             p + "self_attn.v_proj.weight": (H_kv * D, C),
             p + "self_attn.o_proj.weight": (C, H * D),
+            **(
+                {p + "self_attn.q_norm.weight": (D,), p + "self_attn.k_norm.weight": (D,)}
+                if config["model_type"] == "qwen3"
+                else {}
+            ),
             p + "post_attention_layernorm.weight": (C,),
             p + "mlp.gate_proj.weight": (F, C),
             p + "mlp.up_proj.weight": (F, C),

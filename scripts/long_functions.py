@@ -1,15 +1,20 @@
-"""List the browser functions longer than a limit (lines from header to closing brace).
+"""List the functions longer than a limit: the browser's (lines from header to closing
+brace) and Python's (body lines, its docstring left out).
 
     python scripts/long_functions.py [--limit 45] [files or folders ...]   # default: static/js
+    python scripts/long_functions.py --limit 50 app attention_core
 
-A small scanner, not a parser: it skips comments, strings, template literals and regular
-expression literals, matches braces, and calls a brace a function body when it follows
-``function name(...)``, a method header ``name(...)`` or an arrow ``=>``.
+For JavaScript, a small scanner, not a parser: it skips comments, strings, template
+literals and regular expression literals, matches braces, and calls a brace a function
+body when it follows ``function name(...)``, a method header ``name(...)`` or an arrow
+``=>``.  For Python, ``ast``: a function's lines run from its first statement after the
+docstring to its last line; a nested function is named ``outer.inner``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
 from dataclasses import dataclass
@@ -182,6 +187,37 @@ def functions(path: Path) -> list[Function]:
     return sorted(found, key=lambda f: f.first)
 
 
+def _body_span(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
+    """The first and last line of a function's body, its docstring left out."""
+    body = node.body
+    if ast.get_docstring(node, clean=False) is not None and len(body) > 1:
+        body = body[1:]
+    return body[0].lineno, body[-1].end_lineno or body[-1].lineno
+
+
+def python_functions(path: Path) -> list[Function]:
+    """Every function and method in a Python file, named by its qualified path."""
+    found: list[Function] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = prefix + child.name
+                found.append(Function(str(path), name, *_body_span(child)))
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), "")
+    return sorted(found, key=lambda f: f.first)
+
+
+def any_functions(path: Path) -> list[Function]:
+    return python_functions(path) if path.suffix == ".py" else functions(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=["static/js"])
@@ -189,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files: list[Path] = []
     for p in map(Path, args.paths):
-        files.extend(sorted(p.glob("*.js")) if p.is_dir() else [p])
-    long = [f for path in files for f in functions(path) if f.lines > args.limit]
+        files.extend(sorted([*p.glob("*.js"), *p.rglob("*.py")]) if p.is_dir() else [p])
+    long = [f for path in files for f in any_functions(path) if f.lines > args.limit]
     for f in sorted(long, key=lambda f: -f.lines):
         print(f"{f.lines:5d}  {f.path}:{f.first}  {f.name}")
     return 1 if long else 0

@@ -95,7 +95,12 @@ class WhyResponse(BaseModel):
         "source for the encoder stack, the decoder's input for decoder and cross)",
     )
     contributions: list[Contribution] = Field(description="the largest pairs, by |value|")
-    rest: float = Field(description="score − the listed values")
+    rest: float = Field(description="score − the listed values − score_bias")
+    score_bias: float | None = Field(
+        default=None,
+        description="the family's score bias for this cell, a term of its own (T5's relative "
+        "position bias): score = the grid's sum + score_bias; null: none",
+    )
     grid: Grid = Field(description="[query component][key component] -> value, every pair")
 
 
@@ -192,9 +197,11 @@ class AttributeResponse(BaseModel):
     direct: Grid | None = Field(
         description="[layer][head] direct logit attribution: the head's output through the "
         "frozen final norm onto the scored token's unembedding (the mean over positions of "
-        "the next token's, without a target), a logit; null for encoder-decoders (not "
-        "computed: a head's output reaches their logits through later post-norms or, from "
-        "the encoder, only through the cross-attention)"
+        "the next token's, without a target), a logit.  Encoder-decoders' decoder and cross "
+        "stacks: through every later norm of the decoder stream, frozen (Marian's and BART's "
+        "post-norms, T5's final norm), onto the target's tokens, the mean over positions; "
+        "null for their encoder stack (its heads reach the logits only through the "
+        "cross-attention) and for families whose streams the app does not know"
     )
     stack: Stack | None = Field(
         default=None, description="encoder-decoders: the stack of the grids; null otherwise"

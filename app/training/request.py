@@ -195,6 +195,13 @@ def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> Trai
         ) from None
 
     where = "file" if text is not None and body.text is None else "text"
+    _check_corpus(config, corpus, where)
+    _check_model_size(config, len(set(corpus)) + 1, settings)
+    return config
+
+
+def _check_corpus(config: TrainConfig, corpus: str, where: str) -> None:
+    """Long enough for the blocks, and holding every character of the probe."""
     needed = min_text_chars(config.block_size)
     if len(corpus) < needed:
         raise LimitError(
@@ -204,15 +211,17 @@ def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> Trai
             kind="text_too_short",
             ctx={"minimum": needed, "found": len(corpus), "block_size": config.block_size},
         )
-    alphabet = set(corpus)
-    unknown = sorted(set(config.probe) - alphabet)
+    unknown = sorted(set(config.probe) - set(corpus))
     if unknown:
         raise LimitError(
             ["body", "probe"],
             f"probe has characters the training text does not: "
             f"{', '.join(repr(c) for c in unknown[:10])}",
         )
-    vocab_size = len(alphabet) + 1
+
+
+def _check_model_size(config: TrainConfig, vocab_size: int, settings: Settings) -> None:
+    """The parameters and the attention cells a step holds, within the server's limits."""
     parameters = parameter_count(config, vocab_size)
     if parameters > settings.train_max_parameters:
         raise over_limit(
@@ -239,7 +248,6 @@ def _config_of(body: TrainRequest, text: str | None, settings: Settings) -> Trai
             found=cells,
             setting="ATTENTION_VIZ_TRAIN_MAX_ATTENTION_CELLS",
         )
-    return config
 
 
 def _check_limits(preset: TrainConfig, given: dict[str, Any], settings: Settings) -> None:

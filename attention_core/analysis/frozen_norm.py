@@ -48,8 +48,14 @@ class FrozenNorm:
         return out - out.mean(dim=-1, keepdim=True) if self.centered else out
 
 
+# Norms named LayerNorm that are RMSNorms (no centring, no shift): T5's and its kin's.
+RMS_LAYER_NORMS = frozenset({"T5LayerNorm", "MT5LayerNorm", "UMT5LayerNorm", "LongT5LayerNorm"})
+
+
 def is_layer_norm(module: nn.Module) -> bool:
     name = type(module).__name__
+    if name in RMS_LAYER_NORMS:
+        return False
     return isinstance(module, nn.LayerNorm) or ("LayerNorm" in name and "RMS" not in name)
 
 

@@ -48,6 +48,9 @@ class Why:
     # The key side's components where they differ from the query's (cross-attention: the
     # encoder's output, for a query in the decoder), grid (N_q, N_k); None: ``components``.
     key_components: tuple[str, ...] | None = None
+    # The family's score bias (T5's relative position bias), a term of its own: score =
+    # the grid's sum + score_bias (before any soft-cap); None: no bias.
+    score_bias: float | None = None
 
 
 def layer_paths(heads: HeadModel, layer: int, length: int) -> LayerPaths:
@@ -218,11 +221,15 @@ def side_vectors(paths: LayerPaths, side: Side) -> QKV:
     )
 
 
-def pair_grid(paths: LayerPaths, head: int, query: Side, key: Side) -> torch.Tensor:
-    """(N_q, N_k): q_row^(c) · k_col^(c') × scale for every (query, key) component pair."""
+def pair_grid(
+    paths: LayerPaths, head: int, query: Side, key: Side, key_paths: LayerPaths | None = None
+) -> torch.Tensor:
+    """(N_q, N_k): q_row^(c) · k_col^(c') × scale for every (query, key) component pair
+    (``key_paths``: the key side's, where it reads another stream, e.g. T5's cross-attention
+    its keys without the query side's norm)."""
     kv = head // (paths.num_heads // paths.num_kv_heads)
     q = side_vectors(paths, query).q[:, 0, head]
-    k = side_vectors(paths, key).k[:, 0, kv]
+    k = side_vectors(key_paths or paths, key).k[:, 0, kv]
     return q @ k.T * paths.scale
 
 
@@ -252,13 +259,17 @@ def cell_weight(
     query: tuple[torch.Tensor, int],
     keys: tuple[torch.Tensor, torch.Tensor],
     col: int,
+    key_paths: LayerPaths | None = None,
+    bias: torch.Tensor | None = None,
 ) -> tuple[float, float]:
     """The score and softmax weight of key ``col`` (an index into ``keys``) for one query:
     ``query`` its input (1, C) and position, ``keys`` theirs, (S, C) and (S,), the keys that
-    query's softmax reads."""
+    query's softmax reads (``key_paths``: see ``pair_grid``; ``bias`` (1, S): the family's
+    score bias, in the score)."""
     kv = head // (paths.num_heads // paths.num_kv_heads)
     x, position = query
     q = paths.totals(x, torch.tensor([position])).q[0, 0, head][None]  # (1, D)
-    k = paths.totals(*keys).k[0, :, kv]  # (S, D)
-    steps = attention_with_steps(q, k, k, scale=paths.scale, softcap=paths.softcap)
-    return float(steps.scaled_scores[0, col]), float(steps.attn_weights[0, col])
+    k = (key_paths or paths).totals(*keys).k[0, :, kv]  # (S, D)
+    steps = attention_with_steps(q, k, k, scale=paths.scale, softcap=paths.softcap, score_bias=bias)
+    score = float(steps.scaled_scores[0, col]) + (0.0 if bias is None else float(bias[0, col]))
+    return score, float(steps.attn_weights[0, col])

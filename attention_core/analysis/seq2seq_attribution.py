@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from functools import partial
 
 import torch
+from torch import nn
 
 from ..errors import SpecError
 from ..models.base.capabilities import STACK_NAMES, StackName
+from ..models.base.out_projections import head_slices
 from ..models.hf.seq2seq import EncoderDecoder
 from ..models.maps.context_pass import ContextPass
 from .ablation import ABLATION_MODES
@@ -39,6 +41,7 @@ from .attribution import (
     loss_and_gradient,
     top_heads,
 )
+from .frozen_norm import frozen
 from .seq2seq_heads import (
     Seq2SeqText,
     each_head_effects,
@@ -47,6 +50,7 @@ from .seq2seq_heads import (
     seq2seq_forward,
     unembed,
 )
+from .seq2seq_streams import FINAL, SUBLAYERS, known, norm_module, pre_norm
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class StackAttribution:
     estimates: Mapping[StackName, torch.Tensor]
     exact: torch.Tensor | None = None
     confirmed: tuple[tuple[int, int, float], ...] = ()
+    direct: torch.Tensor | None = None  # the chosen stack's direct logit attribution
 
     @property
     def estimate(self) -> torch.Tensor:
@@ -69,12 +74,29 @@ class StackAttribution:
 
 @dataclass(frozen=True)
 class Gradients:
-    """One forward and backward: the loss, and per (stack, layer) the contexts and their
-    gradients (rows, H, D)."""
+    """One forward and backward: the loss, per (stack, layer) the contexts and their
+    gradients (rows, H, D), and the decoder stream's norms' inputs (T, C) by (layer,
+    sublayer) (``seq2seq_streams.norm_module``'s; none for a family of an unknown kind)."""
 
     loss: float
     contexts: Mapping[tuple[StackName, int], torch.Tensor]
     grads: Mapping[tuple[StackName, int], torch.Tensor]
+    norm_inputs: Mapping[tuple[int, int], torch.Tensor]
+
+
+def _decoder_norms(model: EncoderDecoder) -> list[tuple[tuple[int, int], nn.Module]]:
+    """The norms a decoder head's output passes on its way to the logits, in order:
+    post-norm, every sublayer's; pre-norm, the final one; none for an unknown kind."""
+    if not known(model):
+        return []
+    if pre_norm(model):
+        layers = model.layers_of("decoder")
+        return [((layers, FINAL), norm_module(model, "decoder", 0, FINAL))]
+    return [
+        ((n, i), norm_module(model, "decoder", n, i))
+        for n in range(model.layers_of("decoder"))
+        for i in range(len(SUBLAYERS["decoder"]))
+    ]
 
 
 def gradient_pass(model: EncoderDecoder, text: Seq2SeqText) -> Gradients:
@@ -92,8 +114,15 @@ def gradient_pass(model: EncoderDecoder, text: Seq2SeqText) -> Gradients:
         leaves[keys[index]] = leaf
         return context + leaf
 
+    norms = _decoder_norms(model)
+    norm_inputs: dict[tuple[int, int], torch.Tensor] = {}
+
+    def keep(index: int, x: torch.Tensor) -> torch.Tensor:
+        norm_inputs[norms[index][0]] = x.detach()[0].float()
+        return x
+
     with torch.inference_mode(False), torch.enable_grad():
-        hooks = editing(projections, [], edit)
+        hooks = editing(projections, [module for _, module in norms], edit, keep)
         blocked = ContextPass(GRADIENT_BLOCK_CELLS)
         out = seq2seq_forward(model, text, hooks=hooks, blocked=blocked)
         final = out.decoder_hidden_states[-1]  # after the final norm where there is one
@@ -115,7 +144,39 @@ def gradient_pass(model: EncoderDecoder, text: Seq2SeqText) -> Gradients:
         loss,
         {key: per_head(z) for key, z in contexts.items()},
         {key: per_head(g) for key, g in grads.items()},
+        norm_inputs,
     )
+
+
+def direct_attribution(
+    model: EncoderDecoder, run: Gradients, text: Seq2SeqText, stack: StackName
+) -> torch.Tensor | None:
+    """(L, H) of a decoder-side ``stack``: each head's output through every later norm of
+    the decoder stream, frozen (the later sublayers' writes held), onto the unembedding of
+    the target's token at each position, the mean over positions (a logit).  None for the
+    encoder's heads (they reach the logits only through the cross-attention) and for a
+    family of an unknown kind."""
+    norms = _decoder_norms(model)
+    if stack == "encoder" or not norms:
+        return None
+    labels = text.labels
+    R, picked = len(labels), torch.arange(len(labels))
+    info = model.info()
+    with torch.inference_mode(False), torch.enable_grad():
+        x = torch.zeros(R, info.hidden, requires_grad=True)
+        logits = unembed(model, x)
+        (reads,) = torch.autograd.grad(logits[picked, labels].sum(), x)  # the linear readout
+    at: dict[tuple[int, int], torch.Tensor] = {}
+    for key, module in reversed(norms):  # back from the logits through each frozen norm
+        reads = frozen(module, run.norm_inputs[key]).adjoint(reads)
+        at[key] = reads
+    index = SUBLAYERS["decoder"].index(stack)
+    out = []
+    for n in range(model.layers_of(stack)):
+        W = head_slices(out_projection(model, stack, n), info.heads, info.head_dim).float()
+        through = torch.einsum("rc,hdc->rhd", at.get((n, index), reads), W)
+        out.append((run.contexts[(stack, n)] * through).sum(dim=(0, 2)) / R)
+    return torch.stack(out)
 
 
 def check_request(method: str, mode: str, confirm_top: int) -> None:
@@ -163,5 +224,6 @@ def seq2seq_attribute(
         exact = each_head_effects(model, text, stack, mode) if method == "exact" else None
         pairs = top_heads(estimates[stack], min(confirm_top, estimates[stack].numel()))
         effects = heads_effects(model, text, stack, pairs, mode).tolist() if pairs else []
+        direct = direct_attribution(model, run, text, stack)
     confirmed = tuple((n, h, float(e)) for (n, h), e in zip(pairs, effects, strict=True))
-    return StackAttribution(method, mode, run.loss, stack, estimates, exact, confirmed)
+    return StackAttribution(method, mode, run.loss, stack, estimates, exact, confirmed, direct)

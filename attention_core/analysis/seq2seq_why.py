@@ -16,6 +16,8 @@ query's softmax reads, through ``attention_with_steps``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ..errors import SpecError
@@ -24,17 +26,59 @@ from ..models.hf.seq2seq import EncoderDecoder
 from .qk_decomposition import BIAS, Side, Why, cell_weight, pair_grid
 from .qk_paths import LayerPaths
 from .seq2seq_heads import Seq2SeqText
-from .seq2seq_streams import Stream, check_family, record, stream_of, stream_parts
+from .seq2seq_streams import (
+    SUBLAYERS,
+    Stream,
+    norm_module,
+    pre_norm,
+    record,
+    stream_of,
+    stream_parts,
+)
+
+# The sublayer of each stack's attention in its layer.
+SUBLAYERS_OF: dict[StackName, int] = {
+    stack: i for stream in SUBLAYERS.values() for i, stack in enumerate(stream) if stack
+}
 
 
-def stack_paths(model: EncoderDecoder, stack: StackName, layer: int) -> LayerPaths:
-    """One attention layer's q/k/v paths: its input is already normed (post-norm)."""
+def stack_paths(
+    model: EncoderDecoder, stack: StackName, layer: int, side: str = "query"
+) -> LayerPaths:
+    """One attention layer's q/k/v paths: post-norm, its input is the stream, already
+    normed; pre-norm (T5), its sublayer's norm first, but for cross-attention's key side
+    (the encoder's output, final-normed already)."""
     _, attention = model.layer_modules[(stack, layer)]
     info = model.info()
     H, D = info.heads, info.head_dim
-    qkv = tuple(attention.get_submodule(n) for n in ("q_proj", "k_proj", "v_proj"))
+    names = ("q", "k", "v") if hasattr(attention, "q") else ("q_proj", "k_proj", "v_proj")
+    qkv = tuple(attention.get_submodule(n) for n in names)
     scale = getattr(attention, "scaling", None)
-    return LayerPaths(None, qkv, info.hidden, (H, H, D), float(scale or D**-0.5))  # type: ignore[arg-type]
+    norm = None
+    if pre_norm(model) and not (stack == "cross" and side == "key"):
+        norm = norm_module(model, stream_of(stack), layer, SUBLAYERS_OF[stack])
+    sizes = (H, H, D)
+    return LayerPaths(norm, qkv, info.hidden, sizes, float(scale or D**-0.5))  # type: ignore[arg-type]
+
+
+def position_bias(
+    model: EncoderDecoder, stack: StackName, row: int, cols: torch.Tensor, head: int
+) -> torch.Tensor | None:
+    """(1, S) the family's score bias of ``head`` for query ``row`` over keys ``cols``: T5's
+    relative position bias, its stack's first layer's (every layer adds it); None for a
+    family or stack without one (cross-attention)."""
+    first: Any = model.layer_modules[(stack, 0)][1]
+    table = getattr(first, "relative_attention_bias", None)
+    if not isinstance(table, torch.nn.Module):
+        return None
+    buckets = first._relative_position_bucket(
+        (cols - row)[None],
+        bidirectional=not first.is_decoder,
+        num_buckets=first.relative_attention_num_buckets,
+        max_distance=first.relative_attention_max_distance,
+    )
+    found: torch.Tensor = table(buckets)[..., head].float()
+    return found
 
 
 def _check(
@@ -79,9 +123,10 @@ def seq2seq_why(
 ) -> Why:
     """The decomposition of one cell of ``stack`` (layer, head, row, col all 0-based; row a
     target position for ``decoder`` and ``cross``, col a source token for ``cross``)."""
-    check_family(model)
+    pre_norm(model)  # a family of an unknown kind: refused with the reason
     _check(model, text, stack, (layer, head, row, col))
     paths = stack_paths(model, stack, layer)
+    key_paths = stack_paths(model, stack, layer, "key")
     key_stream: Stream = "decoder" if stack == "decoder" else "encoder"
     with torch.no_grad():
         if stack == "cross":
@@ -99,11 +144,15 @@ def seq2seq_why(
             query = key = stream_parts(model, found, stream_of(stack), layer)
             q_side, k_side = Side.of(query, 0, row), Side.of(key, 1, col)
             keys = query.layer_input[: row + 1] if stack == "decoder" else query.layer_input
-        grid = pair_grid(paths, head, q_side, k_side)
+        grid = pair_grid(paths, head, q_side, k_side, key_paths)
         seen = torch.arange(len(keys))
-        score, weight = cell_weight(paths, head, (q_side.x, row), (keys, seen), col)
+        bias = position_bias(model, stack, row, seen, head)
+        score, weight = cell_weight(
+            paths, head, (q_side.x, row), (keys, seen), col, key_paths, bias
+        )
     names = (*query.names, BIAS)
+    extra = None if bias is None else float(bias[0, col])
     if key_stream == stream_of(stack):
-        return Why(names, grid, score, weight, paths.scale)
+        return Why(names, grid, score, weight, paths.scale, score_bias=extra)
     key_names = tuple(f"encoder {n}" for n in (*key.names, BIAS))
-    return Why(names, grid, score, weight, paths.scale, key_components=key_names)
+    return Why(names, grid, score, weight, paths.scale, key_components=key_names, score_bias=extra)

@@ -76,6 +76,12 @@ class TrainConfig:
     probe: str = DEFAULT_PROBE
 
     def __post_init__(self) -> None:
+        self._check_shape()
+        self._check_optimizer()
+        self._check_probe()
+
+    def _check_shape(self) -> None:
+        """The architecture, the sizes and the step counts."""
         if self.architecture not in ARCHITECTURES:
             raise SpecError(
                 f"architecture {self.architecture!r} is unknown; use one of "
@@ -96,6 +102,9 @@ class TrainConfig:
                 kind=HEADS_INDIVISIBLE,
                 ctx={"width": self.n_embd, "heads": self.effective_heads},
             )
+
+    def _check_optimizer(self) -> None:
+        """The learning rates, dropout and AdamW's settings."""
         if not 0.0 < self.learning_rate <= 1.0:
             raise SpecError(
                 f"learning_rate is {self.learning_rate}; it must be in (0, 1]",
@@ -121,6 +130,9 @@ class TrainConfig:
                 raise SpecError(
                     f"{name} is {getattr(self, name)}; it must be in [0, 1000]", field=name
                 )
+
+    def _check_probe(self) -> None:
+        """The sampling temperature and the probe text."""
         if not 0.0 < self.sample_temperature <= 10.0:
             raise SpecError(
                 f"sample_temperature is {self.sample_temperature}; it must be in (0, 10]",

@@ -105,6 +105,7 @@ function cancellation(answer, estimateGrid, openHead) {
 }
 
 function targetText(answer) {
+  if (answer.stack) return `the mean −log p of the target's tokens ('${shown(answer.target_text)}') given the source`;
   if (!answer.target) return "the next-token loss over the text";
   return `−log p('${shown(answer.target_text)}') after '${shown(answer.tokens[answer.target.position])}' (position ${answer.target.position})`;
 }
@@ -161,7 +162,7 @@ export function attributionNodes(answer, openHead) {
       ]),
     );
   const table = confirmedTable(answer, openHead);
-  const loss0 = `Loss: ${targetText(answer)} = ${answer.loss.toFixed(3)} nats.`;
+  const loss0 = `Loss: ${targetText(answer)} = ${answer.loss.toFixed(3)} nats.${answer.stack ? ` The grids are the ${answer.stack} stack's heads.` : ""}`;
   const estimates = `Numbers marked ≈ are ${name} estimates; the exact Δloss comes from ablating the head alone${answer.exact ? " (every head, right grid)" : ` (the ${answer.confirmed.length} heads in the table)`}.`;
   const colours = "In the Δloss grids red is a head whose removal raises the loss, blue one whose removal lowers it.";
   const note = [loss0, estimates, colours, cancelled.note, confirmNote(answer)].filter(Boolean).join(" ");

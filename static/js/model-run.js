@@ -145,12 +145,14 @@ async function finish(page, run) {
   await nextTask();
   if (!current()) return;
   cards.tokens.draw();
-  $("head-grid").dataset.drawn = String(run.drawn);
-  $("head-grid").dataset.tokens = String(view.meta.tokens.length);
   await nextTask();
   if (!current()) return;
   showAnalysis(page, run);
   summarize(page, run);
+  // Last: a drawn grid says the cards below were reset for these maps, so what they show
+  // (or are asked for) from then on is this input's, never the last one's.
+  $("head-grid").dataset.drawn = String(run.drawn);
+  $("head-grid").dataset.tokens = String(view.meta.tokens.length);
 }
 
 /** Run the model on the form's input (see above). */

@@ -21,13 +21,22 @@ const fixed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(3)}`;
 /** A component's name in words, at the token it was written at. */
 export function words(name, token) {
   const at = `'${shown(token)}'`;
-  if (name === "embedding") return `embedding of ${at}`;
-  if (name === "biases") return "biases";
-  const head = /^L(\d+) H(\d+)$/.exec(name);
-  if (head) return `layer ${head[1]} head ${head[2]} at ${at}`;
-  const mlp = /^L(\d+) MLP$/.exec(name);
-  if (mlp) return `layer ${mlp[1]} MLP at ${at}`;
+  const side = name.startsWith("encoder ") ? "encoder " : ""; // cross-attention's key side
+  const own = name.slice(side.length);
+  if (own === "embedding") return `${side}embedding of ${at}`;
+  if (own === "biases") return `${side}biases`;
+  const head = /^L(\d+) (cross )?H(\d+)$/.exec(own);
+  if (head) return `${side}layer ${head[1]} ${head[2] ? "cross-attention " : ""}head ${head[3]} at ${at}`;
+  const mlp = /^L(\d+) MLP$/.exec(own);
+  if (mlp) return `${side}layer ${mlp[1]} MLP at ${at}`;
   return `${name} at ${at}`;
+}
+
+/** The key side: its components (cross-attention's: the encoder output's) and the tokens of
+ * its columns (cross-attention's: the source's). */
+function keySide(answer) {
+  const cross = answer.stack === "cross";
+  return { keys: answer.key_components || answer.components, colTokens: cross ? answer.source_tokens : answer.tokens };
 }
 
 /** A part's cell colours: red for positive, blue for negative, by size against `scale`. */
@@ -62,12 +71,13 @@ export function cellAt(ev, zoom, T) {
 
 function pairsTable(answer) {
   const { tokens, row, col } = answer;
+  const { keys, colTokens } = keySide(answer);
   const top = Math.max(...answer.contributions.map((p) => Math.abs(p.value)), 1e-9);
   const rows = answer.contributions.slice(0, TOP).map((p, i) =>
     el("tr", { "data-testid": "why-pair" }, [
       el("td", { class: "num", text: String(i + 1) }),
       el("td", { text: words(p.query, tokens[row]) }),
-      el("td", { text: words(p.key, tokens[col]) }),
+      el("td", { text: words(p.key, colTokens[col]) }),
       el("td", { class: "num", style: tint(p.value, top), text: fixed(p.value) }),
     ]),
   );
@@ -75,12 +85,12 @@ function pairsTable(answer) {
   rows.push(
     el("tr", { class: "why-rest", "data-testid": "why-rest" }, [
       el("td", {}),
-      el("td", { colspan: "2", text: `all other ${answer.components.length ** 2 - Math.min(TOP, answer.contributions.length)} pairs` }),
+      el("td", { colspan: "2", text: `all other ${answer.components.length * keys.length - Math.min(TOP, answer.contributions.length)} pairs` }),
       el("td", { class: "num", text: fixed(answer.score - listed) }),
     ]),
   );
   return el("table", { class: "why-pairs", "data-testid": "why-pairs" }, [
-    el("caption", { text: `The largest pairs: query side at '${shown(tokens[row])}' · key side at '${shown(tokens[col])}'` }),
+    el("caption", { text: `The largest pairs: query side at '${shown(tokens[row])}' · key side at '${shown(colTokens[col])}'` }),
     el("thead", {}, [el("tr", {}, ["#", "query component", "key component", "share of the score"].map((t) => el("th", { scope: "col", text: t })))]),
     el("tbody", {}, rows),
   ]);
@@ -88,16 +98,17 @@ function pairsTable(answer) {
 
 /** The strongest components of each side (by the sum of |value| over their row or column). */
 function strongest(grid, byRow) {
-  const N = grid.length;
+  const N = byRow ? grid.length : grid[0].length;
   const weight = Array.from({ length: N }, (_, a) => grid.reduce((s, r, b) => s + Math.abs(byRow ? grid[a][b] : r[a]), 0));
   return [...weight.keys()].sort((a, b) => weight[b] - weight[a]).slice(0, GRID);
 }
 
 function componentGrid(answer) {
   const { grid, components, tokens, row, col } = answer;
+  const { keys, colTokens } = keySide(answer);
   const qs = strongest(grid, true);
   const ks = strongest(grid, false);
-  const more = components.length > GRID;
+  const more = components.length > GRID || keys.length > GRID;
   const value = (a, b) => grid[a][b];
   const others = (a, keys) => grid[a].reduce((s, v, b) => (keys.includes(b) ? s : s + v), 0);
   const top = Math.max(...qs.flatMap((a) => ks.map((b) => Math.abs(value(a, b)))), 1e-9);
@@ -105,13 +116,13 @@ function componentGrid(answer) {
     el("td", { class: "num", style: tint(v, top), title: `${label}: ${fixed(v)}`, text: fixed(v).replace(/^([+−])0\./, "$1.") });
   const head = el("tr", {}, [
     el("th", { scope: "col", text: `query ╲ key` }),
-    ...ks.map((b) => el("th", { scope: "col", text: words(components[b], tokens[col]) })),
+    ...ks.map((b) => el("th", { scope: "col", text: words(keys[b], colTokens[col]) })),
     more ? el("th", { scope: "col", text: "all others" }) : null,
   ]);
   const body = qs.map((a) =>
     el("tr", { "data-testid": "why-grid-row" }, [
       el("th", { scope: "row", text: words(components[a], tokens[row]) }),
-      ...ks.map((b) => cell(value(a, b), `${words(components[a], tokens[row])} · ${words(components[b], tokens[col])}`)),
+      ...ks.map((b) => cell(value(a, b), `${words(components[a], tokens[row])} · ${words(keys[b], colTokens[col])}`)),
       more ? cell(others(a, ks), `${words(components[a], tokens[row])} · all others`) : null,
     ]),
   );
@@ -127,9 +138,13 @@ function componentGrid(answer) {
 /** The card's heading, its one-line summary and its tables, for a /api/model/why answer. */
 export function whyNodes(answer) {
   const { row, col } = answer;
+  const { keys, colTokens } = keySide(answer);
+  const count = keys === answer.components ? `${answer.components.length}²` : `${answer.components.length} × ${keys.length}`;
+  const stack = answer.stack ? `the ${answer.stack} stack's ` : "";
+  const bias = answer.score_bias == null ? "" : ` and the position bias ${fixed(answer.score_bias)} (a term of its own)`;
   return {
-    title: `Why layer ${answer.layer}, head ${answer.head} looks from '${shown(answer.tokens[row])}' (row ${row}) at '${shown(answer.tokens[col])}' (column ${col})`,
-    summary: `Softmax weight ${answer.weight.toFixed(4)} · score ${answer.score.toFixed(3)} (q · k × ${answer.scale.toFixed(4)}), the sum of the ${answer.components.length}² pairs below: red raises the score, blue lowers it.${answer.softcap ? ` The layer soft-caps the score after that sum: the softmax reads ${answer.softcap} · tanh(score / ${answer.softcap}) = ${(answer.softcap * Math.tanh(answer.score / answer.softcap)).toFixed(3)}.` : ""}`,
+    title: `Why ${stack}layer ${answer.layer}, head ${answer.head} looks from '${shown(answer.tokens[row])}' (row ${row}) at '${shown(colTokens[col])}' (column ${col})`,
+    summary: `Softmax weight ${answer.weight.toFixed(4)} · score ${answer.score.toFixed(3)} (q · k × ${answer.scale.toFixed(4)}), the sum of the ${count} pairs below${bias}: red raises the score, blue lowers it.${answer.softcap ? ` The layer soft-caps the score after that sum: the softmax reads ${answer.softcap} · tanh(score / ${answer.softcap}) = ${(answer.softcap * Math.tanh(answer.score / answer.softcap)).toFixed(3)}.` : ""}`,
     tables: [pairsTable(answer), componentGrid(answer)],
   };
 }

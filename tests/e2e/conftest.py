@@ -17,11 +17,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 900}
+
+# Playwright's expect() waits 5 s unless told: a guess for a quiet machine.  The suite
+# must pass at a load of 6 on 2 cores, where a redraw alone can take seconds, so every
+# expect() without a timeout of its own waits this long for its condition (a test that
+# passes returns as soon as the condition holds; only a failing one waits it out).
+LOADED_WAIT = 30_000  # ms
+expect.set_options(timeout=LOADED_WAIT)
 
 
 # /model aborts a maps or generation job when a newer one starts (a newer text, model or

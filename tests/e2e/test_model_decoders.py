@@ -497,10 +497,12 @@ def test_generation_errors_are_beside_their_fields(page: Page, server_url: str) 
     page.get_by_test_id("model-run").click()
     expect(error).to_contain_text(f"it can write at most {CONTEXT - n + 1} more", timeout=WAIT)
     expect(prompt_error).to_be_empty()
-    # Fixed: the maps are current again.
+    # Fixed: the maps are current again (the run's start clears "Out of date"; the grid's
+    # data-drawn, "0" since the last run, says the new maps arrived).
     page.get_by_test_id("gen-max").fill("3")
     page.get_by_test_id("model-run").click()
-    expect(results).not_to_have_attribute("data-stale", "true", timeout=WAIT)
+    wait_for_grid(page, 2, 4)
+    expect(results).not_to_have_attribute("data-stale", "true")
     expect(error).to_be_empty()
     for box in page.locator("[data-error-for]").all():
         assert "Input should" not in box.inner_text()

@@ -142,19 +142,19 @@ def test_value_weighted_maps_redraw_the_grid(page: Page) -> None:
     expect(page.get_by_test_id("map-measure")).to_have_value("value_norm")
 
 
-# The page supersedes an ablation still waiting for the model thread when a new one is asked
-# for (the pages no longer wait behind the model, so on a loaded machine they may get there).
-@pytest.mark.allow_console(r"ablate \(net::ERR_ABORTED\)")
 def test_an_encoder_shows_the_embedding_cosine_and_no_lens(page: Page) -> None:
+    grid = page.get_by_test_id("head-grid")
     page.goto("/model?text=The%20bank%20approved%20it.")
-    expect(page.get_by_test_id("head-grid")).to_have_attribute(
-        "data-drawn", str(6 * 14), timeout=WAIT
-    )
+    expect(grid).to_have_attribute("data-drawn", str(6 * 14), timeout=WAIT)
     page.get_by_test_id("scores-run").click()
     expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
-    # A new text is scored as its maps arrive, once scores were asked for.
+    # A new text is scored as its maps arrive, once scores were asked for.  Until they
+    # arrive the cards still show the last text's (drawn "1"): the grid's data-drawn, "0"
+    # from the click until the new maps and their cards are shown, says when they are.
     page.get_by_test_id("model-text").fill("The river bank was muddy.")
     page.get_by_test_id("model-run").click()
+    expect(grid).to_have_attribute("data-tokens", "8", timeout=WAIT)
+    expect(grid).to_have_attribute("data-drawn", str(6 * 14), timeout=WAIT)
     expect(page.get_by_test_id("score-grid")).to_have_count(1, timeout=WAIT)
     expect(page.get_by_test_id("heads-card")).to_have_attribute("data-drawn", "1", timeout=WAIT)
     expect(page.get_by_test_id("lens-card")).to_be_hidden()

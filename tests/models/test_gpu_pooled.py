@@ -3,11 +3,13 @@ Triton's interpreter: its pooled grids against the blocked float32 path's ``MapG
 the same q and k (grouped-query heads, causal or not, lengths that are no multiple of
 the tile or of the cells, tiles spanning two cells and cells finer than a tile), the
 16-bit rounding's bound, when ``LongPass`` takes it, and a model's overview through the
-API with the option on and off."""
+API with the option on and off (a hand-written Llama, and a Qwen3 through transformers,
+whose causal mask the pass describes: ``hf.described_mask``)."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +27,7 @@ from attention_core.models.maps.long_maps import LongPass
 from attention_core.models.maps.map_grid import MapGrid, MapQuery
 from attention_core.models.maps.pooling import Region, block_size
 from tests.models.checkpoints import make_llama
+from tests.models.hf_checkpoints import make_hf
 from tests.requires import require
 
 require("triton")
@@ -187,6 +190,7 @@ def test_long_pass_takes_it_when_asked_and_nothing_else_reads_the_blocks(
 
 
 MODEL = "pooled-llama"
+HF_MODEL = "pooled-qwen3"  # through the transformers backend (its mask described)
 
 
 @pytest.fixture(scope="module")
@@ -194,10 +198,11 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require("transformers")
     root = tmp_path_factory.mktemp("gpu-pooled")
     make_llama(root / MODEL, max_position_embeddings=256, seed=4)
+    make_hf(root / HF_MODEL, "tiny-qwen3", seed=5, max_position_embeddings=256)
     return root
 
 
-def overview(models_dir: Path, device_pooling: bool) -> dict[str, Any]:
+def overview(models_dir: Path, device_pooling: bool, model: str = MODEL) -> dict[str, Any]:
     settings = Settings(
         models=str(models_dir),
         hf_cache=False,
@@ -205,7 +210,7 @@ def overview(models_dir: Path, device_pooling: bool) -> dict[str, Any]:
         model_long_rollout_tokens=0,
         model_device_pooling=device_pooling,
     )
-    body = {"model": MODEL, "text": "the river bank was muddy " * 20, "pool": 9}
+    body = {"model": model, "text": "the river bank was muddy " * 20, "pool": 9}
     with TestClient(create_app(settings)) as client:
         response = client.post("/api/model/attention", json=body)
     assert response.status_code == 200, response.text
@@ -214,13 +219,14 @@ def overview(models_dir: Path, device_pooling: bool) -> dict[str, Any]:
     return answer
 
 
+@pytest.mark.parametrize("model", [MODEL, HF_MODEL])
 def test_a_models_overview_through_the_api_is_the_same_either_way(
-    models_dir: Path, monkeypatch: pytest.MonkeyPatch
+    models_dir: Path, monkeypatch: pytest.MonkeyPatch, model: str
 ) -> None:
     calls = spy(monkeypatch)
-    kernel = overview(models_dir, device_pooling=True)
+    kernel = overview(models_dir, device_pooling=True, model=model)
     assert len(calls) == 2  # both layers
-    blocked = overview(models_dir, device_pooling=False)
+    blocked = overview(models_dir, device_pooling=False, model=model)
     assert len(calls) == 2
     for key in ("attentions", "head_average"):
         ours, theirs = torch.tensor(kernel[key]), torch.tensor(blocked[key])
@@ -272,3 +278,28 @@ def test_the_autotuner_times_only_tiles_that_fit_the_pooling_blocks(
     # Blocks of 8 (finer than any tile): 16 × 16 tiles, each entry its own atomic.
     assert {(r, c) for r, c, *_ in shapes(16, 16)} == {(16, 16)}
     assert not _two_cells({"BM": 16, "BN": 16, "block_r": 8, "block_c": 8})
+
+
+def test_two_threads_pool_at_once_each_into_its_own_grid() -> None:
+    """Two model threads launch the tuned kernel at once (different pools: different
+    autotuner keys); each grid is still its own blocked path's."""
+    calls = [(plain_call(T=40), whole(40, 5)), (plain_call(T=48), whole(48, 3))]
+    results: dict[int, MapGrid] = {}
+
+    def pool(index: int) -> None:
+        call, query = calls[index]
+        H, T = int(call.query.shape[1]), int(call.query.shape[2])
+        for _ in range(3):
+            grid = MapGrid(query, H, T, T)
+            gpu_pooled.pooled_attend(call, grid)
+            results[index] = grid
+
+    threads = [threading.Thread(target=pool, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not gpu_pooled.FAILED
+    for index, (call, query) in enumerate(calls):
+        expected, _ = blocked_grid(call, query)
+        assert torch.allclose(results[index].heads, expected.heads, atol=1e-5, rtol=0)

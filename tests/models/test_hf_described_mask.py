@@ -3,7 +3,9 @@ instead of building it (``hf.described_mask``): Llama- and Qwen3-shaped tiny ran
 checkpoints through the transformers backend, their maps against transformers' eager
 ``output_attentions=True``, each layer kept as a causal call with no mask, the GPU
 overview's kernel (run here in Triton's interpreter) taking every layer, and no (T, T)
-tensor at all at 4,096 tokens (a dispatch mode watches every op's outputs)."""
+tensor at all at 4,096 tokens (a dispatch mode watches every op's outputs); then every
+transformers decoder of the tests' checkpoints: its eager maps, and which layers are
+described."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from attention_core.models.maps import gpu_pooled
 from attention_core.models.maps.long_maps import LongPass
 from attention_core.models.text.text_model_base import TextModelBase
 from tests.models.checkpoints import eager_attentions, make_llama
-from tests.models.hf_checkpoints import make_hf
+from tests.models.hf_checkpoints import ALL_SPECS, LONG_TEXT, make_hf
 from tests.models.test_long_maps import LargestOutput, max_pool_blocks, whole
 from tests.requires import require
 
@@ -122,3 +124,39 @@ def test_a_4096_token_pass_on_the_transformers_backend_makes_no_t_by_t_tensor(
     # boolean (1, 1, T, T) one transformers would build has T × T elements.
     assert watched.largest < LONG * LONG // 2
     assert all(layer.mask is None and layer.causal for layer in pass_.kept())
+
+
+DECODERS = sorted(name for name, spec in ALL_SPECS.items() if spec.decoder)
+# The layers whose mask is described (a causal call, no mask): not a sliding window's
+# shorter than the text (Gemma's first layers, Mistral's), nor the families run by an
+# adapter over their own eager code (Bloom, Falcon, GIT, GPT-Neo, MPT), whose masks that
+# code builds itself.
+DESCRIBED = {
+    "tiny-gemma2": [False, True],
+    "tiny-gemma3": [False, True],
+    "tiny-gpt-neox": [True, True],
+    "tiny-olmo2": [True, True],
+    "tiny-phi3": [True, True],
+    "tiny-qwen3": [True, True],
+}
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_every_transformers_decoder_s_long_pass_equals_its_eager_maps(
+    tmp_path: Path, name: str
+) -> None:
+    """Whatever a family does with its mask (sliding windows kept, adapters' own masks,
+    soft-caps), the pass that describes plain causal masks gives its eager maps."""
+    require("transformers")
+    directory = make_hf(tmp_path / name, name, seed=7)
+    model = load(directory, name)
+    ids = model.tokenize(LONG_TEXT).input_ids
+    T = len(ids)
+    want = eager_attentions(directory, tuple(ids))
+    pass_ = LongPass(whole(T), len(want))
+    with torch.inference_mode():
+        model.model(torch.tensor([ids]), num_logits=0, blocked=pass_)
+    for layer, maps in enumerate(want):
+        torch.testing.assert_close(pass_.grids[layer].heads, maps[0], atol=1e-5, rtol=0)
+    described = [kept.causal and kept.mask is None for kept in pass_.kept()]
+    assert described == DESCRIBED.get(name, [False, False])

@@ -494,7 +494,7 @@ def seq2seq_maps(
     return torch.cat(getattr(out, key.get(stack, "cross_attentions")))
 
 
-@pytest.mark.parametrize("name", ["marian", "bart"])
+@pytest.mark.parametrize("name", ENCODER_DECODERS)
 @pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
 def test_seq2seq_why_a_cell_equals_transformers_map_on_each_stack(
     served: tuple[str, TestClient],
@@ -502,24 +502,31 @@ def test_seq2seq_why_a_cell_equals_transformers_map_on_each_stack(
     stack: str,
     name: str,
 ) -> None:
-    """The post-norm encoder-decoders' three stacks at ≈20 and ≈300 source tokens (the
-    forward holds no map): the weight is transformers' eager map there, two cells' score
-    difference is the log-ratio of their weights, and the components add up to the score;
-    cross-attention's keys are the encoder output's components, its queries the decoder
-    stream's."""
+    """The encoder-decoders' three stacks (post-norm Marian and BART, pre-norm T5 with its
+    relative position bias) at ≈20 and ≈300 source tokens (the forward holds no map): the
+    weight is transformers' eager map there, two cells' score difference is the log-ratio
+    of their weights, and the components (with T5's score bias, a term of its own) add up
+    to the score; cross-attention's keys are the encoder output's components, its queries
+    the decoder stream's."""
     length, client = served
     model, text = loaded(client, name), analysed_text(length, client, name)
     source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
     maps = seq2seq_maps(seq2seq_reference[name], source, list(target.input_ids), stack)
     want = maps[1, 1]  # layer 2, head 2: (T, S)
     T, S = want.shape
-    row, cols = T - 2, (1, S - 3)
+    row = T - 2  # its two heaviest keys (T5's unscaled scores leave others at 0 in float32)
+    cols = tuple(int(c) for c in want[row].topk(2).indices)
     cell = {"stack": stack, "layer": 2, "head": 2, "row": row}
     answers = [post(client, name, "/api/model/why", text=text, col=col, **cell) for col in cols]
     for answer, col in zip(answers, cols, strict=True):
         assert answer["stack"] == stack and len(answer["tokens"]) == T
         assert answer["weight"] == pytest.approx(float(want[row, col]), abs=1e-5)
-        assert float(np.sum(answer["grid"])) == pytest.approx(answer["score"], abs=1e-3)
+        bias = answer["score_bias"]
+        assert (bias is None) == (name != "t5" or stack == "cross")
+        total = float(np.sum(answer["grid"])) + (bias or 0.0)
+        assert total == pytest.approx(answer["score"], abs=1e-3)
+        listed = sum(pair["value"] for pair in answer["contributions"])
+        assert listed + answer["rest"] + (bias or 0.0) == pytest.approx(answer["score"], abs=1e-4)
         keys = answer["key_components"] or answer["components"]
         assert np.shape(answer["grid"]) == (len(answer["components"]), len(keys))
     if stack == "cross":
@@ -904,3 +911,94 @@ def test_seq2seq_exact_attribution_over_its_limit_is_refused_on_method(models_di
         assert detail["loc"] == ["body", "method"] and detail["ctx"]["limit"] == 100
         assert detail["msg"].startswith("exact costs the decoder stack's")
         assert client.post("/api/model/attribute", json=body).status_code == 200
+
+
+def direct_oracle(
+    hf: torch.nn.Module, name: str, source: list[int], decoder_input: list[int], labels: Any
+) -> dict[str, torch.Tensor]:
+    """Per decoder-side stack (L, H): each head's output (its context slice times its slice
+    of transformers' output projection) carried through every later norm of the decoder
+    stream with the norm's divisor held at the forward's value (Marian's and BART's
+    LayerNorms after each sublayer, T5's final RMSNorm and its tied scale), dotted with
+    lm_head's row of the target's token, the mean over positions."""
+    H = int(hf.config.num_attention_heads)
+    t5 = hf.config.model_type == "t5"
+    paths = T5_OUT if t5 else BART_OUT
+    L = int(hf.config.num_decoder_layers if t5 else hf.config.decoder_layers)
+    if t5:
+        norms = ["decoder.final_layer_norm"]
+        sublayer = {"decoder": [norms[0]] * L, "cross": [norms[0]] * L}
+    else:
+        names = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
+        norms = [f"model.decoder.layers.{n}.{k}" for n in range(L) for k in names]
+        sublayer = {"decoder": norms[0::3], "cross": norms[1::3]}
+    seen: dict[str, torch.Tensor] = {}
+    contexts: dict[tuple[str, int], torch.Tensor] = {}
+    hooks = []
+    for path in norms:
+
+        def norm_in(_m: Any, args: tuple[torch.Tensor, ...], path: str = path) -> None:
+            seen[path] = args[0][0].float()
+
+        hooks.append(hf.get_submodule(path).register_forward_pre_hook(norm_in))
+    for stack in ("decoder", "cross"):
+        for layer in range(L):
+
+            def keep(_m: Any, args: tuple[torch.Tensor, ...], key: Any = (stack, layer)) -> None:
+                contexts[key] = args[0][0].float()
+
+            hooks.append(
+                hf.get_submodule(paths[stack].format(layer)).register_forward_pre_hook(keep)
+            )
+    try:
+        with torch.inference_mode():
+            hf(input_ids=torch.tensor([source]), decoder_input_ids=torch.tensor([decoder_input]))
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+    def through(path: str, v: torch.Tensor) -> torch.Tensor:
+        module, x = hf.get_submodule(path), seen[path]
+        if t5:  # RMSNorm: weight · v / rms(x)
+            rms = x.pow(2).mean(-1, keepdim=True).add(module.variance_epsilon).sqrt()
+            return module.weight * v / rms
+        sigma = x.var(-1, unbiased=False, keepdim=True).add(module.eps).sqrt()
+        return module.weight * (v - v.mean(-1, keepdim=True)) / sigma
+
+    scale = hf.config.d_model**-0.5 if t5 and name == "t5-tied" else 1.0
+    W_U = hf.lm_head.weight.detach().float()[labels] * scale  # (T, C)
+    grids = {}
+    with torch.inference_mode():
+        for stack in ("decoder", "cross"):
+            rows = []
+            for layer in range(L):
+                W = hf.get_submodule(paths[stack].format(layer)).weight.float()  # (C, H·D)
+                z = contexts[(stack, layer)]
+                D = z.shape[-1] // H
+                heads = []
+                for h in range(H):
+                    v = z[:, h * D : (h + 1) * D] @ W[:, h * D : (h + 1) * D].T  # (T, C)
+                    for path in norms[norms.index(sublayer[stack][layer]) :]:
+                        v = through(path, v)
+                    heads.append((v * W_U).sum(-1).mean())
+                rows.append(torch.stack(heads))
+            grids[stack] = torch.stack(rows)
+    return grids
+
+
+@pytest.mark.parametrize("name", LM_HEADS)
+def test_seq2seq_direct_logit_attribution_equals_a_direct_computation(
+    served: tuple[str, TestClient], seq2seq_reference: dict[str, torch.nn.Module], name: str
+) -> None:
+    """The decoder's and cross-attention's heads' direct logit attribution equals
+    ``direct_oracle`` from transformers' modules; the encoder's heads have none (null)."""
+    length, client = served
+    model, text = loaded(client, name), analysed_text(length, client, name)
+    hf = seq2seq_reference[name]
+    source, target = list(model.tokenize(text).input_ids), model.target_text(TARGET)
+    labels = torch.tensor(target.labels)
+    want = direct_oracle(hf, name, source, list(target.input_ids), labels)
+    for stack, grid in want.items():
+        answer = post(client, name, "/api/model/attribute", text=text, stack=stack)
+        close(answer["direct"], grid)
+    assert post(client, name, "/api/model/attribute", text=text)["direct"] is None

@@ -76,3 +76,44 @@ def test_atp_star_marks_the_cancelled_heads_in_the_view(browser: Browser, tmp_pa
 def test_an_encoder_is_refused_with_the_reason() -> None:
     with pytest.raises(SpecError, match="masked-language-model head"):
         app.attribute("sentence-transformers/all-MiniLM-L6-v2", "the river bank")
+
+
+SOURCE = "The cat sat on the mat, and the cat was tired because the mat was hard."
+TRANSLATION = "Die Katze sass auf der Matte."
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.models.seq2seq_checkpoints import make_seq2seq
+
+    return make_seq2seq(tmp_path_factory.mktemp("notebook-why") / "marian", "marian", seed=4)
+
+
+def test_an_encoder_decoders_why_and_attribution_are_the_cores_and_draw(
+    browser: Browser, tmp_path: Path, marian: Path
+) -> None:
+    """A cross-attention cell (queries the decoder stream's, keys the encoder output's) and
+    every stack's attribution patching of a Marian checkpoint: the core's numbers, drawn
+    with the key side's names and the source's token, and the target's loss in words."""
+    from attention_core.analysis.seq2seq_attribution import seq2seq_attribute
+    from attention_core.analysis.seq2seq_heads import read
+    from attention_core.analysis.seq2seq_why import seq2seq_why
+    from attention_core.models.hf.seq2seq import EncoderDecoder
+
+    model = EncoderDecoder.from_dir(marian, "marian")
+    text = read(model, SOURCE, TRANSLATION)
+    result = app.why(marian, SOURCE, 2, 1, 3, 2, target=TRANSLATION, stack="cross")
+    expected = seq2seq_why(model, text, "cross", 1, 0, 3, 2)
+    assert result["weight"] == pytest.approx(expected.weight)
+    torch.testing.assert_close(torch.from_numpy(result["grid"]), expected.grid)
+    assert result["key_components"] == list(expected.key_components or ())
+    source_token = result["source_tokens"][2].replace(" ", "␣")
+    view = drawn(browser, result.view, tmp_path)
+    assert "Why the cross stack's layer 2, head 1 looks from" in view
+    assert f"at '{source_token}' (column 2)" in view and "encoder layer 1 head" in view
+    attributed = app.attribute(marian, SOURCE, target=TRANSLATION, stack="decoder")
+    estimates = seq2seq_attribute(model, text, "decoder").estimates
+    for stack, grid in estimates.items():
+        torch.testing.assert_close(torch.from_numpy(attributed["stacks"][stack]), grid)
+    view = drawn(browser, attributed.view, tmp_path)
+    assert "the mean −log p of the target's tokens" in view and "decoder stack's heads" in view

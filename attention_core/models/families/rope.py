@@ -52,6 +52,69 @@ def _float(params: Mapping[str, Any], key: str, default: float) -> float:
     return value
 
 
+def _scaling_params(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The config's ``rope_scaling`` (transformers 4) or ``rope_parameters`` (5): one object."""
+    params = raw.get("rope_scaling") or raw.get("rope_parameters") or {}
+    if not isinstance(params, Mapping):
+        raise SpecError(f"rope_scaling is {params!r}; it must be an object", field="model")
+    if any(isinstance(v, Mapping) for v in params.values()):
+        raise SpecError(
+            "rope parameters that differ per layer type are not supported", field="model"
+        )
+    return params
+
+
+def _check_partial(partial: float | None) -> None:
+    if partial is not None and partial != 1.0:
+        raise SpecError(
+            f"partial_rotary_factor {partial} is not supported: this family rotates "
+            "every dimension of a head",
+            field="model",
+        )
+
+
+# The keys each scaling needs in its rope_scaling object.
+_REQUIRED = {
+    "linear": ("factor",),
+    "dynamic": ("factor",),
+    "yarn": ("factor",),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+}
+
+
+def _check_scaling_keys(params: Mapping[str, Any], rope_type: str) -> None:
+    if rope_type not in SCALING_TYPES:
+        raise SpecError(
+            f"rope_scaling type {rope_type!r} is not supported "
+            f"(supported: {', '.join(SCALING_TYPES)})",
+            field="model",
+        )
+    missing = [key for key in _REQUIRED[rope_type] if key not in params]
+    if missing:
+        raise SpecError(
+            f"rope_scaling of type {rope_type!r} needs {', '.join(missing)}", field="model"
+        )
+
+
+def _original_positions(
+    raw: Mapping[str, Any], params: Mapping[str, Any], rope_type: str, max_positions: int
+) -> int | None:
+    """The pre-training length ``yarn`` and ``llama3`` scale from (None for the others)."""
+    if rope_type not in ("yarn", "llama3"):
+        return None
+    # transformers: a top-level value wins, then the dict's, then max_position_embeddings.
+    value = raw.get("original_max_position_embeddings")
+    if value is None:
+        value = params.get("original_max_position_embeddings", max_positions)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(
+            f"rope_scaling original_max_position_embeddings is {value!r}; "
+            "it must be a positive integer",
+            field="model",
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class RopeConfig:
     """``rope_theta`` and the ``rope_scaling`` of a config, checked.
@@ -102,54 +165,16 @@ class RopeConfig:
         """From a ``config.json``: transformers 4's ``rope_theta`` + ``rope_scaling`` or 5's
         ``rope_parameters``, read with transformers' precedence (``rope_scaling`` first,
         then values inside the dict, then top-level ones)."""
-        params = raw.get("rope_scaling") or raw.get("rope_parameters") or {}
-        if not isinstance(params, Mapping):
-            raise SpecError(f"rope_scaling is {params!r}; it must be an object", field="model")
-        if any(isinstance(v, Mapping) for v in params.values()):
-            raise SpecError(
-                "rope parameters that differ per layer type are not supported", field="model"
-            )
+        params = _scaling_params(raw)
         rope_type = str(params.get("rope_type", params.get("type", "default")))
         theta = _number(params, "rope_theta", _number(raw, "rope_theta", DEFAULT_THETA))
-        partial = _number(params, "partial_rotary_factor", _number(raw, "partial_rotary_factor"))
-        if partial is not None and partial != 1.0:
-            raise SpecError(
-                f"partial_rotary_factor {partial} is not supported: this family rotates "
-                "every dimension of a head",
-                field="model",
-            )
+        _check_partial(
+            _number(params, "partial_rotary_factor", _number(raw, "partial_rotary_factor"))
+        )
         if rope_type == "default":
             return cls(theta=theta or DEFAULT_THETA)
-        if rope_type not in SCALING_TYPES:
-            raise SpecError(
-                f"rope_scaling type {rope_type!r} is not supported "
-                f"(supported: {', '.join(SCALING_TYPES)})",
-                field="model",
-            )
-        required = {
-            "linear": ("factor",),
-            "dynamic": ("factor",),
-            "yarn": ("factor",),
-            "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
-        }[rope_type]
-        missing = [key for key in required if key not in params]
-        if missing:
-            raise SpecError(
-                f"rope_scaling of type {rope_type!r} needs {', '.join(missing)}", field="model"
-            )
-        original: int | None = None
-        if rope_type in ("yarn", "llama3"):
-            # transformers: a top-level value wins, then the dict's, then max_position_embeddings.
-            value = raw.get("original_max_position_embeddings")
-            if value is None:
-                value = params.get("original_max_position_embeddings", max_position_embeddings)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SpecError(
-                    f"rope_scaling original_max_position_embeddings is {value!r}; "
-                    "it must be a positive integer",
-                    field="model",
-                )
-            original = value
+        _check_scaling_keys(params, rope_type)
+        original = _original_positions(raw, params, rope_type, max_position_embeddings)
         factor = _number(params, "factor")
         if factor is None and rope_type == "yarn" and original is not None:
             factor = max_position_embeddings / original  # transformers' fallback

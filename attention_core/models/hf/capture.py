@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 from torch import nn
@@ -44,7 +44,7 @@ from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import eager_mask, sdpa_mask
 
 from ...attention import AttentionSteps, attention_with_steps
-from ...blocked_attention import AttentionCall
+from ...blocked_attention import AttentionCall, BiasRule, ScoreBias
 from ...errors import SpecError
 from ...progress import report
 from ..maps.blocked_pass import BlockedPass
@@ -348,6 +348,19 @@ def as_allowed(
     return allowed, (rest if bool(rest.any()) else None)
 
 
+def _score_bias(
+    position_bias: ScoreBias | None, mask_bias: torch.Tensor | None, whole: bool
+) -> ScoreBias | None:
+    """The call's score bias: ``position_bias`` (T5's; a ``BiasRule`` kept a rule for a
+    blocked call, made whole for a ``whole`` one) plus an additive mask's terms."""
+    bias = position_bias
+    if isinstance(bias, BiasRule) and (whole or mask_bias is not None):
+        bias = bias.full()
+    if mask_bias is None:
+        return bias
+    return mask_bias if bias is None else cast(torch.Tensor, bias) + mask_bias
+
+
 def core_attention(
     module: nn.Module,
     query: torch.Tensor,
@@ -357,7 +370,7 @@ def core_attention(
     dropout: float = 0.0,
     scaling: float | None = None,
     softcap: float | None = None,
-    position_bias: torch.Tensor | None = None,
+    position_bias: ScoreBias | None = None,
     s_aux: torch.Tensor | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -378,10 +391,8 @@ def core_attention(
     causal = causal_call(attention_mask, int(query.shape[-2]))  # ``described_mask``
     query, key, value = query.float(), key.float(), value.float()
     allowed, mask_bias = as_allowed(attention_mask)
-    bias = position_bias
-    if mask_bias is not None:
-        bias = mask_bias if bias is None else bias + mask_bias
     blocked = run.blocked  # a long input, no map, or every map kept: block by block
+    bias = _score_bias(position_bias, mask_bias, whole=blocked is None)
     if blocked is not None:
         layer = getattr(module, "layer_idx", None)
         call = AttentionCall(
@@ -407,7 +418,7 @@ def core_attention(
             dropout_p=dropout if module.training else 0.0,
             scale=scaling,
             enable_gqa=key.shape[-3] != query.shape[-3],
-            score_bias=bias,
+            score_bias=cast(torch.Tensor | None, bias),  # whole (``_score_bias``)
             softcap=softcap,
             sinks=s_aux,
         )

@@ -60,6 +60,7 @@ from .capture import (
 )
 from .failures import FailureWatch, guarded
 from .load_errors import files_at_fault
+from .relative_bias import install_relative_bias
 from .seq2seq_rules import apply_rules, generation_rules
 from .seq2seq_stacks import stacks_forward
 
@@ -217,6 +218,7 @@ class EncoderDecoder:
                 dtype=stored_dtype(headers),
             ).eval()
         install_adapters(model)
+        install_relative_bias(model)  # T5's position bias made block by block
         run_on(model, CPU)
         context = getattr(model.config, "max_position_embeddings", None)
         limit, source = max_tokens or 512, "the server's token limit per model input"

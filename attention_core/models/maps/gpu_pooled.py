@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import threading
 
 import torch
 
@@ -56,6 +57,9 @@ class KernelFailed(RuntimeError):
     """Triton could not build or launch the kernel here (no C compiler for its launcher,
     an unsupported GPU...): this layer and every later one go the blocked way."""
 
+
+# Held around each launch of the tuned kernel (see ``_launch``).
+_LAUNCHING = threading.Lock()
 
 # Why the kernel failed in this process (empty: it has not).
 FAILED: list[str] = []
@@ -199,37 +203,40 @@ def _launch(
     def launch_grid(meta: dict[str, int]) -> tuple[int, int]:
         return _cdiv(T, meta["BM"]), _cdiv(S, meta["BN"])
 
-    pooled_maps_tuned[launch_grid](
-        q,
-        k,
-        lse,
-        heads,
-        average,
-        T,
-        S,
-        D,
-        q.stride(0),
-        q.stride(1),
-        k.stride(0),
-        k.stride(1),
-        lse.stride(0),
-        cells_r,
-        cells_c,
-        block_r,
-        block_c,
-        max(T, S).bit_length(),  # T's bucket: the autotuner's key, with D and the caps
-        rows,
-        cols,
-        scale * LOG2E,
-        1.0 / H,
-        H=H,
-        GROUP=H // int(k.shape[0]),
-        CAUSAL=causal,
-        AVERAGE=grid.average is not None,
-        EXACT_FP32=q.dtype == torch.float32,
-        BD=padded,
-        BK=min(DOT_CHUNK, padded),
-    )
+    # One launch at a time: Triton's autotuner keeps a launch's arguments on itself while
+    # it prunes and times its configs (two threads at once would read each other's).
+    with _LAUNCHING:
+        pooled_maps_tuned[launch_grid](
+            q,
+            k,
+            lse,
+            heads,
+            average,
+            T,
+            S,
+            D,
+            q.stride(0),
+            q.stride(1),
+            k.stride(0),
+            k.stride(1),
+            lse.stride(0),
+            cells_r,
+            cells_c,
+            block_r,
+            block_c,
+            max(T, S).bit_length(),  # T's bucket: the autotuner's key, with D and the caps
+            rows,
+            cols,
+            scale * LOG2E,
+            1.0 / H,
+            H=H,
+            GROUP=H // int(k.shape[0]),
+            CAUSAL=causal,
+            AVERAGE=grid.average is not None,
+            EXACT_FP32=q.dtype == torch.float32,
+            BD=padded,
+            BK=min(DOT_CHUNK, padded),
+        )
 
 
 def _cdiv(n: int, d: int) -> int:

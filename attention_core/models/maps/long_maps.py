@@ -28,6 +28,8 @@ from ...attention import AttentionSteps
 from ...blocked_attention import (
     DEFAULT_BLOCK_CELLS,
     AttentionCall,
+    BiasRule,
+    ScoreBias,
     blocked_attention,
     rows_per_block,
 )
@@ -57,7 +59,7 @@ class KeptLayer:
     mask: torch.Tensor | None = None
     softcap: float | None = None
     sinks: torch.Tensor | None = None
-    score_bias: torch.Tensor | None = None
+    score_bias: ScoreBias | None = None
     value: torch.Tensor | None = None
 
     @property
@@ -87,7 +89,7 @@ class KeptLayer:
             self.causal,
             self.scale,
             False,
-            _per_head(self.score_bias, index, H),
+            _bias_per_head(self.score_bias, index, H),
             self.softcap,
             None if self.sinks is None else self.sinks.index_select(0, index),
         )
@@ -191,6 +193,11 @@ def rescaled(on_block: BlockSink, scale: torch.Tensor) -> BlockSink:
     return sink
 
 
+def _bias_per_head(bias: ScoreBias | None, index: torch.Tensor, H: int) -> ScoreBias | None:
+    """A score bias cut to the heads of ``index`` (``_per_head``; a rule: its heads')."""
+    return bias.heads(index) if isinstance(bias, BiasRule) else _per_head(bias, index, H)
+
+
 def _per_head(t: torch.Tensor | None, index: torch.Tensor, H: int) -> torch.Tensor | None:
     """A mask or bias broadcast over heads, cut to the heads of ``index`` when per head."""
     if t is not None and t.dim() >= 3 and t.shape[-3] == H:
@@ -200,7 +207,7 @@ def _per_head(t: torch.Tensor | None, index: torch.Tensor, H: int) -> torch.Tens
 
 def kept_tensors(layer: KeptLayer) -> list[torch.Tensor]:
     held = (layer.query, layer.key, layer.value, layer.mask, layer.sinks, layer.score_bias)
-    return [t for t in held if t is not None]
+    return [t for t in held if isinstance(t, torch.Tensor)]  # a ``BiasRule`` holds a table
 
 
 @dataclass(eq=False)
@@ -262,7 +269,7 @@ class LongPass:
             mask=unbatched(call.attn_mask),
             softcap=call.softcap,
             sinks=call.sinks,
-            score_bias=unbatched(call.score_bias),
+            score_bias=bias if isinstance(bias := call.score_bias, BiasRule) else unbatched(bias),
             value=call.value[0].contiguous() if self.keep_values else None,
         )
         H, T, S = int(query.shape[1]), int(query.shape[2]), int(key.shape[-2])

@@ -144,6 +144,46 @@ class Holding:
     offload: bool = True  # False: a model over the limit is refused, not spread
 
 
+def _held(
+    family: Family,
+    raw: dict[str, Any],
+    sizes: Sizes,
+    headers: list[SafetensorsHeader],
+    limit: int,
+    holding: Holding,
+) -> tuple[Family, int, Placement | None]:
+    """The family that runs the weights, what they take in memory and, for a model over
+    ``limit`` that accelerate spreads, its placement (``ModelTooLarge`` when none)."""
+    try:
+        held = check_model_size(
+            sizes,
+            headers,
+            limit,
+            dtype=holding.dtype,
+            weights_match_sizes=family.backend == CORE,
+        )
+    except ModelTooLarge as exc:
+        family, placement = spread_family(exc, raw, headers, limit, holding, family)
+        return family, exc.held, placement
+    return family, held, None
+
+
+def _check_tokenizer(path: Path) -> None:
+    if not (path / TOKENIZER_FILE).is_file():
+        raise SpecError(f"{path.name}: no {TOKENIZER_FILE}", field="model")
+    check_tokenizer_size(path / TOKENIZER_FILE)
+
+
+def _parameter_count(headers: list[SafetensorsHeader]) -> int:
+    """The floating-point weights' numbers, buffers left out."""
+    return sum(
+        _numel(e.shape)
+        for h in headers
+        for name, e in h.entries.items()
+        if e.dtype.is_floating_point and not name.endswith(_BUFFER_SUFFIXES)
+    )
+
+
 def describe(
     candidate: Candidate,
     stamp: Fingerprint = (),
@@ -182,29 +222,11 @@ def describe(
             check_token_ids(read_json(generation), GENERATION_CONFIG_FILE)
         headers = [read_header(path) for path in checkpoint_files(candidate.path)]
         limit = default_max_model_bytes() if max_model_bytes is None else max_model_bytes
-        placement = None
-        try:
-            held = check_model_size(
-                sizes,
-                headers,
-                limit,
-                dtype=holding.dtype,
-                weights_match_sizes=family.backend == CORE,
-            )
-        except ModelTooLarge as exc:
-            family, placement = spread_family(exc, raw, headers, limit, holding, family)
-            held = exc.held
-        if not (candidate.path / TOKENIZER_FILE).is_file():
-            raise SpecError(f"{candidate.path.name}: no {TOKENIZER_FILE}", field="model")
-        check_tokenizer_size(candidate.path / TOKENIZER_FILE)
+        family, held, placement = _held(family, raw, sizes, headers, limit, holding)
+        _check_tokenizer(candidate.path)
         if family.probe is not None:  # a dry run of the family: listed true before any load
             family.probe(raw)
-        parameters = sum(
-            _numel(e.shape)
-            for h in headers
-            for name, e in h.entries.items()
-            if e.dtype.is_floating_point and not name.endswith(_BUFFER_SUFFIXES)
-        )
+        parameters = _parameter_count(headers)
     except Exception as exc:  # noqa: BLE001 - whatever one checkpoint does, only it fails
         return replace(
             entry,

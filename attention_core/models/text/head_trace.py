@@ -16,7 +16,12 @@ import torch
 import torch.nn.functional as F
 
 from ...attention import CoreSteps
-from ...blocked_attention import DEFAULT_BLOCK_CELLS, rows_per_block, steps_by_rows
+from ...blocked_attention import (
+    DEFAULT_BLOCK_CELLS,
+    AttentionCall,
+    rows_per_block,
+    steps_by_rows,
+)
 from ...errors import SpecError
 from ..base.outputs import AttentionInputs, LayerTrace
 from ..maps.long_maps import KeptLayer
@@ -122,6 +127,27 @@ MAP_STEPS = (
 )
 
 
+def _pooled_steps(
+    call: AttentionCall, view: TraceView, block_cells: int
+) -> dict[str, torch.Tensor | None]:
+    """Each of ``MAP_STEPS`` (None where the call has no such step), the sink's weights
+    ("sink") and the context ("ctx") over the view's rows, a bounded block of rows at a
+    time: the maps cropped to the view's columns and max-pooled, the context mean-pooled."""
+    S = int(call.key.shape[-2])
+    step = rows_per_block(1, S, block_cells, multiple=view.block[0])
+    (c0, c1), block = view.cols, view.block
+    parts: dict[str, list[torch.Tensor]] = {name: [] for name in (*MAP_STEPS, "sink", "ctx")}
+    for _, steps in steps_by_rows(call, view.rows, step):
+        for name in MAP_STEPS:
+            found = getattr(steps, name)
+            if found is not None:
+                parts[name].append(_max_pool(found[0, :, c0:c1], block))
+        if steps.sink_weights is not None:
+            parts["sink"].append(_max_pool(steps.sink_weights[0][:, None], (block[0], 1))[:, 0])
+        parts["ctx"].append(mean_blocks(steps.context_vec[0], block[0]))
+    return {name: torch.cat(found) if found else None for name, found in parts.items()}
+
+
 def region_head_trace(
     trace: LayerTrace,
     kept: KeptLayer,
@@ -145,20 +171,8 @@ def region_head_trace(
         )
     kv_head = head // (H // kept.num_kv_heads)
     call = replace(kept.call([head]), value=trace.v[0, kv_head][None].float())
-    S = int(call.key.shape[-2])
-    step = rows_per_block(1, S, block_cells, multiple=view.block[0])
-    (c0, c1), block = view.cols, view.block
-    parts: dict[str, list[torch.Tensor]] = {name: [] for name in (*MAP_STEPS, "sink", "ctx")}
-    for _, steps in steps_by_rows(call, view.rows, step):
-        for name in MAP_STEPS:
-            found = getattr(steps, name)
-            if found is not None:
-                parts[name].append(_max_pool(found[0, :, c0:c1], block))
-        if steps.sink_weights is not None:
-            parts["sink"].append(_max_pool(steps.sink_weights[0][:, None], (block[0], 1))[:, 0])
-        parts["ctx"].append(mean_blocks(steps.context_vec[0], block[0]))
-    maps = {name: torch.cat(found) if found else None for name, found in parts.items()}
-    (r0, r1) = view.rows
+    maps = _pooled_steps(call, view, block_cells)
+    (r0, r1), (c0, c1), block = view.rows, view.cols, view.block
 
     def rows_of(t: torch.Tensor | None) -> torch.Tensor | None:
         return None if t is None else mean_blocks(t[r0:r1], block[0])

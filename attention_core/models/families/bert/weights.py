@@ -9,6 +9,7 @@ layer is cast to float32 for its own forward only (``weight_dtype.float32_copy``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,10 @@ def _normalize_key(key: str) -> str:
     )
 
 
+# One checked tensor by name and expected shape (``SpecError`` when absent or misshapen).
+_Take = Callable[[str, tuple[int, ...]], torch.Tensor]
+
+
 def load_weights(
     path: Path, config: EncoderConfig
 ) -> tuple[EmbeddingWeights, tuple[LayerWeights, ...]]:
@@ -78,8 +83,14 @@ def load_weights(
             )
         return tensor
 
-    hidden, inter = config.hidden_size, config.intermediate_size
-    embeddings = EmbeddingWeights(
+    embeddings = _embedding_weights(take, config)
+    layers = tuple(_layer_weights(take, config, i) for i in range(config.num_hidden_layers))
+    return embeddings, layers
+
+
+def _embedding_weights(take: _Take, config: EncoderConfig) -> EmbeddingWeights:
+    hidden = config.hidden_size
+    return EmbeddingWeights(
         word=take("embeddings.word_embeddings.weight", (config.vocab_size, hidden)),
         position=take(
             "embeddings.position_embeddings.weight", (config.max_position_embeddings, hidden)
@@ -90,29 +101,29 @@ def load_weights(
         norm_weight=take("embeddings.LayerNorm.weight", (hidden,)),
         norm_bias=take("embeddings.LayerNorm.bias", (hidden,)),
     )
-    layers = []
-    for i in range(config.num_hidden_layers):
-        p = f"encoder.layer.{i}."
-        W_query = take(p + "attention.self.query.weight", (hidden, hidden))
-        W_key = take(p + "attention.self.key.weight", (hidden, hidden))
-        W_value = take(p + "attention.self.value.weight", (hidden, hidden))
-        b_query = take(p + "attention.self.query.bias", (hidden,))
-        b_key = take(p + "attention.self.key.bias", (hidden,))
-        b_value = take(p + "attention.self.value.bias", (hidden,))
-        layers.append(
-            LayerWeights(
-                W_qkv=torch.cat([W_query, W_key, W_value], dim=0),  # (3*hidden, hidden)
-                b_qkv=torch.cat([b_query, b_key, b_value], dim=0),  # (3*hidden,)
-                W_out=take(p + "attention.output.dense.weight", (hidden, hidden)),
-                b_out=take(p + "attention.output.dense.bias", (hidden,)),
-                attn_norm_weight=take(p + "attention.output.LayerNorm.weight", (hidden,)),
-                attn_norm_bias=take(p + "attention.output.LayerNorm.bias", (hidden,)),
-                W_up=take(p + "intermediate.dense.weight", (inter, hidden)),
-                b_up=take(p + "intermediate.dense.bias", (inter,)),
-                W_down=take(p + "output.dense.weight", (hidden, inter)),
-                b_down=take(p + "output.dense.bias", (hidden,)),
-                out_norm_weight=take(p + "output.LayerNorm.weight", (hidden,)),
-                out_norm_bias=take(p + "output.LayerNorm.bias", (hidden,)),
-            )
-        )
-    return embeddings, tuple(layers)
+
+
+def _layer_weights(take: _Take, config: EncoderConfig, i: int) -> LayerWeights:
+    """Layer ``i``'s weights, its query, key and value projections in one matrix."""
+    hidden, inter = config.hidden_size, config.intermediate_size
+    p = f"encoder.layer.{i}."
+    W_query = take(p + "attention.self.query.weight", (hidden, hidden))
+    W_key = take(p + "attention.self.key.weight", (hidden, hidden))
+    W_value = take(p + "attention.self.value.weight", (hidden, hidden))
+    b_query = take(p + "attention.self.query.bias", (hidden,))
+    b_key = take(p + "attention.self.key.bias", (hidden,))
+    b_value = take(p + "attention.self.value.bias", (hidden,))
+    return LayerWeights(
+        W_qkv=torch.cat([W_query, W_key, W_value], dim=0),  # (3*hidden, hidden)
+        b_qkv=torch.cat([b_query, b_key, b_value], dim=0),  # (3*hidden,)
+        W_out=take(p + "attention.output.dense.weight", (hidden, hidden)),
+        b_out=take(p + "attention.output.dense.bias", (hidden,)),
+        attn_norm_weight=take(p + "attention.output.LayerNorm.weight", (hidden,)),
+        attn_norm_bias=take(p + "attention.output.LayerNorm.bias", (hidden,)),
+        W_up=take(p + "intermediate.dense.weight", (inter, hidden)),
+        b_up=take(p + "intermediate.dense.bias", (inter,)),
+        W_down=take(p + "output.dense.weight", (hidden, inter)),
+        b_down=take(p + "output.dense.bias", (hidden,)),
+        out_norm_weight=take(p + "output.LayerNorm.weight", (hidden,)),
+        out_norm_bias=take(p + "output.LayerNorm.bias", (hidden,)),
+    )
