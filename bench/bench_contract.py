@@ -1,6 +1,7 @@
 """The one contract's analyses at long context, side by side in one run (issue 28's figures).
 
     .venv/bin/python bench/bench_contract.py [--tokens 4096] [--rounds 3] [--pool 128]
+        [--sides ablation,ablation_next]
 
 GPT-2 small's shape with random weights (``bench/random_gpt2.py``, positions =
 ``--tokens``), one torch thread, in one process, rounds alternating the order of
@@ -15,15 +16,16 @@ the sides; every side of ours runs the model's pass anew (its pass cache off):
   ``POST /api/model/attention`` with ``measure: value_norm`` does;
 - ``head_scores``: all five scores of the 144 heads (``score_heads``: the four text
   scores summed block by block from the pass, induction on its repeated block);
-- ``ablation``: one head (layer 1, head 1: the earliest, so every layer runs with and
-  without it) zeroed, ``POST /api/model/ablate``'s ``ablate``: the text with and
-  without the head, each position's next-token log-probability and top tokens, the
-  attention of both a block of rows at a time (``context_pass``);
+- ``ablation``: one head (layer 1, head 1: the earliest, so every layer above its
+  attention runs with and without it) zeroed, ``POST /api/model/ablate``'s ``ablate``:
+  the text with and without the head, each position's next-token log-probability and
+  top tokens, the attention a block of rows at a time (``context_pass``);
 - ``ablation_next``: then another head (layer 1, head 2) of the same text, as
   ``POST /api/model/ablate`` answers it: the clean predictions kept from the first
   ablation (``clean_predictions``), the ablated forward alone.
 
-Printed: each side's median seconds and the ratios the issue sets goals for
+Printed: each side's median seconds (wall, and the process's CPU time: on a
+busy machine the steadier of the two) and the ratios the issue sets goals for
 (head scores ≤ 1.5× the overview, value-weighted ≤ 1.5× the overview, the
 overview ≤ 1.3× one SDPA forward, one head's ablation ≤ 2× one SDPA forward, cold and
 next), with
@@ -128,6 +130,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pool", type=int, default=128)
     parser.add_argument("--record", action="store_true", help="write bench/results")
+    parser.add_argument(
+        "--sides", default="", help="comma-separated sides to run (default: all; sdpa kept)"
+    )
     args = parser.parse_args()
     import torch
 
@@ -138,23 +143,31 @@ def main() -> None:
     directory = served_dir(shared.with_name(f"served-{args.tokens}") / "gpt2-small", checkpoint)
     load_before = os.getloadavg()[0]
     run = sides(directory, args.tokens, args.pool)
+    if args.sides:
+        wanted = {"sdpa", *args.sides.split(",")}
+        run = {side: fn for side, fn in run.items() if side in wanted}
     times: dict[str, list[float]] = {side: [] for side in run}
+    cpu: dict[str, list[float]] = {side: [] for side in run}
     for r in range(args.rounds):
         order = list(run) if r % 2 == 0 else list(reversed(run))
         for side in order:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             run[side]()
             times[side].append(time.perf_counter() - start)
+            cpu[side].append(time.process_time() - start_cpu)
             print(f"round {r + 1} {side}: {times[side][-1]:.2f} s", flush=True)
     median = {side: statistics.median(found) for side, found in times.items()}
+    median_cpu = {side: statistics.median(found) for side, found in cpu.items()}
     for side, seconds in median.items():
-        print(f"{side:<12} median {seconds:.2f} s")
+        print(f"{side:<12} median {seconds:.2f} s (CPU {median_cpu[side]:.2f} s)")
     load = f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
-    for side, baseline, goal in GOALS:
-        print(f"{side} / {baseline}: {median[side] / median[baseline]:.2f}x (goal <= {goal})")
+    goals = [(side, base, goal) for side, base, goal in GOALS if side in run and base in run]
+    for side, baseline, goal in goals:
+        ratio, ratio_cpu = median[side] / median[baseline], median_cpu[side] / median_cpu[baseline]
+        print(f"{side} / {baseline}: {ratio:.2f}x, CPU time {ratio_cpu:.2f}x (goal <= {goal})")
     print(load)
     if args.record:
-        recorded(args, median, load)
+        recorded(args, goals, median, median_cpu, load)
 
 
 # (side, the side it is compared with, the issue's goal for their ratio)
@@ -176,15 +189,22 @@ FIGURES = {
 }
 
 
-def recorded(args: argparse.Namespace, median: dict[str, float], load: str) -> None:
+def recorded(
+    args: argparse.Namespace,
+    goals: list[tuple[str, str, float]],
+    median: dict[str, float],
+    median_cpu: dict[str, float],
+    load: str,
+) -> None:
     from record import machine, record
 
     command = (
         f".venv/bin/python bench/bench_contract.py --tokens {args.tokens} --rounds {args.rounds}"
-    )
+    ) + (f" --sides {args.sides}" if args.sides else "")
     shape = f"GPT-2 small's shape, T = {args.tokens}, 1 thread"
     rows = []
-    for side, baseline, goal in GOALS:
+    for side, baseline, goal in goals:
+        cpu_ratio = median_cpu[side] / median_cpu[baseline]
         rows.append(
             {
                 "figure": f"{FIGURES[side]}, {shape}",
@@ -194,7 +214,9 @@ def recorded(args: argparse.Namespace, median: dict[str, float], load: str) -> N
                 "baseline_value": round(median[baseline], 2),
                 "ratio": round(median[side] / median[baseline], 2),
                 "goal": f"<= {goal}x",
-                "note": f"median of {args.rounds} rounds, sides alternating; {load}",
+                "note": f"median of {args.rounds} rounds, sides alternating; CPU time "
+                f"{median_cpu[side]:.2f} s / {median_cpu[baseline]:.2f} s = {cpu_ratio:.2f}x; "
+                f"{load}",
                 "machine": machine(),
                 "command": command + " --record",
             }

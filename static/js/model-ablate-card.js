@@ -5,6 +5,7 @@
 
 import { errorText, isAbort, post } from "./api.js";
 import { el } from "./dom.js";
+import { stackFields, stackHint, stackWords } from "./model-encdec.js";
 import { heatGrid } from "./score-grid.js";
 
 export const headName = (l, h) => `L${l} H${h}`;
@@ -23,6 +24,7 @@ function build() {
     summary: el("p", { class: "ablate-summary", "data-testid": "ablate-summary" }),
     eachBox: el("div", { class: "ablate-each-box", "data-testid": "ablate-each-box" }),
     tableBox: el("div", { class: "ablate-table-box" }),
+    stackHint: stackHint("ablate-stack-hint"),
   };
   parts.card = el("section", { class: "card ablate-card", "data-testid": "ablate-card", "aria-labelledby": "ablate-title" }, [
     el("h2", { id: "ablate-title", text: "Ablate heads" }),
@@ -32,6 +34,7 @@ function build() {
       text:
         "Click heads to choose them, then ablate: their outputs (context vectors) are replaced by zero, or by their mean over the text, just before the output projection. A decoder shows its loss and the next-token predictions that change; an encoder, how far its sentence embedding moves.",
     }),
+    parts.stackHint.element,
     parts.gridBox,
     el("div", { class: "ablate-controls" }, [el("div", { class: "field" }, [el("label", { for: "ablate-mode", text: "Replace by" }), parts.mode]), parts.run, parts.each, parts.clear]),
     parts.status,
@@ -70,13 +73,14 @@ function predictionTable(answer) {
 function showAnswer(parts, answer, openHead) {
   if (answer.heads.length) {
     const names = answer.heads.map(([l, h]) => headName(l, h)).join(", ");
-    if (answer.causal) {
+    if (answer.loss_before != null) {
+      // a decoder's, or an encoder-decoder's any stack (read in its decoder's log p of the target)
       const d = answer.loss_after - answer.loss_before;
       const changed = answer.predictions_before.filter((p, i) => p.top_ids[0] !== answer.predictions_after[i].top_ids[0]).length;
-      parts.summary.textContent = `Without ${names} (${answer.mode}): loss ${answer.loss_before.toFixed(3)} → ${answer.loss_after.toFixed(3)} nats (${d >= 0 ? "+" : ""}${d.toFixed(3)}); ${changed} of ${answer.tokens.length} next-token predictions change.`;
+      parts.summary.textContent = `Without ${stackWords(answer)}${names} (${answer.mode}): loss ${answer.loss_before.toFixed(3)} → ${answer.loss_after.toFixed(3)} nats (${d >= 0 ? "+" : ""}${d.toFixed(3)}); ${changed} of ${answer.tokens.length} next-token predictions change.`;
       parts.tableBox.replaceChildren(predictionTable(answer));
     } else {
-      parts.summary.textContent = `Without ${names} (${answer.mode}): the sentence embedding's cosine to the unablated one is ${answer.embedding_cosine.toFixed(5)}.`;
+      parts.summary.textContent = `Without ${stackWords(answer)}${names} (${answer.mode}): the sentence embedding's cosine to the unablated one is ${answer.embedding_cosine.toFixed(5)}.`;
       parts.tableBox.replaceChildren();
     }
   }
@@ -120,6 +124,7 @@ async function ablate(c, eachHead) {
   const body = { text: context.text, mode: parts.mode.value, each_head: eachHead, ...(heads.length ? { heads } : {}), ...(context.model ? { model: context.model } : {}) };
   parts.status.textContent = eachHead ? "Ablating every head, one at a time…" : "Ablating…";
   try {
+    Object.assign(body, stackFields(context.pick, context.text));
     const started = performance.now();
     const answer = await post("/api/model/ablate", body, live.signal());
     if (mine !== live.seq()) return;
@@ -133,7 +138,8 @@ async function ablate(c, eachHead) {
   }
 }
 
-/** Mount the ablation card (live: {seq(), signal()}); {element, show(context)}; context = {model, text, layers, heads, ablation}. */
+/** Mount the ablation card (live: {seq(), signal()}); {element, show(context)}; context = {model, text, layers, heads,
+ * pick} (pick: an encoder-decoder's stack and target, model-encdec.js). */
 export function mountAblation({ openHead, live }) {
   // chosen: "l-h" of heads to ablate, from 1
   const c = { parts: build(), chosen: new Set(), context: null, openHead, live };
@@ -156,7 +162,7 @@ export function mountAblation({ openHead, live }) {
       parts.summary.textContent = "";
       parts.tableBox.replaceChildren();
       parts.eachBox.replaceChildren();
-      parts.card.hidden = next.ablation === false; // encoder-decoders: the scores only
+      parts.stackHint.show(Boolean(next.pick));
       drawGrid(c);
     },
   };

@@ -4,11 +4,12 @@
 // estimate, with a sentence saying which numbers are estimates and where the two disagree.
 //
 // setupAttribution({card, openHead}) fills `card` and returns {show(context), clear()};
-// context = {model, text, causal, layers, heads, tokens} (decoders only: an encoder's card
-// stays hidden).  Token text goes in through textContent.
+// context = {model, text, causal, layers, heads, tokens, pick} (decoders, and encoder-decoders
+// with pick, model-encdec.js: an encoder's card stays hidden).  Token text goes in through textContent.
 
 import { errorText, post } from "./api.js";
 import { el } from "./dom.js";
+import { stackFields, stackHint } from "./model-encdec.js";
 import { heatGrid } from "./score-grid.js";
 
 const CONFIRM = 3;
@@ -196,6 +197,8 @@ function build(card) {
   const note = el("p", { class: "attr-note", "data-testid": "attr-note" });
   const grids = el("div", { class: "attr-grids", "data-testid": "attr-grids" });
   const confirmed = el("div", { class: "attr-confirmed", "data-testid": "attr-confirmed" });
+  const hint = stackHint("attr-stack-hint");
+  const lossField = el("div", { class: "field" }, [el("label", { for: "attr-loss", text: "Loss" }), loss]);
   card.classList.add("card", "attr-card");
   card.setAttribute("aria-labelledby", "attr-title");
   card.replaceChildren(
@@ -205,10 +208,11 @@ function build(card) {
       text:
         "Every head's ablation effect (Δloss: the loss with the head's output replaced, minus the loss with all heads) estimated from one forward and one backward pass, instead of one pass per head. The heads with the largest estimates are then ablated exactly, each alone. Click a head to open its map.",
     }),
+    hint.element,
     el("div", { class: "attr-controls" }, [
       el("div", { class: "field" }, [el("label", { for: "attr-method", text: "Estimate" }), method]),
       el("div", { class: "field" }, [el("label", { for: "attr-mode", text: "Replace by" }), mode]),
-      el("div", { class: "field" }, [el("label", { for: "attr-loss", text: "Loss" }), loss]),
+      lossField,
       run,
       exact,
     ]),
@@ -219,7 +223,7 @@ function build(card) {
     confirmed,
   );
 
-  return { method, mode, loss, run, exact, status, error, note, grids, confirmed };
+  return { method, mode, loss, lossField, hint, run, exact, status, error, note, grids, confirmed };
 }
 
 function draw(a, answer) {
@@ -239,9 +243,10 @@ async function estimate(a, all) {
   parts.error.textContent = "";
   parts.status.textContent = all ? "Ablating every head alone, and estimating…" : "Estimating every head from one forward and one backward pass…";
   const body = { text: context.text, method: all ? "exact" : parts.method.value, ablation: parts.mode.value, confirm_top: all ? 0 : CONFIRM };
-  if (parts.loss.value === "last") body.target = { position: context.tokens.length - 1 };
+  if (parts.loss.value === "last" && !context.pick) body.target = { position: context.tokens.length - 1 };
   if (context.model) body.model = context.model;
   try {
+    Object.assign(body, stackFields(context.pick, context.text)); // an encoder-decoder's stack and target
     const started = performance.now();
     const answer = await post("/api/model/attribute", body, a.controller.signal);
     if (mine !== a.seq) return;
@@ -252,6 +257,16 @@ async function estimate(a, all) {
     parts.status.textContent = "";
     parts.error.textContent = errorText(err);
   }
+}
+
+/** An encoder-decoder's loss is its target's (no menu); AtP* is a decoder-only estimate. */
+function encoderDecoder(parts, on) {
+  parts.hint.show(on);
+  parts.lossField.hidden = on;
+  parts.lossField.style.display = on ? "none" : ""; // .field sets its own display
+  const star = parts.method.querySelector("option[value='atp_star']");
+  star.disabled = on;
+  if (on && parts.method.value === "atp_star") parts.method.value = "attribution_patching";
 }
 
 export function setupAttribution({ card, openHead }) {
@@ -265,7 +280,8 @@ export function setupAttribution({ card, openHead }) {
       ++a.seq;
       a.controller.abort();
       a.context = next;
-      card.hidden = !next.causal;
+      card.hidden = !next.causal && !next.pick;
+      encoderDecoder(parts, Boolean(next.pick));
       card.dataset.drawn = "0";
       parts.grids.replaceChildren();
       parts.confirmed.replaceChildren();

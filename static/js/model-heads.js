@@ -4,9 +4,9 @@
 // (model-lens-card.js).
 //
 // setupHeadAnalysis({container, openHead}) returns {show(context), clear()}; context =
-// {model, text, causal, layers, heads, ablation} (model: null for the server's default;
-// ablation: false hides ablation and the lens, for encoder-decoders, whose encoder's
-// heads are scored).  Requests still running when new maps are shown, or the page is
+// {model, text, causal, layers, heads, pick} (model: null for the server's default;
+// pick: an encoder-decoder's stack and target, model-encdec.js; its scores are the
+// encoder's heads').  Requests still running when new maps are shown, or the page is
 // left, are aborted.
 
 import { mountAblation } from "./model-ablate-card.js";

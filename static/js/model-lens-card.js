@@ -41,7 +41,7 @@ function lensCard(parts) {
   ]);
 }
 
-/** Mount the lens card (live: {seq(), signal()}); {element, show(context)}; context = {model, text, causal, ablation}. */
+/** Mount the lens card (live: {seq(), signal()}); {element, show(context)}; context = {model, text, causal, pick}. */
 export function mountLens({ live }) {
   const run = el("button", { type: "button", "data-testid": "lens-run", text: "Show the logit lens" });
   const status = el("p", { class: "status", "data-testid": "lens-status", "aria-live": "polite" });
@@ -75,7 +75,7 @@ export function mountLens({ live }) {
     show(next) {
       context = next;
       box.replaceChildren();
-      card.hidden = !next.causal || next.ablation === false;
+      card.hidden = !next.causal || Boolean(next.pick); // an encoder-decoder's decoder lens: not here yet
     },
   };
 }

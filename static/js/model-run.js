@@ -99,12 +99,12 @@ function showAnalysis(page, run) {
     view.explained = null;
     return;
   }
-  const ablation = !(page.current() && page.current().kind === ENCODER_DECODER); // encoder-decoders: scores only
+  // Encoder-decoders: a stack and a target, the stacks card's (model-encdec.js).
+  const pick = page.current() && page.current().kind === ENCODER_DECODER ? () => cards.stacks.choice() : null;
   const text = run.asked.text;
-  cards.analysis.show({ model: state.model, text, causal: info.causal, layers: info.layers, heads: info.heads, ablation });
-  if (ablation) cards.attribution.show({ model: state.model, text, causal: info.causal, tokens: meta.tokens });
-  else cards.attribution.clear();
-  view.explained = ablation ? { model: state.model, text, causal: info.causal, tokens: meta.tokens } : null;
+  cards.analysis.show({ model: state.model, text, causal: info.causal, layers: info.layers, heads: info.heads, pick });
+  cards.attribution.show({ model: state.model, text, causal: info.causal, tokens: meta.tokens, pick });
+  view.explained = { model: state.model, text, causal: info.causal, tokens: meta.tokens, pick };
 }
 
 /** What the run answered, in the status line; words the tokenizer did not know. */

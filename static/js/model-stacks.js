@@ -237,5 +237,23 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
   const view = { stack: "encoder", layer: 1, head: 1, word: null, when: "written" };
   const c = { card, $, form: $("stacks-form"), grid: $("s2s-grid"), view, data: null, seq: 0, fromUrl: readHash(), limits, sourceText, modelName, isEncoderDecoder };
   bind(c, form);
-  return { update: () => update(c) };
+  return { update: () => update(c), choice: () => choice(c), onCell: (explain) => onCell(c, explain) };
+}
+
+/** The stack and target the analysis cards read (model-encdec.js): the tab chosen and the
+ * target these maps are of (null until a target is read or written). */
+function choice({ view, data }) {
+  return { stack: view.stack, target: data ? data.targetText : null, text: data ? data.text : null };
+}
+
+/** A click on a cell of the large map: explain({stack, layer, head, row, col, rows, cols}). */
+function onCell(c, explain) {
+  c.$("s2s-map").addEventListener("click", (ev) => {
+    const td = ev.target instanceof Element ? ev.target.closest("td") : null;
+    if (!td || !c.data || c.view.head === "mean" || td.classList.contains("masked")) return;
+    const row = td.parentElement.rowIndex - 1; // the header row first
+    const col = td.cellIndex - 1; // the row's label first
+    const { layer, head } = c.view;
+    explain({ ...choice(c), layer, head, row, col });
+  });
 }

@@ -5,8 +5,9 @@
 //
 // setupWhy({card, zoom, context, where}) fills `card` (hidden until a cell is asked) and listens
 // for clicks on `zoom` (the map, `where` in words: the quick SVG map or Plotly's); context() gives
-// {model, text, layer, head, tokens, causal} of the map shown (head a number, else no
-// cell is explained), or null.  Returns {clear()}.  whyNodes(answer) draws an answer
+// {model, text, layer, head, tokens, causal, fields} of the map shown (head a number, else no
+// cell is explained; fields(): more of the request, an encoder-decoder's stack and target),
+// or null.  Returns {clear(), explain(ctx, row, col)} (explain: a cell of another map).  whyNodes(answer) draws an answer
 // (the notebook's attention_viz.why too).  Token text goes in through textContent.
 
 import { errorText, post } from "./api.js";
@@ -181,6 +182,7 @@ async function explain(w, ctx, row, col) {
   const body = { text: ctx.text, layer: ctx.layer, head: ctx.head, row, col, top: 40 };
   if (ctx.model) body.model = ctx.model;
   try {
+    if (ctx.fields) Object.assign(body, ctx.fields()); // an encoder-decoder's stack and target
     const answer = await post("/api/model/why", body, w.controller.signal);
     if (mine !== w.seq) return;
     parts.status.textContent = "";
@@ -215,6 +217,7 @@ export function setupWhy({ card, zoom, context, where = "the large map" }) {
   const w = { card, parts: whyParts(card, where), controller: new AbortController(), seq: 0 };
   zoom.addEventListener("click", (ev) => onClick(w, ev, zoom, context));
   return {
+    explain: (ctx, row, col) => explain(w, ctx, row, col),
     clear() {
       ++w.seq;
       w.controller.abort();

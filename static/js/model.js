@@ -12,6 +12,7 @@
 // the model.
 
 import { mountCompareWord } from "./model-compare-word.js";
+import { stackFields } from "./model-encdec.js";
 import { applyKind, bindForm, checkUrlModel, fillForm } from "./model-form.js";
 import { lazy } from "./model-lazy.js";
 import { mountMaps } from "./model-maps-card.js";
@@ -53,8 +54,19 @@ cards.tokens = mountTokens(page, { shows: (l) => cards.maps.shows(l), onChosen: 
 cards.why = setupWhy({
   card: $("why-cell"),
   zoom: $("zoom-plot"),
-  context: () => (page.view.explained && /^\d+$/.test(state.head) ? { ...page.view.explained, layer: state.layer, head: Number(state.head) } : null),
+  context: () => (page.view.explained && /^\d+$/.test(state.head) ? { ...page.view.explained, layer: state.layer, head: Number(state.head), fields: encoderFields() } : null),
 });
+
+/** An encoder-decoder's large map is its encoder's: the why card's stack, with the stacks card's target. */
+function encoderFields() {
+  const { pick, text } = page.view.explained;
+  return pick ? () => ({ ...stackFields(pick, text), stack: "encoder" }) : null;
+}
+
+/** A cell of the stacks card's large map (any stack), explained in the why card. */
+function explainStackCell({ stack, target, text, layer, head, row, col }) {
+  cards.why.explain({ model: state.model, text, layer, head, fields: () => ({ stack, target }) }, row, col);
+}
 cards.zoom = mountZoom(page, { choose: (row) => cards.tokens.choose(row) });
 // Below the fold, loaded once the first maps are shown (model-lazy.js).
 cards.analysis = lazy(() => import("./model-heads.js").then((m) => m.setupHeadAnalysis({ container: $("head-analysis"), openHead })));
@@ -78,9 +90,11 @@ cards.twoTexts = mountTwoTexts($("two-texts"), {
  * of its view. */
 function stacksCard() {
   const card = lazy(() =>
-    import("./model-stacks.js").then((m) =>
-      m.initStacks({ models: page.models, defaultModel: page.defaultModel, limits: page.limits, form: $("model-form"), sourceText: () => $("model-text").value, modelName: () => state.model }),
-    ),
+    import("./model-stacks.js").then((m) => {
+      const card = m.initStacks({ models: page.models, defaultModel: page.defaultModel, limits: page.limits, form: $("model-form"), sourceText: () => $("model-text").value, modelName: () => state.model });
+      card.onCell(explainStackCell);
+      return card;
+    }),
   );
   let loaded = false;
   return {
@@ -91,6 +105,8 @@ function stacksCard() {
       const { pathname, search, hash } = window.location;
       if (hash) window.history.replaceState(null, "", `${pathname}${search}`);
     },
+    /** The stack and target chosen there (model-encdec.js), or null before it is loaded. */
+    choice: () => (loaded ? card.choice() || null : null),
   };
 }
 

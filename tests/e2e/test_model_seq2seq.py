@@ -206,11 +206,12 @@ def test_the_view_is_in_the_link(page: Page, server_url: str) -> None:
     assert "stack=cross" in page.url
 
 
-def test_the_encoders_heads_are_scored_and_ablation_is_not_offered(
+def test_the_encoders_heads_are_scored_and_ablation_reads_the_stacks_card(
     page: Page, server_url: str
 ) -> None:
     """Issue 22 on an encoder-decoder: the score card (loaded once in view) scores the
-    encoder's self-attention, as the API does; ablation and the lens are not shown."""
+    encoder's self-attention, as the API does; ablation is offered on the stacks card's
+    stack and target (test_model_seq2seq_cards), the lens is not shown."""
     open_marian(page, server_url)
     card = page.get_by_test_id("heads-card")
     card.scroll_into_view_if_needed()
@@ -221,7 +222,8 @@ def test_the_encoders_heads_are_scored_and_ablation_is_not_offered(
     cell = page.get_by_test_id("score-grid-L1-H1")
     value = float(cell.get_attribute("data-value") or "nan")
     assert value == pytest.approx(scores["previous_token"][0][0], abs=1e-6)
-    expect(page.get_by_test_id("ablate-card")).to_be_hidden()
+    expect(page.get_by_test_id("ablate-card")).to_be_visible()
+    expect(page.get_by_test_id("ablate-stack-hint")).to_be_visible()
     expect(page.get_by_test_id("lens-card")).to_be_hidden()
     expect(page.get_by_test_id("map-measure")).to_be_disabled()
 
