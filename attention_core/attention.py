@@ -167,6 +167,7 @@ def attention_with_steps(
     softcap: float | None = None,
     sinks: torch.Tensor | None = None,
     keep_steps: bool = True,
+    keep_weights: bool = True,
 ) -> AttentionSteps:
     """Scaled dot-product attention that keeps its intermediate tensors.
 
@@ -193,15 +194,23 @@ def attention_with_steps(
     before the softmax done in place in one scores tensor (and a mask applied
     only to the columns it hides); ``attn_scores``, ``scaled_scores`` and
     ``masked_scores`` are then empty, ``biased_scores`` and ``capped_scores`` None.
+
+    ``keep_weights=False`` (a forward that reads the context only: ablation, the
+    logit lens, attribution): where ``context_fuses`` (no mask tensor, score bias,
+    soft-cap, sinks or dropout) no step is kept, not even the weights, and the
+    context comes from torch's fused kernel (flash attention), which never holds a
+    (L, S) map; the same context to float rounding.  Elsewhere it is ``keep_steps=False``.
     """
     _check_shapes(query, key, value)
+    if not keep_weights and context_fuses(attn_mask, dropout_p, score_bias, softcap, sinks):
+        return _fused_context(query, key, value, is_causal, scale, enable_gqa)
     num_queries, num_keys = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     group = _query_group(query, key) if enable_gqa else 1
     if softcap is not None and not softcap > 0:
         raise SpecError(f"softcap is {softcap}; it must be positive", field="softcap")
     allowed = _allowed(attn_mask, is_causal, num_queries, num_keys)
-    if keep_steps:
+    if keep_steps and keep_weights:
         kept = _kept_scores(query, key, group, scale_factor, score_bias, softcap, allowed)
         attn_scores, scaled_scores, biased_scores, capped_scores, masked_scores = kept
         softmax_input = masked_scores
@@ -233,6 +242,46 @@ def attention_with_steps(
         softcap=None if softcap is None else float(softcap),
         sinks=sinks,
         sink_weights=sink_weights,
+    )
+
+
+def context_fuses(
+    attn_mask: torch.Tensor | None,
+    dropout_p: float,
+    score_bias: object,
+    softcap: float | None,
+    sinks: torch.Tensor | None,
+) -> bool:
+    """Whether a context-only call goes to torch's fused kernel: only a causal triangle
+    (or nothing) hides keys, and no step of ours sits between the scores and the softmax."""
+    extras = (attn_mask, score_bias, softcap, sinks)
+    return all(extra is None for extra in extras) and dropout_p == 0.0
+
+
+def _fused_context(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    is_causal: bool,
+    scale: float | None,
+    enable_gqa: bool,
+) -> AttentionSteps:
+    """The context alone, from ``F.scaled_dot_product_attention`` (causal top-left
+    aligned, as here); every step empty."""
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    group = _query_group(query, key) if enable_gqa else 1
+    context = F.scaled_dot_product_attention(
+        query, key, value, is_causal=is_causal, scale=scale_factor, enable_gqa=group > 1
+    )
+    empty = query.new_empty(0)
+    return AttentionSteps(
+        attn_scores=empty,
+        scaled_scores=empty,
+        masked_scores=empty,
+        attn_weights=empty,
+        context_vec=context,
+        scale=scale_factor,
+        allowed=None,
     )
 
 

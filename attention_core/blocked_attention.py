@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .attention import AttentionSteps, attention_with_steps
+from .attention import AttentionSteps, attention_with_steps, context_fuses
 
 # (first row, first column, weights (..., H, rows, cols)) of one block of rows.
 BlockSink = Callable[[int, int, torch.Tensor], None]
@@ -130,6 +130,11 @@ class AttentionCall:
     score_bias: ScoreBias | None = None
     softcap: float | None = None
     sinks: torch.Tensor | None = None
+
+    @property
+    def fuses_context(self) -> bool:
+        """Whether the context alone can come from torch's fused kernel (``context_fuses``)."""
+        return context_fuses(self.attn_mask, 0.0, self.score_bias, self.softcap, self.sinks)
 
     @property
     def scale_factor(self) -> float:

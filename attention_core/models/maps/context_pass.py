@@ -4,11 +4,12 @@ Ablation, the logit lens and the other analyses that read a model's outputs
 (its residual stream, its predictions) never look at a map, so their forward
 passes are given a ``ContextPass`` (``context_only()``): every attention call
 (the core families', BERT's, the transformers backend's ``core_attention``)
-goes to ``ContextPass.steps``: the
-context from ``blocked_attention``, a bounded block of rows at a time over
-every batch row and head, its weights dropped block by block.  No (T, T) map
-of a head is ever whole, at any length; a short input is one block, the same
-numbers as one whole ``attention_with_steps``.
+goes to ``ContextPass.steps``.  A call with no mask tensor, score bias, soft-cap
+or sinks (causal or unmasked) is ``attention_with_steps(keep_weights=False)``:
+torch's fused kernel, no map at all.  Any other call's context comes from
+``blocked_attention``, a bounded block of rows at a time over every batch row
+and head, its weights dropped block by block.  No (T, T) map of a head is ever
+whole, at any length.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from ...attention import AttentionSteps
+from ...attention import AttentionSteps, attention_with_steps
 from ...blocked_attention import (
     DEFAULT_BLOCK_CELLS,
     AttentionCall,
@@ -38,6 +39,16 @@ class ContextPass:
     def steps(
         self, layer: int | None, call: AttentionCall, module: object = None
     ) -> AttentionSteps:
+        if call.fuses_context:
+            return attention_with_steps(
+                call.query,
+                call.key,
+                call.value,
+                is_causal=call.is_causal,
+                scale=call.scale,
+                enable_gqa=call.enable_gqa,
+                keep_weights=False,
+            )
         context = blocked_attention(call, block_rows=self.block_rows(call))
         return context_steps(call.query, context, None, call.scale_factor)
 
