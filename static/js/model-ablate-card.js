@@ -5,7 +5,7 @@
 
 import { errorText, isAbort, post } from "./api.js";
 import { el } from "./dom.js";
-import { stackFields, stackHint, stackWords } from "./model-encdec.js";
+import { opener, stackFields, stackHint, stackWords } from "./model-encdec.js";
 import { heatGrid } from "./score-grid.js";
 
 export const headName = (l, h) => `L${l} H${h}`;
@@ -129,7 +129,7 @@ async function ablate(c, eachHead) {
     const answer = await post("/api/model/ablate", body, live.signal());
     if (mine !== live.seq()) return;
     parts.status.textContent = `done in ${Math.round(performance.now() - started)} ms`;
-    showAnswer(parts, answer, c.openHead);
+    showAnswer(parts, answer, opener(c.openHead, answer));
     parts.card.dataset.drawn = "1";
   } catch (err) {
     if (mine !== live.seq() || isAbort(err)) return;

@@ -9,7 +9,7 @@
 
 import { errorText, post } from "./api.js";
 import { el } from "./dom.js";
-import { stackFields, stackHint } from "./model-encdec.js";
+import { opener, stackFields, stackHint } from "./model-encdec.js";
 import { heatGrid } from "./score-grid.js";
 
 const CONFIRM = 3;
@@ -227,7 +227,7 @@ function build(card) {
 }
 
 function draw(a, answer) {
-  const nodes = attributionNodes(answer, a.openHead);
+  const nodes = attributionNodes(answer, opener(a.openHead, answer));
   a.parts.grids.replaceChildren(...nodes.grids);
   a.parts.confirmed.replaceChildren(nodes.table);
   a.parts.note.textContent = nodes.note;

@@ -27,5 +27,9 @@ export function stackFields(pick, text) {
   return { stack: chosen.stack, target: chosen.target };
 }
 
+/** A card's openHead(layer, head) for an answer: an encoder-decoder's head opens in its
+ * answer's stack (openHead's third argument; model.js shows it in the stacks card). */
+export const opener = (openHead, answer) => (answer.stack ? (layer, head) => openHead(layer, head, answer.stack) : openHead);
+
 /** "the cross stack's " for an answer that names its stack, else "". */
 export const stackWords = (answer) => (answer.stack ? `the ${answer.stack} stack's ` : "");

@@ -237,7 +237,14 @@ export function initStacks({ models, defaultModel, limits, form, sourceText, mod
   const view = { stack: "encoder", layer: 1, head: 1, word: null, when: "written" };
   const c = { card, $, form: $("stacks-form"), grid: $("s2s-grid"), view, data: null, seq: 0, fromUrl: readHash(), limits, sourceText, modelName, isEncoderDecoder };
   bind(c, form);
-  return { update: () => update(c), choice: () => choice(c), onCell: (explain) => onCell(c, explain) };
+  return { update: () => update(c), choice: () => choice(c), onCell: (explain) => onCell(c, explain), open: (...at) => open(c, ...at) };
+}
+
+/** Show one stack's head large (a head the analysis cards name), in sight. */
+function open(c, stack, layer, head) {
+  Object.assign(c.view, { stack, layer, head });
+  if (c.data) render(c);
+  c.$("s2s-panel").scrollIntoView({ block: "nearest" });
 }
 
 /** The stack and target the analysis cards read (model-encdec.js): the tab chosen and the

@@ -40,8 +40,12 @@ function select(layer, head, focus = false) {
   if (layerChanged && state.tokenLayer === null) cards.tokens.draw();
 }
 
-/** A head named by the analysis cards: its map, in sight. */
-function openHead(layer, head) {
+/** A head named by the analysis cards: its map, in sight (an encoder-decoder's stack's: the stacks card's). */
+function openHead(layer, head, stack = null) {
+  if (stack) {
+    cards.stacks.open(stack, layer, head);
+    return;
+  }
   select(layer, String(head));
   $("zoom-card").scrollIntoView({ block: "nearest" });
 }
@@ -107,6 +111,7 @@ function stacksCard() {
     },
     /** The stack and target chosen there (model-encdec.js), or null before it is loaded. */
     choice: () => (loaded ? card.choice() || null : null),
+    open: (stack, layer, head) => card.open(stack, layer, head),
   };
 }
 

@@ -121,6 +121,11 @@ def test_attribution_estimates_every_head_of_the_stack(
         f"The grids are the {stack} stack's heads."
     )
     expect(page.get_by_test_id("attr-error")).to_be_empty()
+    # A head of the grid opens in its stack, in the stacks card (the encoder tab chosen first).
+    page.get_by_test_id("s2s-tab-encoder").click()
+    page.get_by_test_id("attr-estimate-L2-H3").click()
+    expect(page.get_by_test_id("s2s-panel")).to_have_attribute("data-stack", stack)
+    expect(page.get_by_test_id("s2s-zoom-title")).to_contain_text("Layer 2, head 3")
 
 
 @pytest.mark.parametrize("width", [1440, 390])
