@@ -210,71 +210,105 @@ def gradient_pass(
     gradient through ℓ's write, the gradient at ℓ's input is the clean one at ℓ + 1's (the
     skip connection alone), backpropagated from there to the layers before ℓ; ℓ's own
     contexts get none, the layers after ℓ keep theirs."""
-    L, T = heads.num_layers, len(ids)
-    width = heads.num_heads * heads.head_dim
+    L = heads.num_layers
     tensor = torch.tensor([list(ids)])
     with torch.inference_mode(False), torch.enable_grad():
-        leaves = [torch.zeros(1, T, width, requires_grad=True) for _ in range(L)]
-        contexts: dict[int, torch.Tensor] = {}
-        live: dict[int, torch.Tensor] = {}
-
-        def edit(n: int, context: torch.Tensor) -> torch.Tensor:
-            contexts[n] = context.detach()[0].float()
-            return context + leaves[n]
-
-        def keep(n: int, x: torch.Tensor) -> torch.Tensor:
-            live[n] = x
-            return x
-
-        with heads.editing(edit, keep), _final_input(heads) as final_input:
-            final = heads.decoder.model(
-                tensor,
-                num_logits=0,
-                output_hidden_states=True,
-                blocked=ContextPass(GRADIENT_BLOCK_CELLS),  # no map: the context in blocks
-            )
-        states = final.hidden_states[-1]
+        run = _forward(heads, tensor)
+        states = run.states
         loss, at_final = loss_and_gradient(heads.unembed, *scored(ids, target), states.detach())
-        ends = [live[n] for n in range(1, L)] + [final_input.live] if graddrop else []
+        ends = [run.live[n] for n in range(1, L)] + [run.final_input.live] if graddrop else []
         found = torch.autograd.grad(
             states,
-            [*leaves, *ends],
+            [*run.leaves, *ends],
             grad_outputs=at_final,
             allow_unused=True,
             retain_graph=graddrop,
         )
-        grads = _filled(found[:L], leaves)
-        dropped = []
-        for layer in range(1, L if graddrop else 1):  # G at ℓ + 1's input, from ℓ's input
-            at_next = found[L + layer - 1 + 1] if layer + 1 < L else found[-1]
-            assert at_next is not None
-            before = torch.autograd.grad(
-                live[layer],
-                leaves[:layer],
-                grad_outputs=at_next,
-                retain_graph=True,
-                allow_unused=True,
-            )
-            dropped.append(
-                [
-                    *_filled(before, leaves[:layer]),
-                    torch.zeros_like(leaves[layer]),
-                    *grads[layer + 1 :],
-                ]
-            )
-    shape = (T, heads.num_heads, heads.head_dim)
-
-    def per_head(gs: list[torch.Tensor]) -> list[torch.Tensor]:
-        return [g[0].float().view(shape) for g in gs]
-
+        grads = _filled(found[:L], run.leaves)
+        dropped = _dropped(run, found, grads) if graddrop else []
+    shape = (len(ids), heads.num_heads, heads.head_dim)
     return Pass(
         loss,
-        [contexts[n].view(shape) for n in range(L)],
-        per_head(grads),
-        [live[n].detach()[0].float() for n in range(L)],
-        final_input.kept[0],
-        tuple(per_head(gs) for gs in dropped),
+        [run.contexts[n].view(shape) for n in range(L)],
+        _per_head(grads, shape),
+        [run.live[n].detach()[0].float() for n in range(L)],
+        run.final_input.kept[0],
+        tuple(_per_head(gs, shape) for gs in dropped),
     )
+
+
+@dataclass(frozen=True)
+class _Forward:
+    """A gradient pass's forward: per layer a zero leaf (1, T, H·D) added to its context
+    (the context's gradient is the leaf's), the context (T, H·D, float, detached) and the
+    block's input as computed; the final norm's input; the last hidden states (1, T, C)."""
+
+    leaves: list[torch.Tensor]
+    contexts: dict[int, torch.Tensor]
+    live: dict[int, torch.Tensor]
+    final_input: _final_input
+    states: torch.Tensor
+
+
+def _forward(heads: DecoderHeadModel, tensor: torch.Tensor) -> _Forward:
+    """The forward over ids ``tensor`` (1, T), each context in blocks (no map); run with
+    gradients enabled."""
+    T = tensor.shape[1]
+    width = heads.num_heads * heads.head_dim
+    leaves = [torch.zeros(1, T, width, requires_grad=True) for _ in range(heads.num_layers)]
+    contexts: dict[int, torch.Tensor] = {}
+    live: dict[int, torch.Tensor] = {}
+
+    def edit(n: int, context: torch.Tensor) -> torch.Tensor:
+        contexts[n] = context.detach()[0].float()
+        return context + leaves[n]
+
+    def keep(n: int, x: torch.Tensor) -> torch.Tensor:
+        live[n] = x
+        return x
+
+    with heads.editing(edit, keep), _final_input(heads) as final_input:
+        final = heads.decoder.model(
+            tensor,
+            num_logits=0,
+            output_hidden_states=True,
+            blocked=ContextPass(GRADIENT_BLOCK_CELLS),  # no map: the context in blocks
+        )
+    return _Forward(leaves, contexts, live, final_input, final.hidden_states[-1])
+
+
+def _dropped(
+    run: _Forward, found: Sequence[torch.Tensor | None], grads: list[torch.Tensor]
+) -> list[list[torch.Tensor]]:
+    """GradDrop's gradients per layer ℓ ≥ 1: the clean gradient at ℓ + 1's input (``found``
+    past the leaves') taken back from ℓ's input to the layers before ℓ, zeros at ℓ, the clean
+    ``grads`` after it."""
+    leaves, live = run.leaves, run.live
+    L = len(leaves)
+    dropped = []
+    for layer in range(1, L):  # G at ℓ + 1's input, from ℓ's input
+        at_next = found[L + layer - 1 + 1] if layer + 1 < L else found[-1]
+        assert at_next is not None
+        before = torch.autograd.grad(
+            live[layer],
+            leaves[:layer],
+            grad_outputs=at_next,
+            retain_graph=True,
+            allow_unused=True,
+        )
+        dropped.append(
+            [
+                *_filled(before, leaves[:layer]),
+                torch.zeros_like(leaves[layer]),
+                *grads[layer + 1 :],
+            ]
+        )
+    return dropped
+
+
+def _per_head(gs: list[torch.Tensor], shape: tuple[int, int, int]) -> list[torch.Tensor]:
+    """Gradients (1, T, H·D) as (T, H, D), float."""
+    return [g[0].float().view(shape) for g in gs]
 
 
 def _filled(

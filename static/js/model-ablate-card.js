@@ -5,7 +5,7 @@
 
 import { errorText, isAbort, post } from "./api.js";
 import { el } from "./dom.js";
-import { opener, stackFields, stackHint, stackWords } from "./model-encdec.js";
+import { STACK_CHOSEN, opener, stackFields, stackHint, stackShape, stackWords } from "./model-encdec.js";
 import { heatGrid } from "./score-grid.js";
 
 export const headName = (l, h) => `L${l} H${h}`;
@@ -96,8 +96,11 @@ function showAnswer(parts, answer, openHead) {
 }
 
 function drawGrid(c) {
-  const { parts, chosen, context } = c;
-  const zeros = Array.from({ length: context.layers }, () => new Array(context.heads).fill(0));
+  const { parts, chosen } = c;
+  const shape = stackShape(c.context);
+  if (c.shape && (c.shape.stack !== shape.stack || c.shape.layers !== shape.layers || c.shape.heads !== shape.heads)) chosen.clear();
+  c.shape = shape; // another stack's heads are other heads
+  const zeros = Array.from({ length: shape.layers }, () => new Array(shape.heads).fill(0));
   for (const k of chosen) {
     const [l, h] = k.split("-").map(Number);
     zeros[l - 1][h - 1] = 1;
@@ -142,13 +145,16 @@ async function ablate(c, eachHead) {
  * pick} (pick: an encoder-decoder's stack and target, model-encdec.js). */
 export function mountAblation({ openHead, live }) {
   // chosen: "l-h" of heads to ablate, from 1
-  const c = { parts: build(), chosen: new Set(), context: null, openHead, live };
+  const c = { parts: build(), chosen: new Set(), context: null, shape: null, openHead, live };
   const { parts } = c;
   parts.run.addEventListener("click", () => ablate(c, false));
   parts.each.addEventListener("click", () => ablate(c, true));
   parts.clear.addEventListener("click", () => {
     c.chosen.clear();
     drawGrid(c);
+  });
+  document.addEventListener(STACK_CHOSEN, () => {
+    if (c.context && c.context.pick) drawGrid(c);
   });
   return {
     element: parts.card,

@@ -2,10 +2,22 @@
 // attribution and "why this cell" ask about one stack's heads (encoder, decoder or
 // cross) and read the decoder's log p of a target.  Both come from the stacks card
 // (model-stacks.js): its tab chosen and the target it shows (the one the model wrote,
-// or the one typed there).  pick() gives {stack, target, text} (target null until the
-// card has read or written one).
+// or the one typed there).  pick() gives {stack, target, text, layers, heads} (target
+// null until the card has read or written one; layers and heads the stack's own, once
+// it has maps).
 
 import { el } from "./dom.js";
+
+/** The event the stacks card sends (bubbling) when its tab or maps change. */
+export const STACK_CHOSEN = "stack-chosen";
+
+/** The grid's {layers, heads} for a card's context: the chosen stack's own (an
+ * encoder-decoder's decoder may be deeper than its encoder), else the model's. */
+export function stackShape(context) {
+  const chosen = context.pick ? context.pick() : null;
+  if (chosen && chosen.layers) return { stack: chosen.stack, layers: chosen.layers, heads: chosen.heads };
+  return { stack: null, layers: context.layers, heads: context.heads };
+}
 
 /** The hint each card shows for an encoder-decoder. */
 export const STACK_HINT =

@@ -14,6 +14,7 @@ import { clearFieldErrors, showFieldErrors } from "./feedback.js";
 import { decodeCompact } from "./model-data.js";
 import { ENCODER_DECODER, URL_LIMIT, realHeadLink } from "./model-state.js";
 import { drawAlignment, drawGrid, drawLarge } from "./model-stacks-draw.js";
+import { STACK_CHOSEN } from "./model-encdec.js";
 
 const STACKS = ["encoder", "decoder", "cross"];
 const AXES = {
@@ -160,6 +161,7 @@ function render(c) {
   align.hidden = view.stack !== "cross";
   if (!align.hidden) alignment(c);
   writeHash(c);
+  card.dispatchEvent(new CustomEvent(STACK_CHOSEN, { bubbles: true })); // the ablation card sizes its grid again
 }
 
 /** The tabs (click, arrow keys), "when" of the alignment, the card's and the page's form. */
@@ -250,7 +252,9 @@ function open(c, stack, layer, head) {
 /** The stack and target the analysis cards read (model-encdec.js): the tab chosen and the
  * target these maps are of (null until a target is read or written). */
 function choice({ view, data }) {
-  return { stack: view.stack, target: data ? data.targetText : null, text: data ? data.text : null };
+  const maps = data ? data.maps[view.stack] : null; // the stack's own depth and heads (they may differ)
+  const sizes = maps && maps.length ? { layers: maps.length, heads: maps[0].shape[0] } : {};
+  return { stack: view.stack, target: data ? data.targetText : null, text: data ? data.text : null, ...sizes };
 }
 
 /** A click on a cell of the large map: explain({stack, layer, head, row, col, rows, cols}). */

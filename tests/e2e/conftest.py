@@ -24,10 +24,12 @@ ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 900}
 
 # Playwright's expect() waits 5 s unless told: a guess for a quiet machine.  The suite
-# must pass at a load of 6 on 2 cores, where a redraw alone can take seconds, so every
-# expect() without a timeout of its own waits this long for its condition (a test that
-# passes returns as soon as the condition holds; only a failing one waits it out).
-LOADED_WAIT = 30_000  # ms
+# must pass at a load of 6 on 2 cores, where forward passes and a redraw can take tens of
+# seconds, so every browser wait (expect() without a timeout of its own, and each module's
+# WAIT, this constant imported) is bounded by this one figure: a test that passes returns
+# as soon as its condition holds; only a failing one waits it out.  Only test_model_4k
+# waits longer (forward passes at 4,096 tokens).
+LOADED_WAIT = 60_000  # ms
 expect.set_options(timeout=LOADED_WAIT)
 
 

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
+
 pytestmark = pytest.mark.e2e
 
 NONSENSE = "zz-not-a-sentence"
-WAIT = 60_000
 
 
 def scramble_messages(page: Page, pattern: str, edit_request: Any = None) -> list[dict]:

@@ -16,12 +16,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.hostile_checkpoint import MARKUP, NAME, make_hostile_gpt2
 from tests.e2e.servers import models_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 60_000
 TEXT = " ".join([*MARKUP, "the", "cat"])
 
 

@@ -16,13 +16,13 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
 from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2, make_llama, metaspace_tokenizer, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000  # ms: a forward pass and a page draw on a loaded 2-core machine
 UINT8_ERROR = 1 / 510
 MAX_NEW_TOKENS = 60  # above a tiny model's context, so both limits can be met
 # name -> (layers, heads); n_positions 48 (tests/models/checkpoints.py)

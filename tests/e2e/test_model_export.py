@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api
 from tests.e2e.test_model_page import words
 
 pytestmark = pytest.mark.e2e
 
-WAIT = 60_000
 MODEL = "tiny-bank-gpt"
 TEXT = "Kim rowed the boat, then went to the bank."
 

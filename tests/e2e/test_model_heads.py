@@ -15,13 +15,13 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api
 from tests.e2e.head_cards import signed_colours
 from tests.e2e.servers import built_in_and_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 60_000  # ms: forward passes and drawing on a loaded 2-core machine
 BANK = "tiny-bank-gpt"
 TEXT = "Ann needed a loan, then ran to the bank "  # the next letter decides the sense
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.head_cards import ablate_one_head, scores_are_the_apis
 from tests.e2e.servers import models_server
 from tests.models.hf_checkpoints import make_hf
@@ -20,7 +21,6 @@ from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 60_000
 MODEL = "tiny-gemma2"
 TEXT = "The bank approved the loan, and the river bank was muddy."
 SHOTS = os.environ.get("ATTENTION_VIZ_SCREENSHOTS")  # a directory: screenshots to look at

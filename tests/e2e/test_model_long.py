@@ -21,12 +21,12 @@ import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 60_000  # ms: a forward pass at ~500 tokens and a page draw on a loaded 2-core machine
 NAME = "long-gpt2"
 LAYERS, HEADS = 4, 32
 GRID_POOL = 48  # static/js/model-overview.js: more than 100 maps -> 48 cells a side

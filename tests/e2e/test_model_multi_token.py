@@ -13,13 +13,13 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api, plot_data, watched_page
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000
 UINT8_ERROR = 1 / 510
 TEXT = "the river bank was muddy after the rain"  # MiniLM: 10 tokens, [CLS] and [SEP] included
 GPT = "tiny-gpt"

@@ -11,9 +11,10 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
+
 pytestmark = pytest.mark.e2e
 
-WAIT = 60_000
 MODEL = "tiny-bank-gpt"
 TEXT = "Kim rowed the boat, then went to the bank"
 SHOTS = os.environ.get("ATTENTION_VIZ_SCREENSHOTS")

@@ -10,13 +10,13 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api
 from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000  # ms: a forward pass and a page draw on a loaded 2-core machine
 PROMPT = "The dog ran"
 NOTE = (
     "tiny-bigram has no attention layers (0 layers, as a trained bigram: no token reads "

@@ -10,13 +10,12 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api, plot_data, tick_texts, wait_for_plot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
 LAYERS, HEADS = 6, 12
-# ms: every wait is on the real condition, with room for a loaded 2-core machine.
-WAIT = 30_000
 UINT8_ERROR = 1 / 510
 # Words that are one WordPiece each, so N words make N + 2 tokens.
 WORDS = (

@@ -20,6 +20,7 @@ from playwright.sync_api import Page, expect
 
 from devtools.server import serve_in_thread
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.models.checkpoints import make_gpt2
 from tests.progress_hold import held
 from tests.requires import require
@@ -28,7 +29,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
 NAME = "progress-gpt2"
 LAYERS, HEADS = 4, 2
-WAIT = 30_000  # ms
 FIRST = "The bank approved the loan."
 SECOND = "The river bank was muddy and the fish were gone."
 

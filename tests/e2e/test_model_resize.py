@@ -14,11 +14,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.test_model_4k import WIDER_THAN, no_wider_than
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000
 TEXT = "the river bank was muddy after the rain"
 
 # Every plot shown: [test id, its width, its drawing's width] (the quick renderer's

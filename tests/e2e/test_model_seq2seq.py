@@ -17,11 +17,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.servers import MARIAN, marian
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000
 UINT8_ERROR = 1 / 510
 SOURCE = "The cat sat on the mat because it was tired."
 TARGET = "Die Katze sass auf der Matte."

@@ -49,9 +49,14 @@ def test_ablating_one_head_shows_the_apis_loss(page: Page, server_url: str, stac
     page.get_by_test_id("ablate-run").click()
     body = asked(stack=stack, heads=[[1, 2]], mode="zero")
     answer = api(server_url, "/api/model/ablate", body)
+    expect_ablated(page, stack, "L1 H2", answer)
+
+
+def expect_ablated(page: Page, stack: str, head: str, answer: dict[str, Any]) -> None:
+    """The ablation card shows the API's `answer` for the stack's head (zeroed)."""
     assert abs(answer["loss_before"] - answer["loss_after"]) > 1e-4  # the head matters
     expect(page.get_by_test_id("ablate-summary")).to_contain_text(
-        f"Without the {stack} stack's L1 H2 (zero): loss {answer['loss_before']:.3f} → "
+        f"Without the {stack} stack's {head} (zero): loss {answer['loss_before']:.3f} → "
         f"{answer['loss_after']:.3f} nats",
         timeout=WAIT,
     )

@@ -19,12 +19,12 @@ import pytest
 from playwright.sync_api import Browser, Request, expect
 
 from tests.e2e.conftest import ARTIFACTS, api
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.servers import marian
 from tests.e2e.test_model_long import watch_errors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 60_000
 MODEL = "marian-512"
 TEXT = " ".join(["The cat sat on the mat because it was tired."] * 12)  # 193 tokens
 GRID_POOL = 128  # model-overview.js' pool for few maps (2 layers × 4 heads)

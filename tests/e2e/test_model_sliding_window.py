@@ -12,6 +12,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api, plot_data, wait_for_plot
 from tests.e2e.servers import models_server
 from tests.models.hf_checkpoints import LONG_TEXT, make_hf
@@ -19,7 +20,6 @@ from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000
 GREY = [208, 215, 222, 255]
 # Screenshots for a person to look at, when this names a directory.
 SHOTS = os.environ.get("ATTENTION_VIZ_SCREENSHOTS")

@@ -15,13 +15,13 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api, plot_data, wait_for_plot, watched_page
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.servers import models_server
 from tests.models.checkpoints import make_gpt2
 from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000
 A = "the river bank was muddy"
 B = "the money bank was closed"  # MiniLM: 7 tokens each
 LONGER = "the money bank was closed after the rain"

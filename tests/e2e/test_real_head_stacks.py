@@ -22,6 +22,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api, plot_data, wait_for_plot
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.servers import models_server
 from tests.e2e.test_model_seq2seq import MODEL, SOURCE, TARGET, open_marian, stacks_card_shows
 from tests.models.hf_checkpoints import make_hf
@@ -29,8 +30,6 @@ from tests.models.seq2seq_checkpoints import make_seq2seq
 from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
-
-WAIT = 30_000
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, api, plot_data
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.servers import marian
 from tests.e2e.test_model_seq2seq import MODEL, SOURCE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 30_000
 WRITTEN = 40  # the card writes 40 tokens at most
 
 

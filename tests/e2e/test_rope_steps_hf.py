@@ -13,6 +13,7 @@ import pytest
 import torch
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api, plot_data, wait_for_plot
 from tests.e2e.servers import models_server
 from tests.models.hf_checkpoints import make_hf
@@ -20,7 +21,6 @@ from tests.requires import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
-WAIT = 60_000
 MODEL = "tiny-qwen3"
 TEXT = "The bank approved the loan by the river."
 SHOTS = os.environ.get("ATTENTION_VIZ_SCREENSHOTS")

@@ -15,9 +15,9 @@ from playwright.sync_api import Page, expect
 
 from attention_core.training import preset_config, train
 from devtools.server import serving
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 
 pytestmark = pytest.mark.e2e
-WAIT = 30_000
 PROBE = "the bank of the river"
 TINY = {"n_layer": 1, "n_head": 1, "n_embd": 16, "block_size": 24, "batch_size": 4}
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import LOADED_WAIT as WAIT
 from tests.e2e.conftest import api
 
-WAIT = 60_000  # ms: forward passes and drawing on a loaded 2-core machine
 BANK = "tiny-bank-gpt"
 TEXT = "Kim counted the cash, then went to the bank "  # 44 letters, 44 tokens
 ROW, COL = 43, 19  # the last letter looks at "cash"'s last letter

@@ -38,6 +38,7 @@ from ..base.stack import first_position
 from ..checkpoints.hooked_float32 import compute_hooked_in_float32
 from ..checkpoints.safetensors_io import checkpoint_files, read_header
 from ..checkpoints.weight_dtype import run_on, stored_dtype
+from ..maps.blocked_pass import BlockedPass
 from . import load_progress
 from .adapters import ADAPTED_TYPES, adapted_modules, install_adapters
 from .capture import (
@@ -317,20 +318,47 @@ class TransformersLM:
         cache = options.get("cache")
         # maps_only: no logits (Wanted.of); transformers' last layer still runs whole.
         wanted = Wanted.of(options)
-        num_logits, output_attentions = wanted.num_logits, wanted.output_attentions
-        output_hidden_states, trace_layer = wanted.output_hidden_states, wanted.trace_layer
-        blocked = wanted.blocked
+        trace_layer = wanted.trace_layer
         length = input_ids.shape[1]
         first_position(cache, length, self.config.max_positions)
+        arguments = self._arguments(input_ids, cache, wanted)
+        if wanted.output_attentions or trace_layer is not None:
+            out, calls, unrotated = self._captured(arguments, wanted, cache)
+        else:
+            out, calls, unrotated = self._uncaptured(arguments, wanted.blocked), [], Unrotated()
+        if cache is not None:
+            cache.advance(length)
+        hidden = tuple(out.hidden_states) if out.hidden_states is not None else ()
+        return DecoderOutput(
+            logits=self._logits(out, input_ids, wanted.num_logits),
+            attentions=tuple(c.weights for c in calls) if wanted.output_attentions else (),
+            hidden_states=hidden if wanted.output_hidden_states else (),
+            trace=None if trace_layer is None else _trace(trace_layer, calls, hidden, unrotated),
+        )
+
+    def _arguments(
+        self, input_ids: torch.Tensor, cache: KVCache | None, wanted: Wanted
+    ) -> dict[str, Any]:
+        """The model's keyword arguments for ``input_ids``: hidden states when wanted or
+        traced; a decoder's cache (transformers' own, inside ours) and its logits kept."""
         arguments: dict[str, Any] = {
             "input_ids": input_ids,
-            "output_hidden_states": output_hidden_states or trace_layer is not None,
+            "output_hidden_states": wanted.output_hidden_states or wanted.trace_layer is not None,
         }
         if self.kind == "decoder":
             hf_cache = cache.hf if isinstance(cache, TransformersKVCache) else None
             arguments.update({self._cache_argument: hf_cache, "use_cache": hf_cache is not None})
-            if self._logits_to_keep and num_logits is not None:
-                arguments["logits_to_keep"] = max(num_logits, 1)  # 0 would mean all
+            if self._logits_to_keep and wanted.num_logits is not None:
+                arguments["logits_to_keep"] = max(wanted.num_logits, 1)  # 0 would mean all
+        return arguments
+
+    def _captured(
+        self, arguments: dict[str, Any], wanted: Wanted, cache: KVCache | None
+    ) -> tuple[Any, list[CapturedCall], Unrotated]:
+        """The pass with every layer's attention captured (``wanted.trace_layer``'s call
+        kept whole, its input hooked, RoPE's unrotated q and k grabbed on a first pass);
+        its output, the stack's calls and what was grabbed."""
+        trace_layer = wanted.trace_layer
         hooks = {}
         if trace_layer is not None:
             path = self.attention_paths[trace_layer]
@@ -340,58 +368,39 @@ class TransformersLM:
             return site.layer == trace_layer and site.stack == self.stack
 
         unrotated = Unrotated()
-        if output_attentions or trace_layer is not None:
-            progress = {self.stack: (0, self.config.num_layers)}
-            with (
-                capturing(self.sites, keep, hooks, progress, self.per_call) as capture,
-                handing(AttentionRun(capture, blocked), self.handed) as keywords,
-            ):
-                arguments.update(keywords)
-                if trace_layer is not None and self.rope and not (cache and cache.length):
-                    module = self._modules[self.attention_paths[trace_layer]]
-                    with grabbing_unrotated(module) as unrotated:
-                        out = guarded(self.failures, self.name, lambda: self.model(**arguments))
-                else:
-                    out = guarded(self.failures, self.name, lambda: self.model(**arguments))
-            calls = capture.stack(self.stack)
-            if len(calls) != self.config.num_layers:
-                raise self.failures.fail(
-                    self.name, f"{len(calls)} of its {self.config.num_layers} layers captured"
-                )
-        elif blocked is not None:
-            with (
-                handing(AttentionRun(blocked=blocked), self.handed) as keywords,
-                describing(self.kind == "decoder"),  # no (T, T) causal mask: ``described_mask``
-            ):
-                arguments.update(keywords)
-                out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
-        else:
-            out, calls = guarded(self.failures, self.name, lambda: self.model(**arguments)), []
-        if cache is not None:
-            cache.advance(length)
-        hidden = tuple(out.hidden_states) if out.hidden_states is not None else ()
-        trace = None
-        if trace_layer is not None:
-            call = next(c for c in calls if c.site.layer == trace_layer)
-            x = call.x if call.x is not None else hidden[trace_layer]
-            d = call.query.shape[-1]
-            trace = LayerTrace(
-                trace_layer,
-                x,
-                call.query,
-                call.key,
-                call.value,
-                call.steps,
-                q_unrotated=unrotated.heads("q", d),
-                k_unrotated=unrotated.heads("k", d),
-                qk_norm=unrotated.normed,
+        progress = {self.stack: (0, self.config.num_layers)}
+        with (
+            capturing(self.sites, keep, hooks, progress, self.per_call) as capture,
+            handing(AttentionRun(capture, wanted.blocked), self.handed) as keywords,
+        ):
+            arguments.update(keywords)
+            if trace_layer is not None and self.rope and not (cache and cache.length):
+                module = self._modules[self.attention_paths[trace_layer]]
+                with grabbing_unrotated(module) as unrotated:
+                    out = self._forward(arguments)
+            else:
+                out = self._forward(arguments)
+        calls = capture.stack(self.stack)
+        if len(calls) != self.config.num_layers:
+            raise self.failures.fail(
+                self.name, f"{len(calls)} of its {self.config.num_layers} layers captured"
             )
-        return DecoderOutput(
-            logits=self._logits(out, input_ids, num_logits),
-            attentions=tuple(c.weights for c in calls) if output_attentions else (),
-            hidden_states=hidden if output_hidden_states else (),
-            trace=trace,
-        )
+        return out, calls, unrotated
+
+    def _uncaptured(self, arguments: dict[str, Any], blocked: BlockedPass | None) -> Any:
+        """The pass keeping no map: each layer's context block by block when ``blocked``."""
+        if blocked is None:
+            return self._forward(arguments)
+        with (
+            handing(AttentionRun(blocked=blocked), self.handed) as keywords,
+            describing(self.kind == "decoder"),  # no (T, T) causal mask: ``described_mask``
+        ):
+            arguments.update(keywords)
+            return self._forward(arguments)
+
+    def _forward(self, arguments: dict[str, Any]) -> Any:
+        """The model's forward pass; a failure of its code is a ``CaptureFailed``."""
+        return guarded(self.failures, self.name, lambda: self.model(**arguments))
 
     def _logits(self, out: Any, input_ids: torch.Tensor, num_logits: int | None) -> torch.Tensor:
         logits: torch.Tensor | None = getattr(out, "logits", None)
@@ -400,3 +409,24 @@ class TransformersLM:
         if num_logits is None:
             return logits
         return logits[:, logits.shape[1] - num_logits :]  # (B, num_logits, V)
+
+
+def _trace(
+    layer: int, calls: list[CapturedCall], hidden: tuple[torch.Tensor, ...], unrotated: Unrotated
+) -> LayerTrace:
+    """``layer``'s trace from its captured call: its input x (else the hidden state
+    before it), q, k, v, every step, and RoPE's unrotated q and k when grabbed."""
+    call = next(c for c in calls if c.site.layer == layer)
+    x = call.x if call.x is not None else hidden[layer]
+    d = call.query.shape[-1]
+    return LayerTrace(
+        layer,
+        x,
+        call.query,
+        call.key,
+        call.value,
+        call.steps,
+        q_unrotated=unrotated.heads("q", d),
+        k_unrotated=unrotated.heads("k", d),
+        qk_norm=unrotated.normed,
+    )

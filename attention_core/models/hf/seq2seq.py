@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import InitVar, dataclass, replace
+from dataclasses import InitVar, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Unpack, cast
@@ -61,7 +61,7 @@ from .capture import (
 from .failures import FailureWatch, guarded
 from .load_errors import files_at_fault
 from .relative_bias import install_relative_bias
-from .seq2seq_rules import apply_rules, generation_rules
+from .seq2seq_rules import Rule, apply_rules, generation_rules
 from .seq2seq_stacks import stacks_forward
 
 
@@ -604,9 +604,20 @@ class EncoderDecoder:
         cache), at any length; ``forward_stacks`` over the source and ``new_ids`` gives
         the maps.
         """
-        from transformers import DynamicCache, EncoderDecoderCache
-
         temperature, top_k, seed = sampling_values(sampling)
+        self._check_new_tokens(max_new_tokens)
+        source = self.tokenize(prompt, field="prompt")
+        seed, generator = sampler_seed(temperature, seed)
+        rules = generation_rules(self.model.generation_config, max_new_tokens)
+        pick = partial(_next_token, rules, temperature, top_k, generator)
+        size = (1 + max_new_tokens, len(source)) if capture_attentions else None
+        with torch.inference_mode():
+            encoded, encoder_weights = self._encode_source(source, capture_attentions)
+            decoded = self._decode(encoded, max_new_tokens, pick, size)
+        return self._generated(source, encoded, encoder_weights, decoded, seed)
+
+    def _check_new_tokens(self, max_new_tokens: int) -> None:
+        """``max_new_tokens`` at least 1, and the start token and it within the limit."""
         if max_new_tokens < 1:
             raise SpecError(
                 f"max_new_tokens is {max_new_tokens}; it must be at least 1",
@@ -619,54 +630,86 @@ class EncoderDecoder:
                 f"({self.tokenizer.limit_source})",
                 field="max_new_tokens",
             )
-        source = self.tokenize(prompt, field="prompt")
-        seed, generator = sampler_seed(temperature, seed)
-        rules = generation_rules(self.model.generation_config, max_new_tokens)
-        config = self.model.config
-        length, width = 1 + max_new_tokens, len(source)
-        decoder_maps: list[torch.Tensor] = []  # per layer (H, N, N), N = 1 + max_new_tokens
-        cross_maps: list[torch.Tensor] = []  # per layer (H, N, S)
-        ids = [self.start_id]
-        stop: StopReason = "max_new_tokens"
+
+    def _encode_source(
+        self, source: TokenizedText, capture_attentions: bool
+    ) -> tuple[Any, tuple[torch.Tensor, ...]]:
+        """The encoder's pass over ``source`` (its hidden states kept) and its maps
+        (H, S, S) per layer; without ``capture_attentions`` no map (each layer's
+        context is computed block by block)."""
+        blocked = context_only(capture_attentions)  # no map wanted: none held
+        with (
+            self._capture(lambda site: False) as capture,
+            handing(AttentionRun(capture, blocked), self.adapted) as keywords,
+        ):
+            encoded = guarded(
+                self.failures,
+                self.name,
+                lambda: self.model.get_encoder()(
+                    input_ids=torch.tensor([source.input_ids]),
+                    output_hidden_states=True,
+                    **keywords,
+                ),
+            )
+        return encoded, _first(capture.weights("encoder")) if capture_attentions else ()
+
+    def _decode(
+        self,
+        encoded: Any,
+        max_new_tokens: int,
+        pick: Callable[[list[int], torch.Tensor], int],
+        size: tuple[int, int] | None,
+    ) -> _Decoded:
+        """The decoder one token at a time through the cache, from the start token, each
+        next token ``pick``ed from the ids so far and the last position's logits (V,).
+        ``size`` (N, S): each step's rows are kept in maps of that size; None: no map."""
+        decoded = _Decoded([self.start_id])
+        ids = decoded.ids
+        cache = self._new_cache()
         done = False
-        with torch.inference_mode():
-            blocked = context_only(capture_attentions)  # no map wanted: none held
-            with (
-                self._capture(lambda site: False) as capture,
-                handing(AttentionRun(capture, blocked), self.adapted) as keywords,
-            ):
-                encoded = guarded(
-                    self.failures,
-                    self.name,
-                    lambda: self.model.get_encoder()(
-                        input_ids=torch.tensor([source.input_ids]),
-                        output_hidden_states=True,
-                        **keywords,
-                    ),
-                )
-            encoder_weights = _first(capture.weights("encoder")) if capture_attentions else ()
-            cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
-            while True:
-                position = len(ids) - 1
-                with self._capture(lambda site: False) as capture:
-                    out = self.forward_with(
-                        AttentionRun(capture),
-                        encoder_outputs=encoded,
-                        decoder_input_ids=torch.tensor([[ids[-1]]]),  # (1, 1)
-                        use_cache=True,
-                        **{self._cache_argument: cache},
-                    )
-                if capture_attentions:
-                    _record_step(capture, position, (length, width), decoder_maps, cross_maps)
-                if done:  # the last written token's own row is recorded
-                    break
-                logits = apply_rules(rules, ids, out.logits[0, -1])
-                token = sample(logits, temperature, top_k, generator)
-                ids.append(token)
-                if token in self.eos_ids:
-                    stop = "eos"
-                done = stop == "eos" or len(ids) - 1 == max_new_tokens
-                report("generate", len(ids) - 1, max_new_tokens)
+        while True:
+            out, capture = self._step(encoded, ids[-1], cache)
+            if size is not None:
+                maps = (decoded.decoder_maps, decoded.cross_maps)
+                _record_step(capture, len(ids) - 1, size, *maps)
+            if done:  # the last written token's own row is recorded
+                return decoded
+            token = pick(ids, out.logits[0, -1])
+            ids.append(token)
+            if token in self.eos_ids:
+                decoded.stop = "eos"
+            done = decoded.stop == "eos" or len(ids) - 1 == max_new_tokens
+            report("generate", len(ids) - 1, max_new_tokens)
+
+    def _new_cache(self) -> Any:
+        """An empty encoder-decoder KV cache (self-attention's and cross-attention's)."""
+        from transformers import DynamicCache, EncoderDecoderCache
+
+        config = self.model.config
+        return EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
+
+    def _step(self, encoded: Any, token: int, cache: Any) -> tuple[Any, Capture]:
+        """One decoder step: ``token`` read after what ``cache`` holds; its output and capture."""
+        with self._capture(lambda site: False) as capture:
+            out = self.forward_with(
+                AttentionRun(capture),
+                encoder_outputs=encoded,
+                decoder_input_ids=torch.tensor([[token]]),  # (1, 1)
+                use_cache=True,
+                **{self._cache_argument: cache},
+            )
+        return out, capture
+
+    def _generated(
+        self,
+        source: TokenizedText,
+        encoded: Any,
+        encoder_weights: tuple[torch.Tensor, ...],
+        decoded: _Decoded,
+        seed: int | None,
+    ) -> GeneratedTarget:
+        """The written target, its maps cut to the rows written, and the source's."""
+        ids = decoded.ids
         new_ids = tuple(ids[1:])
         rows = len(ids)
         start, start_special = self.start_token()
@@ -682,14 +725,37 @@ class EncoderDecoder:
             target,
             encoder_weights,
             tuple(h[0] for h in encoded.hidden_states),
-            tuple(m[:, :rows, :rows].contiguous() for m in decoder_maps),
-            tuple(m[:, :rows].contiguous() for m in cross_maps),
+            tuple(m[:, :rows, :rows].contiguous() for m in decoded.decoder_maps),
+            tuple(m[:, :rows].contiguous() for m in decoded.cross_maps),
             new_ids=new_ids,
             new_tokens=new_tokens,
             text=self.tokenizer.decode(new_ids),
-            stop_reason=stop,
+            stop_reason=decoded.stop,
             seed=seed,
         )
+
+
+@dataclass
+class _Decoded:
+    """A generation's ids so far (the start token first), why it stopped, and its maps:
+    per decoder layer (H, N, N) and cross (H, N, S), N = 1 + max_new_tokens."""
+
+    ids: list[int]
+    stop: StopReason = "max_new_tokens"
+    decoder_maps: list[torch.Tensor] = field(default_factory=list)
+    cross_maps: list[torch.Tensor] = field(default_factory=list)
+
+
+def _next_token(
+    rules: list[Rule],
+    temperature: float,
+    top_k: int | None,
+    generator: torch.Generator | None,
+    ids: list[int],
+    logits: torch.Tensor,
+) -> int:
+    """The next token from one position's logits (V,), the checkpoint's rules applied."""
+    return sample(apply_rules(rules, ids, logits), temperature, top_k, generator)
 
 
 # Attention modules' names (BART/Marian: self_attn, encoder_attn; T5: SelfAttention,
