@@ -157,8 +157,10 @@ def test_the_exported_notebook_draws_offline(exported, width, browser):
         # Reaching for a map (hover, click) fetches nothing: no Plotly.js to load.
         maps.locator("[data-testid='map-L2-H2']").click()
         maps.locator("[data-testid='zoom-plot']").hover()
-        page.wait_for_timeout(300)
-        assert maps.locator("[data-testid='zoom-title']").text_content() == "Layer 2, head 2"
+        maps.wait_for_function(
+            "document.querySelector(\"[data-testid='zoom-title']\").textContent"
+            " === 'Layer 2, head 2'"
+        )
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"notebook-{width}.png"), full_page=True)
     assert not problems, problems
