@@ -18,7 +18,7 @@ from attention_core import SpecError
 from attention_core.models import TextModel
 from attention_core.models.base.capabilities import StackTrace, Target
 from attention_core.models.base.outputs import check_layer
-from attention_core.models.maps.context_pass import context_only
+from attention_core.models.maps.context_pass import ContextPass
 from attention_core.models.maps.pooling import Region
 from attention_core.models.text.head_trace import TraceView, mean_blocks, region_head_trace
 
@@ -72,7 +72,9 @@ def head_answer(
             text_b=body.text_b,
             target=target,
             stack=kept.name,
-            blocked=context_only(),  # no map held: the head's steps come from what was kept
+            # No map held, and not the fused kernel: the layer's input must be the maps
+            # pass's bit for bit, so that q and k rebuilt from it are the ones it kept.
+            blocked=ContextPass(fused=False),
         )
         trace = region_head_trace(
             traced.layer, kept.layers[body.layer - 1], body.head - 1, traced.causal, view

@@ -33,13 +33,14 @@ class ContextPass:
     """Each call's context (..., H, T, D_v), ``block_cells`` scores at a time over every
     batch row and head; no weights kept."""
 
-    def __init__(self, block_cells: int = DEFAULT_BLOCK_CELLS) -> None:
+    def __init__(self, block_cells: int = DEFAULT_BLOCK_CELLS, *, fused: bool = True) -> None:
         self.block_cells = block_cells
+        self.fused = fused  # False: every call blocked, the maps pass's arithmetic bit for bit
 
     def steps(
         self, layer: int | None, call: AttentionCall, module: object = None
     ) -> AttentionSteps:
-        if call.fuses_context:
+        if self.fused and call.fuses_context:
             return attention_with_steps(
                 call.query,
                 call.key,
