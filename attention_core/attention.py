@@ -202,11 +202,11 @@ def attention_with_steps(
     (L, S) map; the same context to float rounding.  Elsewhere it is ``keep_steps=False``.
     """
     _check_shapes(query, key, value)
-    if not keep_weights and context_fuses(attn_mask, dropout_p, score_bias, softcap, sinks):
-        return _fused_context(query, key, value, is_causal, scale, enable_gqa)
-    num_queries, num_keys = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     group = _query_group(query, key) if enable_gqa else 1
+    if not keep_weights and context_fuses(attn_mask, dropout_p, score_bias, softcap, sinks):
+        return _fused_context(query, key, value, is_causal, scale_factor, group)
+    num_queries, num_keys = query.shape[-2], key.shape[-2]
     if softcap is not None and not softcap > 0:
         raise SpecError(f"softcap is {softcap}; it must be positive", field="softcap")
     allowed = _allowed(attn_mask, is_causal, num_queries, num_keys)
@@ -263,24 +263,29 @@ def _fused_context(
     key: torch.Tensor,
     value: torch.Tensor,
     is_causal: bool,
-    scale: float | None,
-    enable_gqa: bool,
+    scale_factor: float,
+    group: int,
 ) -> AttentionSteps:
     """The context alone, from ``F.scaled_dot_product_attention`` (causal top-left
-    aligned, as here); every step empty."""
-    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    group = _query_group(query, key) if enable_gqa else 1
+    aligned, as here)."""
     context = F.scaled_dot_product_attention(
         query, key, value, is_causal=is_causal, scale=scale_factor, enable_gqa=group > 1
     )
+    return context_steps(query, context, None, scale_factor)
+
+
+def context_steps(
+    query: torch.Tensor, context: torch.Tensor, weights: torch.Tensor | None, scale: float
+) -> AttentionSteps:
+    """``AttentionSteps`` holding the context (and the weights, when kept) only."""
     empty = query.new_empty(0)
     return AttentionSteps(
         attn_scores=empty,
         scaled_scores=empty,
         masked_scores=empty,
-        attn_weights=empty,
+        attn_weights=empty if weights is None else weights,
         context_vec=context,
-        scale=scale_factor,
+        scale=scale,
         allowed=None,
     )
 

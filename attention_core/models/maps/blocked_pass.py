@@ -25,7 +25,7 @@ from typing import Protocol
 
 import torch
 
-from ...attention import AttentionSteps
+from ...attention import AttentionSteps, context_steps
 from ...blocked_attention import AttentionCall, blocked_attention
 
 # Rows per block of the full-maps pass: fastest of 32-256 at T = 1,024 (GPT-2 small's
@@ -44,22 +44,6 @@ class BlockedPass(Protocol):
         encoder-decoder's stacks apart) as ``attention_with_steps`` would return it, with
         empty tensors for the steps the pass does not keep."""
         ...
-
-
-def context_steps(
-    query: torch.Tensor, context: torch.Tensor, weights: torch.Tensor | None, scale: float
-) -> AttentionSteps:
-    """``AttentionSteps`` holding the context (and the weights, when kept) only."""
-    empty = query.new_empty(0)
-    return AttentionSteps(
-        attn_scores=empty,
-        scaled_scores=empty,
-        masked_scores=empty,
-        attn_weights=empty if weights is None else weights,
-        context_vec=context,
-        scale=scale,
-        allowed=None,
-    )
 
 
 class FullMapsPass:

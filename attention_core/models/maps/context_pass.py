@@ -19,14 +19,14 @@ from collections.abc import Callable
 
 import torch
 
-from ...attention import AttentionSteps, attention_with_steps
+from ...attention import AttentionSteps, attention_with_steps, context_steps
 from ...blocked_attention import (
     DEFAULT_BLOCK_CELLS,
     AttentionCall,
     blocked_attention,
     rows_per_block,
 )
-from .blocked_pass import BlockedPass, context_steps
+from .blocked_pass import BlockedPass
 
 
 class ContextPass:

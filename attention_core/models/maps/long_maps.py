@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from ...attention import AttentionSteps
+from ...attention import AttentionSteps, context_steps
 from ...blocked_attention import (
     DEFAULT_BLOCK_CELLS,
     AttentionCall,
@@ -35,7 +35,6 @@ from ...blocked_attention import (
 )
 from ...progress import report
 from . import gpu_pooled
-from .blocked_pass import context_steps
 from .map_grid import MapGrid, MapQuery
 from .pooling import Region
 
