@@ -63,8 +63,10 @@ Target = tuple[int, int] | None  # (position, token id): −log p(token | text u
 MAX_CONFIRM = 16  # heads one request may have ablated exactly, each alone
 # Score cells (sources × heads × T²) AtP* recomputes per batch of sources.
 STAR_BATCH_CELLS = 1 << 23
-# Scores per block of the gradient pass's attention (every head): small enough that a causal
-# map's blocks skip most of its masked half (GPT-2 small, T = 1,024: 85 rows a block).
+# Scores per block of the gradient pass's attention (every head) where a layer is blocked (a
+# mask tensor, bias, soft-cap or sinks; a causal or unmasked layer is torch's fused kernel,
+# its backward too): small enough that a causal map's blocks skip most of its masked half
+# (GPT-2 small, T = 1,024: 85 rows a block).
 GRADIENT_BLOCK_CELLS = 1 << 20
 
 
@@ -251,8 +253,8 @@ class _Forward:
 
 
 def _forward(heads: DecoderHeadModel, tensor: torch.Tensor) -> _Forward:
-    """The forward over ids ``tensor`` (1, T), each context in blocks (no map); run with
-    gradients enabled."""
+    """The forward over ids ``tensor`` (1, T), each context fused or in blocks (no map);
+    run with gradients enabled."""
     T = tensor.shape[1]
     width = heads.num_heads * heads.head_dim
     leaves = [torch.zeros(1, T, width, requires_grad=True) for _ in range(heads.num_layers)]
@@ -272,7 +274,7 @@ def _forward(heads: DecoderHeadModel, tensor: torch.Tensor) -> _Forward:
             tensor,
             num_logits=0,
             output_hidden_states=True,
-            blocked=ContextPass(GRADIENT_BLOCK_CELLS),  # no map: the context in blocks
+            blocked=ContextPass(GRADIENT_BLOCK_CELLS),  # no map: fused, or in blocks
         )
     return _Forward(leaves, contexts, live, final_input, final.hidden_states[-1])
 

@@ -101,7 +101,7 @@ def _decoder_norms(model: EncoderDecoder) -> list[tuple[tuple[int, int], nn.Modu
 
 def gradient_pass(model: EncoderDecoder, text: Seq2SeqText) -> Gradients:
     """Every attention's context and the loss's gradient there, from one forward (no map
-    held; the backward's blocks of rows) and one backward."""
+    held: each context fused or in blocks of rows) and one backward."""
     keys = list(model.layer_modules)
     projections = [out_projection(model, stack, layer) for stack, layer in keys]
     H = model.info().heads
