@@ -7,8 +7,6 @@ a model thread (``app.model_work``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from fastapi import APIRouter, Request, Response
 
@@ -42,9 +40,6 @@ from ..seq2seq_heads_answer import seq2seq_ablation, seq2seq_lens
 from ..settings import Settings
 from ..work_limits import check_target
 from .common import ERRORS, SettingsDep, json_response, reads_target
-
-if TYPE_CHECKING:  # importing it imports transformers (the optional extra)
-    pass
 
 router = APIRouter(prefix="/api/model", tags=["model"])
 
