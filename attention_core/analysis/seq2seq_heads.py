@@ -127,8 +127,8 @@ def seq2seq_forward(
 ) -> Any:
     """The model's two stacks (no LM head: logits are read in blocks) over ``rows`` copies
     of ``text``, inside ``hooks`` (``access.editing``'s pre-hooks); no map held (``blocked``,
-    a ``ContextPass``: each context block by block).  Its output has both stacks' hidden
-    states."""
+    a ``ContextPass``: each context fused or block by block).  Its output has both stacks'
+    hidden states."""
     source = torch.tensor([text.source]).expand(rows, -1)
     decoder_input = torch.tensor([text.target.input_ids]).expand(rows, -1)
     run = AttentionRun(blocked=blocked or ContextPass())
