@@ -637,7 +637,8 @@ class EncoderDecoder:
         """The encoder's pass over ``source`` (its hidden states kept) and its maps
         (H, S, S) per layer; without ``capture_attentions`` no map (each layer's
         context is computed block by block)."""
-        blocked = context_only(capture_attentions)  # no map wanted: none held
+        # No map wanted: none held; blocked, not fused: the same logits with or without maps.
+        blocked = context_only(capture_attentions, fused=False)
         with (
             self._capture(lambda site: False) as capture,
             handing(AttentionRun(capture, blocked), self.adapted) as keywords,

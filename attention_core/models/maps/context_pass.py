@@ -61,13 +61,15 @@ class ContextPass:
         )
 
 
-def context_only(maps_wanted: bool = False, given: BlockedPass | None = None) -> BlockedPass | None:
+def context_only(
+    maps_wanted: bool = False, given: BlockedPass | None = None, *, fused: bool = True
+) -> BlockedPass | None:
     """The pass for a forward that needs no map: ``given`` when the caller gave one (it
     keeps what it needs), else a ``ContextPass`` (each attention's context block by block)
     unless ``maps_wanted`` (None: every attention as it would run anyway)."""
     if given is not None:
         return given
-    return None if maps_wanted else ContextPass()
+    return None if maps_wanted else ContextPass(fused=fused)
 
 
 # (layer, first row, first column, weights (..., H, rows, cols)) of one block of rows.

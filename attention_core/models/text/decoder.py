@@ -163,7 +163,8 @@ class Decoder(TextModelBase[CausalLM]):
                     max_new_tokens,
                     eos_token_ids=self.eos_ids,
                     capture_attentions=capture_attentions,
-                    blocked=context_only(capture_attentions),
+                    # Blocked, not fused: the same logits, so the same sample, with or without maps.
+                    blocked=context_only(capture_attentions, fused=False),
                     **sampling,
                 )
             )
